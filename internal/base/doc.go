@@ -1,0 +1,22 @@
+// Package base holds the vocabulary every bloomkv package shares: internal
+// keys, the comparator, the internal iterator interface and the corruption
+// error marker.
+//
+// # Internal keys
+//
+// Every entry stored in a memtable or an SSTable is keyed by an internal key:
+//
+//	+---------------------+-------------------------------------------+
+//	| user key (n bytes)  | trailer: uint64 little-endian (8 bytes)   |
+//	+---------------------+-------------------------------------------+
+//	trailer = sequence << 8 | kind
+//
+// Internal keys order by user key ascending (bytes.Compare), then by trailer
+// descending, so the newest version of a user key comes first. Sequence
+// numbers are at most MaxSeq (56 bits). These encodings are part of the
+// on-disk format and never change.
+//
+// Invariants: a trailer's kind is one of the Kind constants below (KindSeek is
+// used only in search keys, never stored); sequence numbers of stored entries
+// are unique per database.
+package base

@@ -1,0 +1,22 @@
+package base
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrCorruption marks damaged on-disk data. Every decoder wraps it, naming the
+// file and offset, so callers test with errors.Is(err, ErrCorruption).
+var ErrCorruption = errors.New("bloomkv: corruption")
+
+// CorruptionErrorf returns an error wrapping ErrCorruption. Callers put the
+// package, file and offset in the message, for example
+// CorruptionErrorf("bloomkv/wal: %s at offset %d: checksum mismatch", name, off).
+func CorruptionErrorf(format string, args ...any) error {
+	return &corruptionError{msg: fmt.Sprintf(format, args...)}
+}
+
+type corruptionError struct{ msg string }
+
+func (e *corruptionError) Error() string { return e.msg + ": " + ErrCorruption.Error() }
+func (e *corruptionError) Unwrap() error { return ErrCorruption }

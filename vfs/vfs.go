@@ -1,0 +1,49 @@
+// Package vfs is the small file-system interface through which bloomkv does
+// every file operation. Production code uses Default (the operating system);
+// tests use the in-memory file system, which can simulate a crash by dropping
+// everything not yet synced, and the error-injecting wrapper.
+//
+// Invariant: bloomkv never touches a file except through an FS, so a test that
+// swaps the FS sees, and can fail or lose, every write the engine makes.
+package vfs
+
+import (
+	"io"
+	"os"
+)
+
+// File is an open file. Files opened with Create are written sequentially;
+// files opened with Open are read with ReadAt (concurrently safe) or Read.
+type File interface {
+	io.Reader
+	io.ReaderAt
+	io.Writer
+	io.Closer
+	// Sync makes everything written so far durable.
+	Sync() error
+	Stat() (os.FileInfo, error)
+}
+
+// FS is a file system.
+type FS interface {
+	// Create creates or truncates the named file for writing.
+	Create(name string) (File, error)
+	// Open opens the named file for reading.
+	Open(name string) (File, error)
+	// OpenDir opens a directory so that it can be synced (making creates,
+	// renames and removes in it durable).
+	OpenDir(name string) (File, error)
+	Remove(name string) error
+	// Rename atomically replaces newname with oldname.
+	Rename(oldname, newname string) error
+	MkdirAll(dir string, perm os.FileMode) error
+	// List returns the base names of the entries of dir, in no given order.
+	List(dir string) ([]string, error)
+	Stat(name string) (os.FileInfo, error)
+	// Lock takes an exclusive lock on the named file, creating it if needed.
+	// It fails at once if another holder (this process or another) has it.
+	// Closing the returned Closer releases the lock.
+	Lock(name string) (io.Closer, error)
+	// PathJoin joins path elements as filepath.Join does.
+	PathJoin(elem ...string) string
+}
