@@ -1,0 +1,169 @@
+package filter
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+)
+
+// Variant identifies a filter block layout. Values are stored on disk.
+type Variant uint8
+
+const (
+	// VariantStandard is a classic bloom filter over the whole bit array.
+	VariantStandard Variant = 1
+)
+
+// blockTrailerLen is numKeys (4) + k (1) + variant (1).
+const blockTrailerLen = 6
+
+// minBits keeps tiny tables' filters from degenerating.
+const minBits = 64
+
+// BlockBuilder accumulates the hashes of one table's keys and encodes its
+// filter block. Consecutive duplicate keys (versions of one user key, or rows
+// repeated under a FilterKey extractor) are added once.
+type BlockBuilder struct {
+	bitsPerKey int
+	hashes     []uint64
+}
+
+// NewBlockBuilder returns a builder spending bitsPerKey bits per distinct key
+// (bitsPerKey must be >= 1).
+func NewBlockBuilder(bitsPerKey int) *BlockBuilder {
+	return &BlockBuilder{bitsPerKey: max(1, bitsPerKey)}
+}
+
+// AddKey adds a key's hash.
+func (b *BlockBuilder) AddKey(key []byte) { b.AddHash(Hash(key)) }
+
+// AddHash adds a pre-computed Hash.
+func (b *BlockBuilder) AddHash(h uint64) {
+	if n := len(b.hashes); n > 0 && b.hashes[n-1] == h {
+		return
+	}
+	b.hashes = append(b.hashes, h)
+}
+
+// NumKeys returns the number of distinct keys added so far.
+func (b *BlockBuilder) NumKeys() int { return len(b.hashes) }
+
+// Finish encodes the filter block and resets the builder.
+func (b *BlockBuilder) Finish() []byte {
+	n := uint64(len(b.hashes))
+	m := roundBits(n * uint64(b.bitsPerKey))
+	k := NumProbes(float64(b.bitsPerKey))
+	out := make([]byte, m/8+blockTrailerLen)
+	array := out[:m/8]
+	for _, h := range b.hashes {
+		setBits(array, m, k, h)
+	}
+	binary.LittleEndian.PutUint32(out[m/8:], uint32(min(n, math.MaxUint32)))
+	out[m/8+4] = byte(k)
+	out[m/8+5] = byte(VariantStandard)
+	b.hashes = b.hashes[:0]
+	return out
+}
+
+// roundBits rounds a bit count up to a whole number of 64-bit words, at least
+// minBits.
+func roundBits(m uint64) uint64 {
+	m = max(m, minBits)
+	return (m + 63) &^ 63
+}
+
+func setBits(array []byte, m uint64, k int, h uint64) {
+	h1, h2 := probeStep(h)
+	for i := 0; i < k; i++ {
+		bit := reduce(h1, m)
+		array[bit>>3] |= 1 << (bit & 7)
+		h1 += h2
+	}
+}
+
+func testBits(array []byte, m uint64, k int, h uint64) bool {
+	h1, h2 := probeStep(h)
+	for i := 0; i < k; i++ {
+		bit := reduce(h1, m)
+		if array[bit>>3]&(1<<(bit&7)) == 0 {
+			return false
+		}
+		h1 += h2
+	}
+	return true
+}
+
+// Block is a decoded, read-only view of a filter block. It aliases the
+// encoded bytes, which must not change while the Block is in use.
+type Block struct {
+	array   []byte
+	m       uint64
+	k       int
+	numKeys uint32
+	variant Variant
+}
+
+// DecodeBlock validates an encoded filter block and returns a view of it.
+// Malformed input yields an error wrapping base.ErrCorruption; callers add
+// the file and offset.
+func DecodeBlock(data []byte) (Block, error) {
+	if len(data) < blockTrailerLen {
+		return Block{}, base.CorruptionErrorf("bloomkv/filter: block of %d bytes is shorter than its %d-byte trailer", len(data), blockTrailerLen)
+	}
+	arrayLen := len(data) - blockTrailerLen
+	t := data[arrayLen:]
+	b := Block{
+		array:   data[:arrayLen],
+		m:       uint64(arrayLen) * 8,
+		numKeys: binary.LittleEndian.Uint32(t),
+		k:       int(t[4]),
+		variant: Variant(t[5]),
+	}
+	switch {
+	case b.variant != VariantStandard:
+		return Block{}, base.CorruptionErrorf("bloomkv/filter: unknown filter variant %d", b.variant)
+	case b.k < 1 || b.k > MaxProbes:
+		return Block{}, base.CorruptionErrorf("bloomkv/filter: probe count %d outside [1, %d]", b.k, MaxProbes)
+	case arrayLen == 0 || arrayLen%8 != 0:
+		return Block{}, base.CorruptionErrorf("bloomkv/filter: bit array of %d bytes is not a positive whole number of 64-bit words", arrayLen)
+	}
+	return b, nil
+}
+
+// MayContain reports whether key may have been added. False is certain.
+func (b Block) MayContain(key []byte) bool { return b.MayContainHash(Hash(key)) }
+
+// MayContainHash is MayContain for a pre-computed Hash.
+func (b Block) MayContainHash(h uint64) bool { return testBits(b.array, b.m, b.k, h) }
+
+// NumKeys returns the number of distinct keys the filter was built from.
+func (b Block) NumKeys() int { return int(b.numKeys) }
+
+// NumProbes returns k.
+func (b Block) NumProbes() int { return b.k }
+
+// Bits returns m, the size of the bit array in bits.
+func (b Block) Bits() uint64 { return b.m }
+
+// BitsPerKey returns the bits actually spent per distinct key.
+func (b Block) BitsPerKey() float64 {
+	if b.numKeys == 0 {
+		return 0
+	}
+	return float64(b.m) / float64(b.numKeys)
+}
+
+// Variant returns the block's layout variant.
+func (b Block) Variant() Variant { return b.variant }
+
+// TheoreticalFPR returns the expected false-positive rate for this block's
+// m, n and k.
+func (b Block) TheoreticalFPR() float64 {
+	return TheoreticalFPR(b.m, uint64(b.numKeys), b.k)
+}
+
+func (b Block) String() string {
+	return fmt.Sprintf("bloom(m=%d bits, n=%d, k=%d, %.2f bits/key)", b.m, b.numKeys, b.k, b.BitsPerKey())
+}
