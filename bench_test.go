@@ -1,0 +1,112 @@
+package bloomkv
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+)
+
+// benchKey writes the 16-byte key of index i into k (big-endian index,
+// scrambled so that sequential indexes are not sequential keys).
+func benchKey(k []byte, i uint64) []byte {
+	binary.BigEndian.PutUint64(k[:8], i*0x9E3779B97F4A7C15)
+	binary.BigEndian.PutUint64(k[8:], i)
+	return k
+}
+
+// loadBenchDB fills a database of n keys in a settled tree.
+func loadBenchDB(b *testing.B, n int, opts *Options) *DB {
+	b.Helper()
+	db, err := Open(b.TempDir(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	k := make([]byte, 16)
+	v := make([]byte, 100)
+	for i := 0; i < n; i++ {
+		if err := db.Put(benchKey(k, uint64(2*i)), v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.WaitForCompactions(); err != nil {
+		b.Fatal(err)
+	}
+	return db
+}
+
+const benchKeys = 200_000
+
+func benchmarkGet(b *testing.B, hit bool, opts *Options) {
+	db := loadBenchDB(b, benchKeys, opts)
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	k := make([]byte, 16)
+	before := db.Metrics()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		idx := 2 * rng.Uint64N(benchKeys)
+		if !hit {
+			idx++ // odd indexes were never written
+		}
+		_, err := db.Get(benchKey(k, idx))
+		if hit && err != nil || !hit && err != ErrNotFound {
+			b.Fatalf("Get: %v", err)
+		}
+	}
+	b.StopTimer()
+	d := db.Metrics().Sub(before)
+	b.ReportMetric(float64(d.DataBlockReads)/float64(b.N), "blocks/op")
+	b.ReportMetric(float64(d.TablesProbed)/float64(b.N), "tables/op")
+}
+
+func BenchmarkGetHit(b *testing.B)  { benchmarkGet(b, true, nil) }
+func BenchmarkGetMiss(b *testing.B) { benchmarkGet(b, false, nil) }
+func BenchmarkGetMissNoFilter(b *testing.B) {
+	benchmarkGet(b, false, &Options{IgnoreFilters: true})
+}
+
+func BenchmarkPut(b *testing.B) {
+	db, err := Open(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	k := make([]byte, 16)
+	v := make([]byte, 100)
+	b.ReportAllocs()
+	b.SetBytes(116)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := db.Put(benchKey(k, uint64(i)), v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFillRandomWriteAmp reports the write amplification of a
+// random-insert workload on a settled tree.
+func BenchmarkFillRandomWriteAmp(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		db, err := Open(b.TempDir(), &Options{MemtableSize: 1 << 20, LBaseMaxBytes: 4 << 20, TargetFileSize: 1 << 20})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(uint64(i), 7))
+		k := make([]byte, 16)
+		v := make([]byte, 100)
+		for j := 0; j < 200_000; j++ {
+			if err := db.Put(benchKey(k, rng.Uint64N(1<<40)), v); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := db.WaitForCompactions(); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(db.Metrics().WriteAmplification(), "write-amp")
+		db.Close()
+	}
+}

@@ -1,0 +1,406 @@
+package bloomkv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/bloomkv/bloomkv/compaction"
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/iterator"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/sstable"
+)
+
+// errCompactionAborted stops a compaction when the DB closes; it is not a
+// background error.
+var errCompactionAborted = errors.New("bloomkv: compaction aborted by Close")
+
+func (db *DB) compactionOptions() compaction.Options {
+	return compaction.Options{
+		L0CompactionThreshold: db.opts.L0CompactionThreshold,
+		LBaseMaxBytes:         db.opts.LBaseMaxBytes,
+		LevelMultiplier:       db.opts.LevelMultiplier,
+		TargetFileSize:        db.opts.TargetFileSize,
+	}
+}
+
+// compactionWantedLocked reports whether some level is due for compaction.
+// REQUIRES: db.mu held.
+func (db *DB) compactionWantedLocked() bool {
+	if db.opts.DisableAutomaticCompactions {
+		return false
+	}
+	scores := compaction.Scores(db.mu.current.Version, db.compactionOptions())
+	for l := 0; l < manifest.NumLevels-1; l++ {
+		if scores[l] >= 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// compactionLoop runs automatic compactions and collects obsolete files
+// until Close.
+func (db *DB) compactionLoop() {
+	defer db.bgWG.Done()
+	failures := 0
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for {
+		for !db.closing.Load() && (db.mu.compacting || db.mu.manualWaiting > 0 ||
+			(!db.mu.obsoletePending && (db.mu.bgErr != nil || !db.compactionWantedLocked()))) {
+			db.mu.bgCond.Wait()
+		}
+		if db.closing.Load() {
+			return
+		}
+		if db.mu.bgErr != nil || !db.compactionWantedLocked() {
+			db.mu.Unlock()
+			db.deleteObsoleteFiles(false)
+			db.mu.Lock()
+			continue
+		}
+		v := db.mu.current
+		v.ref()
+		c := compaction.Pick(v.Version, db.mu.compactPointers, db.compactionOptions())
+		db.mu.compacting = true
+		db.mu.Unlock()
+		var err error
+		if c != nil {
+			err = db.runCompaction(c, v, false)
+		}
+		v.unref()
+		db.deleteObsoleteFiles(false)
+		db.mu.Lock()
+		db.mu.compacting = false
+		db.mu.bgCond.Broadcast()
+		if err == nil || errors.Is(err, errCompactionAborted) {
+			failures = 0
+			continue
+		}
+		// Retry a transient failure with backoff; then stop writes with it.
+		// A failed compaction loses nothing: its inputs stay live.
+		if failures++; failures >= 4 {
+			db.setBgErrLocked(err)
+		} else {
+			db.mu.Unlock()
+			time.Sleep(time.Duration(failures) * 20 * time.Millisecond)
+			db.mu.Lock()
+		}
+	}
+}
+
+// Compact compacts the user-key range [start, end] (nil start = from the
+// first key, nil end = to the last) down through every level and returns
+// when done. Tables in the range whose filters were written with other
+// settings are rewritten too, so afterwards every table in the range has a
+// filter per the current Options. Compact(nil, nil) leaves one sorted run.
+func (db *DB) Compact(start, end []byte) error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	if start != nil && end != nil && bytes.Compare(start, end) > 0 {
+		return fmt.Errorf("%w: bloomkv: Compact start %q > end %q", ErrInvalidArgument, start, end)
+	}
+	if err := db.Flush(); err != nil {
+		return err
+	}
+	db.mu.Lock()
+	db.mu.manualWaiting++
+	for db.mu.compacting && !db.closing.Load() {
+		db.mu.bgCond.Wait()
+	}
+	db.mu.manualWaiting--
+	if db.closing.Load() {
+		db.mu.Unlock()
+		return ErrClosed
+	}
+	if db.mu.bgErr != nil {
+		err := db.mu.bgErr
+		db.mu.Unlock()
+		return err
+	}
+	db.mu.compacting = true
+	db.mu.Unlock()
+	defer func() {
+		db.mu.Lock()
+		db.mu.compacting = false
+		db.mu.bgCond.Broadcast()
+		db.mu.Unlock()
+		db.deleteObsoleteFiles(false)
+	}()
+
+	db.mu.Lock()
+	cur := db.mu.current.Version
+	db.mu.Unlock()
+	maxLevel := 1
+	for l := 1; l < manifest.NumLevels; l++ {
+		if len(cur.Overlaps(l, start, end)) > 0 {
+			maxLevel = l
+		}
+	}
+	for level := 0; level <= maxLevel; level++ {
+		db.mu.Lock()
+		v := db.mu.current
+		v.ref()
+		db.mu.Unlock()
+		var c *compaction.Compaction
+		if level < maxLevel {
+			c = compaction.PickRange(v.Version, level, start, end)
+		} else {
+			c = db.staleFilterCompaction(v.Version, level, start, end)
+		}
+		var err error
+		if c != nil {
+			err = db.runCompaction(c, v, true)
+		}
+		v.unref()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// staleFilterCompaction returns an in-place compaction of the files of the
+// bottom level in [start, end] whose filters were written with settings
+// other than the current ones, or nil.
+func (db *DB) staleFilterCompaction(v *manifest.Version, level int, start, end []byte) *compaction.Compaction {
+	var stale []*manifest.FileMetadata
+	for _, f := range v.Overlaps(level, start, end) {
+		if db.filterIsStale(f) {
+			stale = append(stale, f)
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	return &compaction.Compaction{Level: level, OutputLevel: level, Inputs: [2][]*manifest.FileMetadata{stale}}
+}
+
+func (db *DB) filterIsStale(f *manifest.FileMetadata) bool {
+	r, release, err := db.tableCache.Find(f.FileNum, int64(f.Size))
+	if err != nil {
+		return true // rewriting it will surface the error
+	}
+	defer release()
+	p := r.Properties()
+	want := int64(db.opts.filterBits())
+	return max(0, p.BloomBitsPerKey) != want || (want > 0 && p.FilterKeyName != db.opts.FilterKeyName)
+}
+
+// runCompaction merges c's inputs into new tables of c.OutputLevel and
+// installs the result. v is the version c was picked from (referenced by
+// the caller).
+func (db *DB) runCompaction(c *compaction.Compaction, v *version, manual bool) error {
+	o := db.compactionOptions()
+	if !manual && c.IsTrivialMove(o) && !db.filterIsStale(c.Inputs[0][0]) {
+		f := c.Inputs[0][0]
+		edit := &manifest.VersionEdit{
+			DeletedFiles:    []manifest.DeletedFileEntry{{Level: c.Level, FileNum: f.FileNum}},
+			NewFiles:        []manifest.NewFileEntry{{Level: c.OutputLevel, Meta: f}},
+			CompactPointers: []manifest.CompactPointer{{Level: c.Level, Key: append([]byte(nil), base.UserKey(f.Largest)...)}},
+		}
+		db.manifestMu.Lock()
+		err := db.logAndApply(edit)
+		db.manifestMu.Unlock()
+		if err == nil {
+			db.counters.compactions.Add(1)
+			db.counters.levelCompactions[c.OutputLevel].Add(1)
+		}
+		return err
+	}
+
+	var iters []base.InternalIterator
+	var bytesIn uint64
+	for _, files := range c.Inputs {
+		for _, f := range files {
+			r, release, err := db.tableCache.Find(f.FileNum, int64(f.Size))
+			if err != nil {
+				for _, it := range iters {
+					_ = it.Close()
+				}
+				return fmt.Errorf("bloomkv: compaction: %w", err)
+			}
+			iters = append(iters, &releasingIter{InternalIterator: r.NewIter(false), release: release})
+			bytesIn += f.Size
+		}
+	}
+	merged := iterator.NewMerging(iters...)
+	defer merged.Close()
+	snapshots := db.snapshotSeqs()
+	bottommost := func(ukey []byte) bool {
+		for l := c.OutputLevel + 1; l < manifest.NumLevels; l++ {
+			if len(v.Overlaps(l, ukey, ukey)) > 0 {
+				return false
+			}
+		}
+		return true
+	}
+	ci := compaction.NewCompactionIter(merged, snapshots, bottommost)
+
+	out := &compactionOutputs{db: db, c: c, o: o}
+	defer out.cleanup()
+	n := 0
+	for ok := ci.First(); ok; ok = ci.Next() {
+		if n++; n%1024 == 0 && db.closing.Load() {
+			return errCompactionAborted
+		}
+		if err := out.add(ci.Key(), ci.Value()); err != nil {
+			return err
+		}
+	}
+	if err := ci.Error(); err != nil {
+		return fmt.Errorf("bloomkv: compaction: %w", err)
+	}
+	if err := out.finishTable(); err != nil {
+		return err
+	}
+
+	edit := &manifest.VersionEdit{}
+	for i, files := range c.Inputs {
+		level := c.Level
+		if i == 1 {
+			level = c.OutputLevel
+		}
+		for _, f := range files {
+			edit.DeletedFiles = append(edit.DeletedFiles, manifest.DeletedFileEntry{Level: level, FileNum: f.FileNum})
+		}
+	}
+	var bytesOut uint64
+	for _, m := range out.metas {
+		edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: c.OutputLevel, Meta: m})
+		bytesOut += m.Size
+	}
+	if c.Level > 0 && c.Level != c.OutputLevel {
+		_, hi := compaction.KeyRange(c.Inputs[0])
+		edit.CompactPointers = []manifest.CompactPointer{{Level: c.Level, Key: append([]byte(nil), hi...)}}
+	}
+	db.manifestMu.Lock()
+	err := db.logAndApply(edit)
+	db.manifestMu.Unlock()
+	if err != nil {
+		return err
+	}
+	out.installed = true
+	db.counters.compactions.Add(1)
+	db.counters.levelCompactions[c.OutputLevel].Add(1)
+	db.counters.levelCompIn[c.OutputLevel].Add(bytesIn)
+	db.counters.levelCompOut[c.OutputLevel].Add(bytesOut)
+	return nil
+}
+
+// compactionOutputs writes a compaction's output tables, splitting them at
+// TargetFileSize and where one would overlap too much of the grandparent
+// level, but never between two versions of one user key.
+type compactionOutputs struct {
+	db        *DB
+	c         *compaction.Compaction
+	o         compaction.Options
+	w         *sstable.Writer
+	num       uint64
+	lastUkey  []byte
+	metas     []*manifest.FileMetadata
+	nums      []uint64
+	installed bool
+
+	gpIndex   int
+	gpOverlap int64
+	seenKey   bool
+}
+
+func (out *compactionOutputs) add(ikey, value []byte) error {
+	ukey := base.UserKey(ikey)
+	if out.w != nil && !bytes.Equal(ukey, out.lastUkey) &&
+		(int64(out.w.EstimatedSize()) >= out.o.TargetFileSize || out.stopBefore(ukey)) {
+		if err := out.finishTable(); err != nil {
+			return err
+		}
+	}
+	if out.w == nil {
+		db := out.db
+		db.mu.Lock()
+		out.num = db.allocFileNumLocked()
+		db.mu.pendingOutputs[out.num] = struct{}{}
+		db.mu.Unlock()
+		out.nums = append(out.nums, out.num)
+		name := db.path(base.FileTypeTable, out.num)
+		f, err := db.fs.Create(name)
+		if err != nil {
+			return fmt.Errorf("bloomkv: compaction: create %s: %w", name, err)
+		}
+		out.w = sstable.NewWriter(f, db.sstWriterOptions())
+	}
+	out.lastUkey = append(out.lastUkey[:0], ukey...)
+	if err := out.w.Add(ikey, value); err != nil {
+		return fmt.Errorf("bloomkv: compaction: %w", err)
+	}
+	return nil
+}
+
+// stopBefore reports whether the current output has overlapped enough of
+// the grandparent level that ukey should start a new one.
+func (out *compactionOutputs) stopBefore(ukey []byte) bool {
+	gp := out.c.Grandparents
+	for out.gpIndex < len(gp) && bytes.Compare(ukey, base.UserKey(gp[out.gpIndex].Largest)) > 0 {
+		if out.seenKey {
+			out.gpOverlap += int64(gp[out.gpIndex].Size)
+		}
+		out.gpIndex++
+	}
+	out.seenKey = true
+	if out.gpOverlap > out.o.MaxGrandparentOverlapBytes() {
+		out.gpOverlap = 0
+		return true
+	}
+	return false
+}
+
+func (out *compactionOutputs) finishTable() error {
+	if out.w == nil {
+		return nil
+	}
+	w := out.w
+	out.w = nil
+	meta, err := w.Finish()
+	if err != nil {
+		return fmt.Errorf("bloomkv: compaction: finish table %d: %w", out.num, err)
+	}
+	out.metas = append(out.metas, metaFromWriter(out.num, meta))
+	return nil
+}
+
+// cleanup removes outputs of a failed compaction and forgets pending ones.
+func (out *compactionOutputs) cleanup() {
+	db := out.db
+	if out.w != nil {
+		_, _ = out.w.Finish()
+	}
+	if !out.installed {
+		for _, n := range out.nums {
+			_ = db.fs.Remove(db.path(base.FileTypeTable, n))
+		}
+	}
+	db.mu.Lock()
+	for _, n := range out.nums {
+		delete(db.mu.pendingOutputs, n)
+	}
+	db.mu.Unlock()
+}
+
+// releasingIter releases a table-cache reference when closed.
+type releasingIter struct {
+	base.InternalIterator
+	release func()
+}
+
+func (it *releasingIter) Close() error {
+	err := it.InternalIterator.Close()
+	if it.release != nil {
+		it.release()
+		it.release = nil
+	}
+	return err
+}

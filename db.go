@@ -1,0 +1,211 @@
+package bloomkv
+
+import (
+	"container/list"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/memtable"
+	"github.com/bloomkv/bloomkv/sstable"
+	"github.com/bloomkv/bloomkv/vfs"
+	"github.com/bloomkv/bloomkv/wal"
+)
+
+// DB is an open database. All methods are safe for concurrent use.
+type DB struct {
+	// Constant after Open.
+	dirname    string
+	opts       Options
+	fs         vfs.FS
+	dirLock    io.Closer
+	blockCache *sstable.BlockCache // nil when disabled
+	tableCache *sstable.TableCache
+
+	readStats sstable.ReadStats
+	counters  dbCounters
+
+	// visibleSeq: every write with a sequence <= visibleSeq is fully in a
+	// memtable (or a table). Reads use it as their point in time.
+	visibleSeq atomic.Uint64
+	closed     atomic.Bool
+	// closing tells background work to stop early.
+	closing atomic.Bool
+
+	readStateMu sync.RWMutex
+	readState   *readState // guarded by readStateMu
+
+	// manifestMu serializes version edits: one logAndApply at a time, from
+	// reading the base version to installing the new one.
+	manifestMu sync.Mutex
+	manifest   struct { // guarded by manifestMu
+		file   vfs.File
+		writer *wal.Writer
+		num    uint64
+	}
+
+	versions *liveVersions
+
+	mu struct {
+		sync.Mutex
+		// bgCond is broadcast whenever background work finishes, a write
+		// stall may be over, or work is scheduled.
+		bgCond sync.Cond
+
+		writers []*writer // write queue; writers[0] is the leader
+
+		mem     *memTable
+		imm     []*memTable // oldest first, waiting to be flushed
+		log     *wal.Writer
+		logFile vfs.File
+
+		lastSeq     uint64 // last sequence assigned to a write
+		nextFileNum uint64
+		current     *version
+		// compactPointers: per level, the largest key of the last
+		// compaction, so that compactions go round robin over the key space.
+		compactPointers map[int][]byte
+
+		snapshots list.List // of *Snapshot, oldest first
+
+		bgErr              error
+		flushing           bool
+		compacting         bool
+		obsoletePending    bool
+		manualWaiting      int
+		flushedMemID       uint64              // ids of memtables flushed so far
+		nextMemID          uint64              // id of the next memtable made
+		pendingOutputs     map[uint64]struct{} // files being written
+		compactionAttempts int                 // consecutive failed compactions
+	}
+	bgWG sync.WaitGroup
+}
+
+// memTable is a memtable with the number of the log that holds its writes.
+type memTable struct {
+	*memtable.Memtable
+	logNum uint64
+	id     uint64
+}
+
+func (db *DB) newMemTableLocked(logNum uint64) *memTable {
+	db.mu.nextMemID++
+	return &memTable{Memtable: memtable.New(), logNum: logNum, id: db.mu.nextMemID}
+}
+
+func (db *DB) path(t base.FileType, num uint64) string {
+	return db.fs.PathJoin(db.dirname, base.MakeFilename(t, num))
+}
+
+func (db *DB) allocFileNumLocked() uint64 {
+	n := db.mu.nextFileNum
+	db.mu.nextFileNum++
+	return n
+}
+
+// Close waits for running background work to stop, syncs the write-ahead
+// log and releases the directory. Later calls on db return ErrClosed.
+func (db *DB) Close() error {
+	if !db.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	db.closing.Store(true)
+	db.mu.Lock()
+	db.mu.bgCond.Broadcast()
+	for len(db.mu.writers) > 0 {
+		db.mu.bgCond.Wait()
+	}
+	db.mu.Unlock()
+	db.bgWG.Wait()
+
+	db.mu.Lock()
+	var firstErr error
+	keep := func(err error) {
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if db.mu.log != nil {
+		keep(db.mu.log.Sync())
+		keep(db.mu.log.Close())
+		db.mu.log = nil
+	}
+	db.mu.Unlock()
+	db.manifestMu.Lock()
+	if db.manifest.writer != nil {
+		keep(db.manifest.writer.Close())
+		db.manifest.writer = nil
+	}
+	db.manifestMu.Unlock()
+	keep(db.tableCache.Close())
+	keep(db.dirLock.Close())
+	if firstErr != nil {
+		return fmt.Errorf("bloomkv: close %s: %w", db.dirname, firstErr)
+	}
+	return nil
+}
+
+// sstWriterOptions returns the options every new table is written with:
+// the current filter settings, so compaction rebuilds filters with them.
+func (db *DB) sstWriterOptions() sstable.WriterOptions {
+	c := sstable.SnappyCompression
+	if db.opts.Compression == NoCompression {
+		c = sstable.NoCompression
+	}
+	return sstable.WriterOptions{
+		BlockSize:       db.opts.BlockSize,
+		Compression:     c,
+		BloomBitsPerKey: db.opts.filterBits(),
+		FilterKey:       db.opts.FilterKey,
+		FilterKeyName:   db.opts.FilterKeyName,
+	}
+}
+
+// writeTable writes the entries of it (internal keys in order) to table
+// num. It returns nil metadata when it holds no entry (no file is left).
+func (db *DB) writeTable(num uint64, it base.InternalIterator) (*manifest.FileMetadata, error) {
+	name := db.path(base.FileTypeTable, num)
+	f, err := db.fs.Create(name)
+	if err != nil {
+		return nil, fmt.Errorf("bloomkv: create table %s: %w", name, err)
+	}
+	w := sstable.NewWriter(f, db.sstWriterOptions())
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := w.Add(it.Key(), it.Value()); err != nil {
+			_, _ = w.Finish()
+			_ = db.fs.Remove(name)
+			return nil, fmt.Errorf("bloomkv: write table %s: %w", name, err)
+		}
+		n++
+	}
+	if err := it.Error(); err != nil {
+		_, _ = w.Finish()
+		_ = db.fs.Remove(name)
+		return nil, err
+	}
+	meta, err := w.Finish()
+	if err != nil {
+		_ = db.fs.Remove(name)
+		return nil, fmt.Errorf("bloomkv: finish table %s: %w", name, err)
+	}
+	if n == 0 {
+		_ = db.fs.Remove(name)
+		return nil, nil
+	}
+	return metaFromWriter(num, meta), nil
+}
+
+func metaFromWriter(num uint64, m sstable.WriterMeta) *manifest.FileMetadata {
+	return &manifest.FileMetadata{
+		FileNum:     num,
+		Size:        m.Size,
+		Smallest:    m.Smallest,
+		Largest:     m.Largest,
+		SmallestSeq: m.SmallestSeq,
+		LargestSeq:  m.LargestSeq,
+	}
+}

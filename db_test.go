@@ -1,0 +1,510 @@
+package bloomkv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/vfs"
+)
+
+// model is the reference the randomized tests compare the DB against.
+type model map[string]string
+
+func (m model) clone() model {
+	c := make(model, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// sortedKeys returns the model's keys in [lower, upper), ascending.
+func (m model) sortedKeys(lower, upper []byte) []string {
+	var ks []string
+	for k := range m {
+		if lower != nil && k < string(lower) || upper != nil && k >= string(upper) {
+			continue
+		}
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func tinyOptions(fs vfs.FS) *Options {
+	return &Options{
+		FS:                    fs,
+		MemtableSize:          4 << 10,
+		BlockSize:             256,
+		BlockCacheSize:        64 << 10,
+		L0CompactionThreshold: 3,
+		LBaseMaxBytes:         16 << 10,
+		TargetFileSize:        8 << 10,
+		MaxOpenFiles:          20,
+	}
+}
+
+func mustOpen(t testing.TB, dir string, o *Options) *DB {
+	t.Helper()
+	db, err := Open(dir, o)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return db
+}
+
+// checkGet compares db.Get (or a snapshot's) with the model for key.
+func checkGet(t *testing.T, get func([]byte) ([]byte, error), m model, key string, what string) {
+	t.Helper()
+	got, err := get([]byte(key))
+	want, ok := m[key]
+	switch {
+	case !ok && !errors.Is(err, ErrNotFound):
+		t.Fatalf("%s: Get(%q) = %q, %v; want ErrNotFound", what, key, got, err)
+	case ok && err != nil:
+		t.Fatalf("%s: Get(%q) error %v; want %q", what, key, err, want)
+	case ok && string(got) != want:
+		t.Fatalf("%s: Get(%q) = %q; want %q", what, key, got, want)
+	}
+}
+
+// checkIter walks it with a random mix of moves and compares every position
+// with the model restricted to the bounds.
+func checkIter(t *testing.T, rng *rand.Rand, it *Iterator, m model, lower, upper []byte, what string) {
+	t.Helper()
+	keys := m.sortedKeys(lower, upper)
+	pos := -2 // -2 = unpositioned; -1 / len(keys) = off the ends
+	expect := func(ok bool, op string) {
+		t.Helper()
+		valid := pos >= 0 && pos < len(keys)
+		if ok != valid || it.Valid() != valid {
+			t.Fatalf("%s: after %s: valid=%v, want %v (pos %d of %d)", what, op, ok, valid, pos, len(keys))
+		}
+		if valid {
+			if string(it.Key()) != keys[pos] || string(it.Value()) != m[keys[pos]] {
+				t.Fatalf("%s: after %s: at %q=%q, want %q=%q", what, op, it.Key(), it.Value(), keys[pos], m[keys[pos]])
+			}
+		}
+	}
+	for step := 0; step < 40; step++ {
+		switch r := rng.IntN(10); {
+		case r == 0:
+			pos = 0
+			expect(it.First(), "First")
+		case r == 1:
+			pos = len(keys) - 1
+			expect(it.Last(), "Last")
+		case r == 2:
+			k := fmt.Sprintf("k%04d", rng.IntN(300))
+			target := k
+			if lower != nil && string(lower) > target {
+				target = string(lower)
+			}
+			pos = sort.SearchStrings(keys, target)
+			expect(it.SeekGE([]byte(k)), "SeekGE("+k+")")
+		case r < 7:
+			if pos == -2 || pos < 0 || pos >= len(keys) {
+				continue
+			}
+			pos++
+			expect(it.Next(), "Next")
+		default:
+			if pos == -2 || pos < 0 || pos >= len(keys) {
+				continue
+			}
+			pos--
+			expect(it.Prev(), "Prev")
+		}
+	}
+	if err := it.Error(); err != nil {
+		t.Fatalf("%s: iterator error %v", what, err)
+	}
+}
+
+type openSnapshot struct {
+	s *Snapshot
+	m model
+}
+
+// TestRandomizedAgainstModel runs random operations against a DB with tiny
+// memtables and tables (so that many tables, flushes and compactions
+// happen), checking every read against a map, reopening now and then.
+func TestRandomizedAgainstModel(t *testing.T) {
+	for _, fsKind := range []string{"mem", "os"} {
+		t.Run(fsKind, func(t *testing.T) {
+			seed := uint64(1)
+			rng := rand.New(rand.NewPCG(seed, 42))
+			var fs vfs.FS = vfs.NewMem()
+			dir := "/db"
+			if fsKind == "os" {
+				fs, dir = vfs.Default, t.TempDir()
+			}
+			opts := tinyOptions(fs)
+			db := mustOpen(t, dir, opts)
+			defer func() { db.Close() }()
+			m := model{}
+			var snaps []openSnapshot
+			steps := 6000
+			if testing.Short() {
+				steps = 2000
+			}
+			key := func() string { return fmt.Sprintf("k%04d", rng.IntN(300)) }
+			for step := 0; step < steps; step++ {
+				switch r := rng.IntN(100); {
+				case r < 40:
+					k, v := key(), fmt.Sprintf("v%d-%s", step, bytes.Repeat([]byte("x"), rng.IntN(60)))
+					if err := db.Put([]byte(k), []byte(v)); err != nil {
+						t.Fatal(err)
+					}
+					m[k] = v
+				case r < 50:
+					k := key()
+					if err := db.Delete([]byte(k)); err != nil {
+						t.Fatal(err)
+					}
+					delete(m, k)
+				case r < 58:
+					b := NewBatch()
+					pending := model{}
+					var dels []string
+					for i := rng.IntN(8); i >= 0; i-- {
+						k := key()
+						if rng.IntN(3) == 0 {
+							b.Delete([]byte(k))
+							delete(pending, k)
+							dels = append(dels, k)
+						} else {
+							v := fmt.Sprintf("b%d-%d", step, i)
+							b.Put([]byte(k), []byte(v))
+							pending[k] = v
+							dels = slicesDelete(dels, k)
+						}
+					}
+					if err := db.Write(b); err != nil {
+						t.Fatal(err)
+					}
+					for _, k := range dels {
+						delete(m, k)
+					}
+					for k, v := range pending {
+						m[k] = v
+					}
+				case r < 80:
+					checkGet(t, db.Get, m, key(), "db")
+				case r < 83:
+					var lower, upper []byte
+					if rng.IntN(2) == 0 {
+						lower = []byte(key())
+					}
+					if rng.IntN(2) == 0 {
+						upper = []byte(key())
+					}
+					it := db.NewIterator(&IterOptions{LowerBound: lower, UpperBound: upper})
+					checkIter(t, rng, it, m, lower, upper, fmt.Sprintf("step %d iter [%q,%q)", step, lower, upper))
+					if err := it.Close(); err != nil {
+						t.Fatal(err)
+					}
+				case r < 86:
+					snaps = append(snaps, openSnapshot{db.NewSnapshot(), m.clone()})
+				case r < 91 && len(snaps) > 0:
+					s := snaps[rng.IntN(len(snaps))]
+					checkGet(t, s.s.Get, s.m, key(), fmt.Sprintf("step %d snapshot", step))
+					if rng.IntN(4) == 0 {
+						it := s.s.NewIterator(nil)
+						checkIter(t, rng, it, s.m, nil, nil, fmt.Sprintf("step %d snapshot iter", step))
+						it.Close()
+					}
+				case r < 93 && len(snaps) > 0:
+					i := rng.IntN(len(snaps))
+					if err := snaps[i].s.Close(); err != nil {
+						t.Fatal(err)
+					}
+					snaps = append(snaps[:i], snaps[i+1:]...)
+				case r < 95:
+					if err := db.Flush(); err != nil {
+						t.Fatal(err)
+					}
+				case r < 96:
+					if err := db.Compact(nil, nil); err != nil {
+						t.Fatal(err)
+					}
+				case r < 97:
+					lo, hi := key(), key()
+					if lo > hi {
+						lo, hi = hi, lo
+					}
+					if err := db.Compact([]byte(lo), []byte(hi)); err != nil {
+						t.Fatal(err)
+					}
+				case r < 98:
+					for _, s := range snaps {
+						s.s.Close()
+					}
+					snaps = nil
+					if err := db.Close(); err != nil {
+						t.Fatal(err)
+					}
+					db = mustOpen(t, dir, opts)
+				default:
+					if err := db.WaitForCompactions(); err != nil {
+						t.Fatal(err)
+					}
+					checkInvariants(t, db)
+				}
+			}
+			for k := range m {
+				checkGet(t, db.Get, m, k, "final")
+			}
+			it := db.NewIterator(nil)
+			checkIter(t, rng, it, m, nil, nil, "final iter")
+			it.Close()
+			met := db.Metrics()
+			t.Logf("metrics:\n%s", met)
+			if met.Flushes == 0 || met.Compactions == 0 || met.TablesProbed == 0 {
+				t.Fatalf("workload too small to exercise tables: %+v", met)
+			}
+		})
+	}
+}
+
+func slicesDelete(s []string, k string) []string {
+	out := s[:0]
+	for _, x := range s {
+		if x != k {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// checkInvariants verifies the tree shape and every table's filter.
+func checkInvariants(t *testing.T, db *DB) {
+	t.Helper()
+	if err := db.checkInvariants(); err != nil {
+		t.Fatalf("invariants: %v", err)
+	}
+}
+
+func TestRecoveryAfterCrash(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := tinyOptions(fs)
+	db := mustOpen(t, "/db", opts)
+	m := model{}
+	for i := 0; i < 2000; i++ {
+		k, v := fmt.Sprintf("k%05d", i%700), fmt.Sprintf("v%d", i)
+		if err := db.Put([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		m[k] = v
+		if i%300 == 0 {
+			db.Delete([]byte(fmt.Sprintf("k%05d", i/2)))
+			delete(m, fmt.Sprintf("k%05d", i/2))
+		}
+	}
+	// A kill -9: everything written to files survives, nothing else runs.
+	crashed := fs.ProcessCrashClone()
+	db.Close()
+	db2 := mustOpen(t, "/db", tinyOptions(crashed))
+	defer db2.Close()
+	for k := range m {
+		checkGet(t, db2.Get, m, k, "after crash")
+	}
+	n := 0
+	it := db2.NewIterator(nil)
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	it.Close()
+	if n != len(m) {
+		t.Fatalf("after crash: %d keys, want %d", n, len(m))
+	}
+}
+
+func TestRecoveryAfterCloseAndReopenKeepsSequence(t *testing.T) {
+	dir := t.TempDir()
+	db := mustOpen(t, dir, nil)
+	for i := 0; i < 100; i++ {
+		db.Put([]byte(fmt.Sprintf("a%03d", i)), []byte("1"))
+	}
+	db.Close()
+	db = mustOpen(t, dir, nil)
+	// A write after reopen must shadow the older one, across a flush.
+	db.Put([]byte("a005"), []byte("2"))
+	db.Flush()
+	db.Compact(nil, nil)
+	db.Close()
+	db = mustOpen(t, dir, nil)
+	defer db.Close()
+	if v, err := db.Get([]byte("a005")); err != nil || string(v) != "2" {
+		t.Fatalf("Get = %q, %v; want 2", v, err)
+	}
+}
+
+func TestFlippedByteInTableIsCorruption(t *testing.T) {
+	dir := t.TempDir()
+	o := &Options{Compression: NoCompression, BlockCacheSize: -1}
+	db := mustOpen(t, dir, o)
+	for i := 0; i < 500; i++ {
+		db.Put([]byte(fmt.Sprintf("key%04d", i)), bytes.Repeat([]byte{'v'}, 50))
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if len(tables) != 1 {
+		t.Fatalf("tables: %v", tables)
+	}
+	data, _ := os.ReadFile(tables[0])
+	data[100] ^= 0x40 // inside the first data block
+	os.WriteFile(tables[0], data, 0o644)
+	db = mustOpen(t, dir, o)
+	defer db.Close()
+	sawCorruption := false
+	for i := 0; i < 500; i++ {
+		v, err := db.Get([]byte(fmt.Sprintf("key%04d", i)))
+		if err != nil {
+			if !errors.Is(err, ErrCorruption) {
+				t.Fatalf("key%04d: error %v does not wrap ErrCorruption", i, err)
+			}
+			sawCorruption = true
+			continue
+		}
+		if !bytes.Equal(v, bytes.Repeat([]byte{'v'}, 50)) {
+			t.Fatalf("key%04d: wrong data %q", i, v)
+		}
+	}
+	if !sawCorruption {
+		t.Fatal("no Get reported the damaged block")
+	}
+}
+
+func TestBadInputRejected(t *testing.T) {
+	db := mustOpen(t, "/db", &Options{FS: vfs.NewMem()})
+	defer db.Close()
+	big := make([]byte, MaxKeySize+1)
+	for name, err := range map[string]error{
+		"empty key put":    db.Put(nil, []byte("v")),
+		"empty key delete": db.Delete([]byte{}),
+		"huge key":         db.Put(big, nil),
+		"huge value":       db.Put([]byte("k"), make([]byte, MaxValueSize+1)),
+	} {
+		if !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%s: err=%v, want ErrInvalidArgument", name, err)
+		}
+	}
+	if _, err := db.Get(nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("Get(nil): %v", err)
+	}
+	b := NewBatch()
+	b.Put([]byte("good"), []byte("1"))
+	b.Put(nil, []byte("bad"))
+	if err := db.Write(b); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("bad batch: %v", err)
+	}
+	if _, err := db.Get([]byte("good")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a rejected batch changed the database: %v", err)
+	}
+	for _, o := range []*Options{{MemtableSize: 10}, {BlockSize: -1}, {Compression: 7}, {BloomBitsPerKey: 1000}} {
+		o.FS = vfs.NewMem()
+		if _, err := Open("/x", o); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("Open(%+v): %v, want ErrInvalidArgument", o, err)
+		}
+	}
+}
+
+func TestCallerSlicesNotRetained(t *testing.T) {
+	db := mustOpen(t, "/db", &Options{FS: vfs.NewMem()})
+	defer db.Close()
+	k, v := []byte("key"), []byte("value")
+	db.Put(k, v)
+	k[0], v[0] = 'X', 'X'
+	got, err := db.Get([]byte("key"))
+	if err != nil || string(got) != "value" {
+		t.Fatalf("Get = %q, %v", got, err)
+	}
+	got[0] = 'Y'
+	if again, _ := db.Get([]byte("key")); string(again) != "value" {
+		t.Fatalf("returned value aliases the engine: %q", again)
+	}
+}
+
+func TestClosedDB(t *testing.T) {
+	db := mustOpen(t, "/db", &Options{FS: vfs.NewMem()})
+	db.Put([]byte("a"), []byte("1"))
+	snap := db.NewSnapshot()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); !errors.Is(err, ErrClosed) {
+		t.Errorf("second Close: %v", err)
+	}
+	if err := db.Put([]byte("a"), nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("Put: %v", err)
+	}
+	if _, err := db.Get([]byte("a")); !errors.Is(err, ErrClosed) {
+		t.Errorf("Get: %v", err)
+	}
+	if err := db.Flush(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Flush: %v", err)
+	}
+	if err := db.Compact(nil, nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("Compact: %v", err)
+	}
+	if err := db.WaitForCompactions(); !errors.Is(err, ErrClosed) {
+		t.Errorf("WaitForCompactions: %v", err)
+	}
+	if it := db.NewIterator(nil); it.First() || !errors.Is(it.Error(), ErrClosed) {
+		t.Errorf("iterator after close: %v", it.Error())
+	}
+	if _, err := db.NewSnapshot().Get([]byte("a")); !errors.Is(err, ErrClosed) {
+		t.Errorf("new snapshot Get: %v", err)
+	}
+	if _, err := snap.Get([]byte("a")); !errors.Is(err, ErrClosed) {
+		t.Errorf("old snapshot Get: %v", err)
+	}
+}
+
+func TestSecondOpenFails(t *testing.T) {
+	dir := t.TempDir()
+	db := mustOpen(t, dir, nil)
+	if _, err := Open(dir, nil); err == nil {
+		t.Fatal("second Open of the same directory succeeded")
+	}
+	db.Close()
+	db = mustOpen(t, dir, nil)
+	db.Close()
+}
+
+func TestBatchLaterOperationWins(t *testing.T) {
+	db := mustOpen(t, "/db", &Options{FS: vfs.NewMem()})
+	defer db.Close()
+	b := NewBatch()
+	b.Put([]byte("k"), []byte("1"))
+	b.Delete([]byte("k"))
+	b.Put([]byte("k"), []byte("2"))
+	b.Put([]byte("j"), []byte("1"))
+	b.Delete([]byte("j"))
+	if b.Len() != 5 {
+		t.Fatalf("Len=%d", b.Len())
+	}
+	if err := db.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := db.Get([]byte("k")); string(v) != "2" {
+		t.Fatalf("k=%q", v)
+	}
+	if _, err := db.Get([]byte("j")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("j: %v", err)
+	}
+	b.Reset()
+	if b.Len() != 0 {
+		t.Fatal("Reset kept operations")
+	}
+}

@@ -1,0 +1,31 @@
+// Package bloomkv is an embedded LSM-tree key-value store whose SSTables each
+// carry a bloom filter, so point lookups skip tables that cannot hold a key.
+//
+// # Architecture
+//
+// Writes go batch -> write-ahead log (wal/) -> memtable (memtable/). A full
+// memtable becomes immutable, a new log starts, and a background goroutine
+// flushes it to a level-0 SSTable (sstable/) whose filter block (filter/)
+// indexes its user keys. The MANIFEST (internal/manifest) records which tables
+// form the tree; background leveled compaction (compaction/) merges tables
+// down the levels, writing fresh filters with the current settings.
+//
+// Reads look in the memtable, the immutable memtables, then the tables newest
+// first; for each table whose key range covers the key the filter is probed
+// and the table skipped on a negative.
+//
+// # Invariants
+//
+//   - Every write gets a unique sequence number; a read at sequence s sees
+//     exactly the writes with sequence <= s (visibleSeq is advanced only after
+//     a whole write group is in the memtable, so batches are atomic to readers).
+//   - For any user key, entries in newer memtables/levels have higher
+//     sequence numbers than entries in older ones; level-0 tables are ordered
+//     newest first; levels >= 1 are sorted and non-overlapping.
+//   - A table, log or manifest file is deleted only when no live version,
+//     iterator, snapshot or in-progress flush/compaction needs it.
+//   - No I/O is done while holding DB.mu, except brief metadata reads.
+//
+// Lock order: manifestMu -> mu -> readStateMu. Nothing takes manifestMu while
+// holding mu.
+package bloomkv

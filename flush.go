@@ -1,0 +1,147 @@
+package bloomkv
+
+import (
+	"time"
+
+	"github.com/bloomkv/bloomkv/internal/manifest"
+)
+
+// Flush writes the memtable to a level-0 SSTable and returns once it (and
+// every older immutable memtable) is durable in the tree.
+func (db *DB) Flush() error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	// A nil batch asks the write leader to switch the memtable; going
+	// through the queue keeps the switch ordered with writes.
+	if err := db.enqueueSwitch(); err != nil {
+		return err
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	target := db.mu.nextMemID - 1 // every memtable before the current one
+	for db.mu.flushedMemID < target && db.mu.bgErr == nil && !db.closing.Load() {
+		db.mu.bgCond.Wait()
+	}
+	if db.mu.bgErr != nil {
+		return db.mu.bgErr
+	}
+	if db.mu.flushedMemID < target {
+		return ErrClosed
+	}
+	return nil
+}
+
+func (db *DB) enqueueSwitch() error {
+	w := &writer{}
+	w.cond.L = &db.mu.Mutex
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.mu.writers = append(db.mu.writers, w)
+	for !w.done && db.mu.writers[0] != w {
+		w.cond.Wait()
+	}
+	if w.done {
+		return w.err
+	}
+	return db.lead(w)
+}
+
+// flushLoop flushes immutable memtables, oldest first, until Close.
+func (db *DB) flushLoop() {
+	defer db.bgWG.Done()
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	failures := 0
+	for {
+		for !db.closing.Load() && (len(db.mu.imm) == 0 || db.mu.bgErr != nil) {
+			db.mu.bgCond.Wait()
+		}
+		if db.closing.Load() {
+			return
+		}
+		db.mu.flushing = true
+		err := db.flushOldestLocked()
+		db.mu.flushing = false
+		if err != nil {
+			// Retry a few times with backoff (a transient I/O error); then
+			// stop writes with the error. Nothing is lost: the memtable's
+			// log is kept until a flush succeeds.
+			failures++
+			if failures >= 4 {
+				db.setBgErrLocked(err)
+			} else {
+				db.mu.Unlock()
+				time.Sleep(time.Duration(failures) * 10 * time.Millisecond)
+				db.mu.Lock()
+			}
+		} else {
+			failures = 0
+		}
+		db.mu.bgCond.Broadcast()
+	}
+}
+
+// flushOldestLocked writes imm[0] to a level-0 table and installs it.
+// REQUIRES: db.mu held; it is released during the I/O.
+func (db *DB) flushOldestLocked() error {
+	m := db.mu.imm[0]
+	num := db.allocFileNumLocked()
+	db.mu.pendingOutputs[num] = struct{}{}
+	nextLog := db.mu.mem.logNum
+	if len(db.mu.imm) > 1 {
+		nextLog = db.mu.imm[1].logNum
+	}
+	db.mu.Unlock()
+
+	err := func() error {
+		it := m.NewIter()
+		meta, err := db.writeTable(num, it)
+		_ = it.Close()
+		if err != nil {
+			return err
+		}
+		edit := &manifest.VersionEdit{HasLogNum: true, LogNum: nextLog}
+		if meta != nil {
+			edit.NewFiles = []manifest.NewFileEntry{{Level: 0, Meta: meta}}
+			db.counters.flushBytes.Add(meta.Size)
+			db.counters.levelCompOut[0].Add(meta.Size)
+		}
+		db.manifestMu.Lock()
+		defer db.manifestMu.Unlock()
+		return db.logAndApply(edit)
+	}()
+
+	db.mu.Lock()
+	delete(db.mu.pendingOutputs, num)
+	if err != nil {
+		return err
+	}
+	db.mu.imm = db.mu.imm[1:]
+	db.mu.flushedMemID = m.id
+	db.counters.flushes.Add(1)
+	db.updateReadStateLocked()
+	db.mu.obsoletePending = true
+	return nil
+}
+
+// WaitForCompactions returns once no flush or compaction is running or due:
+// the tree has settled. It returns the background error, if any.
+func (db *DB) WaitForCompactions() error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for db.mu.bgErr == nil && !db.closing.Load() &&
+		(len(db.mu.imm) > 0 || db.mu.flushing || db.mu.compacting || db.compactionWantedLocked()) {
+		db.mu.bgCond.Wait()
+	}
+	if db.mu.bgErr != nil {
+		return db.mu.bgErr
+	}
+	if db.closing.Load() {
+		return ErrClosed
+	}
+	return nil
+}

@@ -1,0 +1,267 @@
+package iterator
+
+import (
+	"bytes"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+)
+
+// position says where a Visible stands.
+type position uint8
+
+const (
+	posUnpositioned position = iota // fresh: nothing to show until First/Last/SeekGE
+	posForward                      // on a key; inner rests on the entry shown
+	posBackward                     // on a key; inner rests before the key's versions
+	posBeforeStart                  // ran off the start: Next goes to First
+	posAfterEnd                     // ran off the end: Prev goes to Last
+	posFailed                       // err is set, or the iterator is closed
+)
+
+// Visible is the user's view of an internal iterator at one sequence number:
+// for each user key in [lower, upper), the newest version with sequence <=
+// seq, unless that version is a tombstone. Key returns user keys.
+type Visible struct {
+	inner        base.InternalIterator
+	seq          uint64
+	lower, upper []byte // owned copies; nil means unbounded
+	pos          position
+	err          error
+
+	key, value []byte // what Key and Value return while positioned
+
+	// Owned buffers. keyBuf/valBuf hold the entry shown after a backward
+	// move; skipKey holds the user key being stepped over; seekKey is scratch
+	// for search keys. Reused across moves so steady-state moves allocate
+	// nothing.
+	keyBuf, valBuf, skipKey, seekKey []byte
+}
+
+// NewVisible returns a Visible over inner (internal keys in CompareInternal
+// order) showing the state as of sequence number seq, limited to user keys in
+// [lower, upper); a nil bound is unbounded. The bounds are copied. The Visible
+// owns inner and closes it on Close.
+func NewVisible(inner base.InternalIterator, seq uint64, lower, upper []byte) *Visible {
+	if seq > base.MaxSeq {
+		seq = base.MaxSeq
+	}
+	v := &Visible{inner: inner, seq: seq}
+	if lower != nil {
+		v.lower = append([]byte{}, lower...)
+	}
+	if upper != nil {
+		v.upper = append([]byte{}, upper...)
+	}
+	return v
+}
+
+// First moves to the first visible key >= lower.
+func (v *Visible) First() bool {
+	if v.pos == posFailed {
+		return false
+	}
+	if v.lower != nil {
+		return v.seekGE(v.lower)
+	}
+	v.inner.First()
+	return v.findNext()
+}
+
+// Last moves to the last visible key < upper.
+func (v *Visible) Last() bool {
+	if v.pos == posFailed {
+		return false
+	}
+	if v.upper != nil {
+		// The search key with MaxSeq sorts before every version of upper,
+		// so SeekLT lands on the last entry of a smaller user key.
+		v.seekKey = base.AppendInternalKey(v.seekKey[:0], v.upper, base.MaxSeq, base.KindSeek)
+		v.inner.SeekLT(v.seekKey)
+	} else {
+		v.inner.Last()
+	}
+	return v.findPrev()
+}
+
+// SeekGE moves to the first visible key >= max(key, lower).
+func (v *Visible) SeekGE(key []byte) bool {
+	if v.pos == posFailed {
+		return false
+	}
+	if v.lower != nil && bytes.Compare(key, v.lower) < 0 {
+		key = v.lower
+	}
+	return v.seekGE(key)
+}
+
+func (v *Visible) seekGE(key []byte) bool {
+	if v.upper != nil && bytes.Compare(key, v.upper) >= 0 {
+		v.pos = posAfterEnd
+		return false
+	}
+	// Seeking with our own sequence number skips versions too new to see.
+	v.seekKey = base.AppendInternalKey(v.seekKey[:0], key, v.seq, base.KindSeek)
+	v.inner.SeekGE(v.seekKey)
+	return v.findNext()
+}
+
+// Next moves to the next visible key. After running off the start it moves
+// to the first key; after running off the end it stays there.
+func (v *Visible) Next() bool {
+	switch v.pos {
+	case posForward:
+		// Step over the rest of the current key's versions.
+		v.skipKey = append(v.skipKey[:0], v.key...)
+		for v.inner.Next() && bytes.Equal(base.UserKey(v.inner.Key()), v.skipKey) {
+		}
+		return v.findNext()
+	case posBackward:
+		// inner rests before the current key's versions (or ran off the
+		// start); step over everything up to and including the current key.
+		// v.key is keyBuf, which nothing below overwrites.
+		ok := v.inner.Valid()
+		if ok {
+			ok = v.inner.Next()
+		} else if v.inner.Error() == nil {
+			ok = v.inner.First()
+		}
+		for ok && bytes.Compare(base.UserKey(v.inner.Key()), v.key) <= 0 {
+			ok = v.inner.Next()
+		}
+		return v.findNext()
+	case posBeforeStart:
+		return v.First()
+	}
+	return false
+}
+
+// Prev moves to the previous visible key. After running off the end it moves
+// to the last key; after running off the start it stays there.
+func (v *Visible) Prev() bool {
+	switch v.pos {
+	case posForward:
+		// inner rests on the current key's newest visible version; newer
+		// invisible versions may sit before it. Step back past all of them.
+		v.skipKey = append(v.skipKey[:0], v.key...)
+		for v.inner.Prev() && bytes.Equal(base.UserKey(v.inner.Key()), v.skipKey) {
+		}
+		return v.findPrev()
+	case posBackward:
+		return v.findPrev()
+	case posAfterEnd:
+		return v.Last()
+	}
+	return false
+}
+
+// findNext moves forwards from inner's position to the first user key whose
+// newest visible version is a value, and shows it.
+func (v *Visible) findNext() bool {
+	for v.inner.Valid() {
+		ikey := v.inner.Key()
+		ukey, seq, kind, ok := base.ParseInternalKey(ikey)
+		if !ok {
+			return v.fail(malformedKey(ikey))
+		}
+		if v.upper != nil && bytes.Compare(ukey, v.upper) >= 0 {
+			break
+		}
+		if seq > v.seq {
+			v.inner.Next() // too new for this view
+			continue
+		}
+		if kind == base.KindSet {
+			v.key, v.value, v.pos = ukey, v.inner.Value(), posForward
+			return true
+		}
+		// The newest visible version is a tombstone: hide the whole key.
+		v.skipKey = append(v.skipKey[:0], ukey...)
+		for v.inner.Next() && bytes.Equal(base.UserKey(v.inner.Key()), v.skipKey) {
+		}
+	}
+	if err := v.inner.Error(); err != nil {
+		return v.fail(err)
+	}
+	v.pos = posAfterEnd
+	return false
+}
+
+// findPrev moves backwards from inner's position to the previous user key
+// whose newest visible version is a value, and shows it. Walking backwards a
+// key's versions come oldest first, so the newest visible one is the last one
+// met before the user key changes: each visible version is copied as the
+// candidate until then.
+func (v *Visible) findPrev() bool {
+	have := false // keyBuf/valBuf/kind hold the current user key's candidate
+	var kind base.Kind
+	for v.inner.Valid() {
+		ikey := v.inner.Key()
+		ukey, seq, k, ok := base.ParseInternalKey(ikey)
+		if !ok {
+			return v.fail(malformedKey(ikey))
+		}
+		if v.lower != nil && bytes.Compare(ukey, v.lower) < 0 {
+			break
+		}
+		if have && !bytes.Equal(ukey, v.keyBuf) {
+			// Moved on to an older user key: the candidate is final.
+			if kind == base.KindSet {
+				return v.showBackward()
+			}
+			have = false // a tombstone hides its key
+		}
+		if seq <= v.seq {
+			if !have {
+				v.keyBuf = append(v.keyBuf[:0], ukey...)
+			}
+			v.valBuf = append(v.valBuf[:0], v.inner.Value()...)
+			kind, have = k, true
+		}
+		v.inner.Prev()
+	}
+	if err := v.inner.Error(); err != nil {
+		return v.fail(err)
+	}
+	if have && kind == base.KindSet {
+		return v.showBackward()
+	}
+	v.pos = posBeforeStart
+	return false
+}
+
+func (v *Visible) showBackward() bool {
+	v.key, v.value, v.pos = v.keyBuf, v.valBuf, posBackward
+	return true
+}
+
+func (v *Visible) fail(err error) bool {
+	v.err, v.pos = err, posFailed
+	return false
+}
+
+func malformedKey(ikey []byte) error {
+	return base.CorruptionErrorf("bloomkv/iterator: malformed internal key %s (%d bytes)",
+		base.FormatInternalKey(ikey), len(ikey))
+}
+
+// Valid reports whether the iterator is on a key.
+func (v *Visible) Valid() bool { return v.pos == posForward || v.pos == posBackward }
+
+// Key returns the current user key, valid until the next move.
+func (v *Visible) Key() []byte { return v.key }
+
+// Value returns the current value, valid until the next move.
+func (v *Visible) Value() []byte { return v.value }
+
+// Error returns the error that stopped the iterator, if any.
+func (v *Visible) Error() error { return v.err }
+
+// Close closes the inner iterator. Afterwards every move returns false.
+func (v *Visible) Close() error {
+	if v.inner == nil {
+		return nil
+	}
+	err := v.inner.Close()
+	v.inner, v.pos, v.key, v.value = nil, posFailed, nil, nil
+	return err
+}

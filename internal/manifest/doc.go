@@ -1,0 +1,82 @@
+// Package manifest keeps track of which SSTables are live at which level:
+// immutable versions, the version edits that change them, the MANIFEST log
+// that records those edits, and the CURRENT file that names the live
+// manifest. It knows nothing of what is inside a table.
+//
+// # Invariants
+//
+//   - A Version never changes once built; versions share FileMetadata and
+//     untouched level slices with the versions they were built from.
+//   - Level 0 is ordered newest first: LargestSeq descending, ties by FileNum
+//     descending. Its files may overlap.
+//   - Levels 1..6 are sorted by Smallest, and their files' user-key ranges
+//     are disjoint: the largest user key of a file is strictly below the
+//     smallest user key of the next.
+//   - Every file has well-formed internal keys with Smallest <= Largest and
+//     SmallestSeq <= LargestSeq <= base.MaxSeq, and a file number appears at
+//     most once in a version.
+//   - Builder.Finish and ReadManifest only return versions that pass
+//     CheckInvariants; Builder.Apply changes nothing when it fails.
+//
+// # Version edit encoding
+//
+// An encoded VersionEdit is a sequence of fields, each a tag followed by
+// its values. Every integer is an unsigned LEB128 varint
+// (encoding/binary.AppendUvarint: 7 bits per byte, least significant group
+// first, high bit set on all but the last byte). A byte string is a varint
+// length followed by that many bytes. Tags and their meaning are wire
+// constants and never change; a new field gets a new tag, and a decoder
+// rejects tags it does not know (tag 0 is never used).
+//
+//	+-----+------------------+------------------------------------------------+
+//	| tag | field            | values after the tag                           |
+//	+-----+------------------+------------------------------------------------+
+//	| 1   | log number       | LogNum                                         |
+//	| 2   | next file number | NextFileNum                                    |
+//	| 3   | last sequence    | LastSeq                                        |
+//	| 4   | compact pointer  | level, key (bytes)                             |
+//	| 5   | deleted file     | level, file number                             |
+//	| 6   | new file         | level, file number, size, smallest (bytes),    |
+//	|     |                  | largest (bytes), smallest seq, largest seq     |
+//	+-----+------------------+------------------------------------------------+
+//
+// Tags 1-3 appear at most once. The encoder writes fields in tag order
+// (then in slice order); the decoder accepts any order. Levels are < 7;
+// smallest and largest are internal keys (user key + 8-byte little-endian
+// trailer, see package base); a new file must pass the per-file checks
+// above. An empty edit encodes to zero bytes.
+//
+// Worked example (TestEditGoldenBytes pins it): LogNum 3, NextFileNum 5,
+// LastSeq 100, compact pointer level 1 key "m", deleted file 2 from level 1,
+// new file 4 at level 0, size 1000, smallest "a"#7,SET, largest "c"#9,DEL,
+// seqs 7-9:
+//
+//	01 03                  log number 3
+//	02 05                  next file number 5
+//	03 64                  last sequence 100
+//	04 01 01 6d            compact pointer: level 1, key "m"
+//	05 01 02               deleted file: level 1, number 2
+//	06 00 04 e8 07         new file: level 0, number 4, size 1000
+//	   09 61 01 07 00 00 00 00 00 00     smallest: 9 bytes, "a" + trailer 7<<8|1
+//	   09 63 00 09 00 00 00 00 00 00     largest:  9 bytes, "c" + trailer 9<<8|0
+//	   07 09                             seqs 7 and 9
+//
+// # MANIFEST files
+//
+// MANIFEST-NNNNNN is a record log in the format of package wal (32 KiB
+// blocks, checksummed fragments); each record is one encoded VersionEdit.
+// The first edit is a snapshot: it sets LogNum, NextFileNum and LastSeq and
+// lists every live file as a new file (SnapshotEdit builds it). Replaying
+// applies the edits in order, deletions before additions within an edit.
+// A torn tail at the end of the file is dropped as in the WAL; any other
+// damage, an edit that does not decode, or one that deletes a file that is
+// not live or adds one that is, is ErrCorruption naming the file and the
+// record's offset.
+//
+// # CURRENT
+//
+// CURRENT holds exactly "MANIFEST-<digits>\n" (SetCurrent writes the
+// number as six or more digits). It is replaced atomically: the new content
+// goes to NNNNNN.tmp (NNNNNN being the manifest's number), which is synced,
+// renamed over CURRENT, and the directory is synced.
+package manifest

@@ -1,0 +1,57 @@
+package manifest
+
+import (
+	"fmt"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+)
+
+// NumLevels is the number of levels of the LSM tree: level 0 (flushed
+// memtables, may overlap) and levels 1..6 (sorted runs).
+const NumLevels = 7
+
+// FileMetadata describes one SSTable. Once part of a Version it is never
+// modified: versions share FileMetadata values, and the root package owns
+// the file's lifetime.
+type FileMetadata struct {
+	FileNum uint64
+	Size    uint64 // bytes on disk
+	// Smallest and Largest are the table's first and last internal keys.
+	Smallest, Largest []byte
+	// SmallestSeq and LargestSeq bound the sequence numbers in the table.
+	SmallestSeq, LargestSeq uint64
+}
+
+// SmallestUserKey returns the user key of Smallest.
+func (f *FileMetadata) SmallestUserKey() []byte { return base.UserKey(f.Smallest) }
+
+// LargestUserKey returns the user key of Largest.
+func (f *FileMetadata) LargestUserKey() []byte { return base.UserKey(f.Largest) }
+
+// String renders the file for messages and tests, e.g.
+// 000012:["a"#5,SET-"k"#9,DEL] seqs 5-9 size 2048.
+func (f *FileMetadata) String() string {
+	return fmt.Sprintf("%06d:[%s-%s] seqs %d-%d size %d", f.FileNum,
+		base.FormatInternalKey(f.Smallest), base.FormatInternalKey(f.Largest),
+		f.SmallestSeq, f.LargestSeq, f.Size)
+}
+
+// validate checks what a single file must satisfy on its own: well-formed
+// internal keys in order and sequence bounds in order. It returns a reason
+// without a package prefix; callers add the context.
+func (f *FileMetadata) validate() error {
+	if _, _, _, ok := base.ParseInternalKey(f.Smallest); !ok {
+		return fmt.Errorf("file %06d: smallest key %s is not a valid internal key", f.FileNum, base.FormatInternalKey(f.Smallest))
+	}
+	if _, _, _, ok := base.ParseInternalKey(f.Largest); !ok {
+		return fmt.Errorf("file %06d: largest key %s is not a valid internal key", f.FileNum, base.FormatInternalKey(f.Largest))
+	}
+	if base.CompareInternal(f.Smallest, f.Largest) > 0 {
+		return fmt.Errorf("file %06d: smallest key %s sorts after largest key %s", f.FileNum,
+			base.FormatInternalKey(f.Smallest), base.FormatInternalKey(f.Largest))
+	}
+	if f.SmallestSeq > f.LargestSeq || f.LargestSeq > base.MaxSeq {
+		return fmt.Errorf("file %06d: bad sequence range %d-%d", f.FileNum, f.SmallestSeq, f.LargestSeq)
+	}
+	return nil
+}

@@ -1,0 +1,78 @@
+package manifest
+
+import (
+	"bytes"
+	"sort"
+)
+
+// Version is an immutable set of live tables. Levels[0] is ordered newest
+// first (by LargestSeq descending, ties by FileNum descending) and may
+// overlap; Levels[1..] are sorted by Smallest and never overlap (user-key
+// ranges disjoint). Versions share slices and FileMetadata with the versions
+// they were built from: never modify one.
+type Version struct {
+	Levels [NumLevels][]*FileMetadata
+}
+
+// NumFiles returns the number of tables in level.
+func (v *Version) NumFiles(level int) int { return len(v.Levels[level]) }
+
+// LevelBytes returns the total size of the tables in level.
+func (v *Version) LevelBytes(level int) int64 {
+	var n int64
+	for _, f := range v.Levels[level] {
+		n += int64(f.Size)
+	}
+	return n
+}
+
+// Overlaps returns the files of level whose user-key range intersects
+// [smallest, largest] (user keys; nil smallest = -inf, nil largest = +inf),
+// in the level's order. For level 0 it returns only the files that
+// intersect the range itself (no closure over files that overlap those);
+// levels >= 1 are binary searched. The result must not be modified; it may
+// share memory with v.
+func (v *Version) Overlaps(level int, smallest, largest []byte) []*FileMetadata {
+	if smallest != nil && largest != nil && bytes.Compare(smallest, largest) > 0 {
+		return nil
+	}
+	files := v.Levels[level]
+	if level == 0 {
+		var out []*FileMetadata
+		for _, f := range files {
+			if overlapsRange(f, smallest, largest) {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	// Files are disjoint and sorted, so both ends are monotone.
+	lo := 0
+	if smallest != nil {
+		lo = sort.Search(len(files), func(i int) bool {
+			return bytes.Compare(files[i].LargestUserKey(), smallest) >= 0
+		})
+	}
+	hi := len(files)
+	if largest != nil {
+		hi = lo + sort.Search(len(files)-lo, func(i int) bool {
+			return bytes.Compare(files[lo+i].SmallestUserKey(), largest) > 0
+		})
+	}
+	if lo == hi {
+		return nil
+	}
+	// Cap the capacity so an append by the caller cannot write into v.
+	return files[lo:hi:hi]
+}
+
+// overlapsRange reports whether f's user-key range meets [smallest, largest].
+func overlapsRange(f *FileMetadata, smallest, largest []byte) bool {
+	if smallest != nil && bytes.Compare(f.LargestUserKey(), smallest) < 0 {
+		return false
+	}
+	if largest != nil && bytes.Compare(f.SmallestUserKey(), largest) > 0 {
+		return false
+	}
+	return true
+}

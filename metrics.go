@@ -1,0 +1,223 @@
+package bloomkv
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/bloomkv/bloomkv/internal/manifest"
+)
+
+// Metrics is a snapshot of counters since Open. Every counter is measured
+// where the work happens (the read path, the SSTable reader, the block cache,
+// the compactor), never derived from a model. Subtract two readings with Sub
+// to see what a workload cost.
+type Metrics struct {
+	// Levels has one entry per level (index = level).
+	Levels []LevelMetrics
+
+	// Point lookups (Get on DB and Snapshot).
+	Gets                 uint64 // Get calls
+	TablesProbed         uint64 // SSTables whose key range covered a Get's key
+	FilterNegatives      uint64 // of those, skipped because the filter said "absent"
+	FilterFalsePositives uint64 // filter said "maybe", the table did not hold the key
+	DataBlockReads       uint64 // data blocks read for Gets, from cache or file
+	BlockCacheHits       uint64 // data blocks for Gets found in the block cache
+	BlockCacheMisses     uint64 // data blocks for Gets read from a file
+	BytesRead            uint64 // bytes read from SSTable files for Gets
+	MemtableHits         uint64 // Gets answered by a memtable (value or tombstone)
+
+	// Background work.
+	Flushes     uint64
+	Compactions uint64
+	// WriteStalls counts writes that had to wait (too many level-0 tables
+	// or immutable memtables); WriteStallTime is the total time they waited.
+	WriteStalls    uint64
+	WriteStallTime time.Duration
+	// WriteSlowdowns counts writes delayed by 1 ms at the slowdown threshold.
+	WriteSlowdowns uint64
+
+	// Bytes, for write amplification.
+	UserBytesWritten  uint64 // keys and values passed to Put/Delete/Write
+	WALBytesWritten   uint64 // bytes appended to write-ahead logs
+	FlushBytesWritten uint64 // bytes of tables written by flushes
+	// CompactionBytesRead/Written total the per-level figures.
+	CompactionBytesRead    uint64
+	CompactionBytesWritten uint64
+
+	// Filters and caches.
+	FilterBytes     int64  // bytes of filter blocks held in memory by open tables
+	FilterKeys      uint64 // distinct keys indexed by the filters of live tables
+	BlockCacheBytes int64  // bytes currently in the block cache
+	TableCacheOpen  int    // open table readers
+	MemtableBytes   int64  // mutable + immutable memtables
+}
+
+// LevelMetrics describes one level of the tree.
+type LevelMetrics struct {
+	Files int
+	Bytes int64
+	// Compaction traffic into this level: bytes read from this level and the
+	// one above, bytes of tables written to this level.
+	CompactionBytesIn  uint64
+	CompactionBytesOut uint64
+	Compactions        uint64
+}
+
+// WriteAmplification returns (bytes written to logs and tables) / (bytes of
+// user writes), or 0 before any write.
+func (m Metrics) WriteAmplification() float64 {
+	if m.UserBytesWritten == 0 {
+		return 0
+	}
+	return float64(m.WALBytesWritten+m.FlushBytesWritten+m.CompactionBytesWritten) / float64(m.UserBytesWritten)
+}
+
+// Sub returns the counters of m minus those of an earlier reading; gauges
+// (level shapes, memory figures) are m's own.
+func (m Metrics) Sub(earlier Metrics) Metrics {
+	d := m
+	d.Levels = append([]LevelMetrics(nil), m.Levels...)
+	for i := range d.Levels {
+		if i < len(earlier.Levels) {
+			d.Levels[i].CompactionBytesIn -= earlier.Levels[i].CompactionBytesIn
+			d.Levels[i].CompactionBytesOut -= earlier.Levels[i].CompactionBytesOut
+			d.Levels[i].Compactions -= earlier.Levels[i].Compactions
+		}
+	}
+	d.Gets -= earlier.Gets
+	d.TablesProbed -= earlier.TablesProbed
+	d.FilterNegatives -= earlier.FilterNegatives
+	d.FilterFalsePositives -= earlier.FilterFalsePositives
+	d.DataBlockReads -= earlier.DataBlockReads
+	d.BlockCacheHits -= earlier.BlockCacheHits
+	d.BlockCacheMisses -= earlier.BlockCacheMisses
+	d.BytesRead -= earlier.BytesRead
+	d.MemtableHits -= earlier.MemtableHits
+	d.Flushes -= earlier.Flushes
+	d.Compactions -= earlier.Compactions
+	d.WriteStalls -= earlier.WriteStalls
+	d.WriteStallTime -= earlier.WriteStallTime
+	d.WriteSlowdowns -= earlier.WriteSlowdowns
+	d.UserBytesWritten -= earlier.UserBytesWritten
+	d.WALBytesWritten -= earlier.WALBytesWritten
+	d.FlushBytesWritten -= earlier.FlushBytesWritten
+	d.CompactionBytesRead -= earlier.CompactionBytesRead
+	d.CompactionBytesWritten -= earlier.CompactionBytesWritten
+	return d
+}
+
+// String prints a per-level table and the read and write counters.
+func (m Metrics) String() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "level  files        size   comp-in  comp-out  compactions\n")
+	var files int
+	var bytes int64
+	for i, l := range m.Levels {
+		fmt.Fprintf(&sb, "%5d %6d %11s %9s %9s %12d\n", i, l.Files, humanBytes(uint64(l.Bytes)),
+			humanBytes(l.CompactionBytesIn), humanBytes(l.CompactionBytesOut), l.Compactions)
+		files += l.Files
+		bytes += l.Bytes
+	}
+	fmt.Fprintf(&sb, "total %6d %11s %9s %9s %12d\n", files, humanBytes(uint64(bytes)),
+		humanBytes(m.CompactionBytesRead), humanBytes(m.CompactionBytesWritten), m.Compactions)
+	fmt.Fprintf(&sb, "gets %d: tables probed %d, filter negatives %d, false positives %d, data blocks %d (cache hits %d, misses %d), bytes read %s, memtable hits %d\n",
+		m.Gets, m.TablesProbed, m.FilterNegatives, m.FilterFalsePositives, m.DataBlockReads,
+		m.BlockCacheHits, m.BlockCacheMisses, humanBytes(m.BytesRead), m.MemtableHits)
+	fmt.Fprintf(&sb, "writes: user %s, wal %s, flushed %s, compacted %s, write amplification %.2f; flushes %d, stalls %d (%s), slowdowns %d\n",
+		humanBytes(m.UserBytesWritten), humanBytes(m.WALBytesWritten), humanBytes(m.FlushBytesWritten),
+		humanBytes(m.CompactionBytesWritten), m.WriteAmplification(), m.Flushes, m.WriteStalls,
+		m.WriteStallTime.Round(time.Microsecond), m.WriteSlowdowns)
+	fmt.Fprintf(&sb, "memory: filters %s (%d keys), block cache %s, memtables %s, open tables %d\n",
+		humanBytes(uint64(m.FilterBytes)), m.FilterKeys, humanBytes(uint64(m.BlockCacheBytes)),
+		humanBytes(uint64(m.MemtableBytes)), m.TableCacheOpen)
+	return sb.String()
+}
+
+func humanBytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for x := n / unit; x >= unit; x /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// dbCounters are the DB's own atomics (the SSTable reader keeps the
+// per-block ones in sstable.ReadStats).
+type dbCounters struct {
+	gets, tablesProbed, memtableHits             atomic.Uint64
+	flushes, compactions                         atomic.Uint64
+	writeStalls, writeStallNanos, writeSlowdowns atomic.Uint64
+	userBytes, walBytes, flushBytes              atomic.Uint64
+	levelCompIn, levelCompOut, levelCompactions  [manifest.NumLevels]atomic.Uint64
+}
+
+// Metrics returns the counters since Open and the current shape of the tree.
+func (db *DB) Metrics() Metrics {
+	var m Metrics
+	c := &db.counters
+	m.Gets = c.gets.Load()
+	m.TablesProbed = c.tablesProbed.Load()
+	m.MemtableHits = c.memtableHits.Load()
+	rs := &db.readStats
+	m.FilterNegatives = rs.FilterNegatives.Load()
+	m.FilterFalsePositives = rs.FilterFalsePositives.Load()
+	m.DataBlockReads = rs.DataBlockReads.Load()
+	m.BlockCacheHits = rs.BlockCacheHits.Load()
+	m.BlockCacheMisses = rs.BlockCacheMisses.Load()
+	m.BytesRead = rs.BytesRead.Load()
+	m.Flushes = c.flushes.Load()
+	m.Compactions = c.compactions.Load()
+	m.WriteStalls = c.writeStalls.Load()
+	m.WriteStallTime = time.Duration(c.writeStallNanos.Load())
+	m.WriteSlowdowns = c.writeSlowdowns.Load()
+	m.UserBytesWritten = c.userBytes.Load()
+	m.WALBytesWritten = c.walBytes.Load()
+	m.FlushBytesWritten = c.flushBytes.Load()
+
+	m.Levels = make([]LevelMetrics, manifest.NumLevels)
+	for l := range m.Levels {
+		m.Levels[l].CompactionBytesIn = c.levelCompIn[l].Load()
+		m.Levels[l].CompactionBytesOut = c.levelCompOut[l].Load()
+		m.Levels[l].Compactions = c.levelCompactions[l].Load()
+		if l > 0 {
+			m.CompactionBytesRead += m.Levels[l].CompactionBytesIn
+			m.CompactionBytesWritten += m.Levels[l].CompactionBytesOut
+		}
+	}
+	if db.closed.Load() {
+		return m
+	}
+	s := db.loadReadState()
+	defer s.unref()
+	for l := range m.Levels {
+		m.Levels[l].Files = len(s.v.Levels[l])
+		m.Levels[l].Bytes = s.v.LevelBytes(l)
+		for _, f := range s.v.Levels[l] {
+			r, release, err := db.tableCache.Find(f.FileNum, int64(f.Size))
+			if err != nil {
+				continue
+			}
+			m.FilterBytes += int64(r.FilterMemory())
+			if blk, ok := r.Filter(); ok {
+				m.FilterKeys += uint64(blk.NumKeys())
+			}
+			release()
+		}
+	}
+	m.MemtableBytes = s.mem.ApproximateSize()
+	for _, im := range s.imm {
+		m.MemtableBytes += im.ApproximateSize()
+	}
+	if db.blockCache != nil {
+		m.BlockCacheBytes = db.blockCache.Size()
+	}
+	m.TableCacheOpen = db.tableCache.Len()
+	return m
+}

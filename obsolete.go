@@ -1,0 +1,69 @@
+package bloomkv
+
+import (
+	"github.com/bloomkv/bloomkv/internal/base"
+)
+
+// noteObsolete is called when a version is released: its tables may now be
+// unreferenced. The compaction goroutine collects them.
+func (db *DB) noteObsolete() {
+	db.mu.Lock()
+	db.mu.obsoletePending = true
+	db.mu.bgCond.Broadcast()
+	db.mu.Unlock()
+}
+
+// deleteObsoleteFiles removes tables no live version references, logs older
+// than the oldest one still needed, manifests older than the current one
+// and, when atOpen, leftover temporary files.
+// REQUIRES: db.mu not held.
+func (db *DB) deleteObsoleteFiles(atOpen bool) {
+	live := map[uint64]struct{}{}
+	db.mu.Lock()
+	db.mu.obsoletePending = false
+	for n := range db.mu.pendingOutputs {
+		live[n] = struct{}{}
+	}
+	minLog := db.minLogNumLocked()
+	// Files numbered from here on may be created after the listing below
+	// but before being recorded anywhere: never touch them.
+	nextFileNum := db.mu.nextFileNum
+	db.mu.Unlock()
+	db.versions.addLiveFiles(live)
+	db.manifestMu.Lock()
+	manifestNum := db.manifest.num
+	db.manifestMu.Unlock()
+
+	names, err := db.fs.List(db.dirname)
+	if err != nil {
+		return // retried after the next flush or compaction
+	}
+	for _, name := range names {
+		t, num, ok := base.ParseFilename(name)
+		if !ok || num >= nextFileNum && t != base.FileTypeCurrent && t != base.FileTypeLock {
+			continue
+		}
+		var obsolete bool
+		switch t {
+		case base.FileTypeTable:
+			_, isLive := live[num]
+			obsolete = !isLive
+		case base.FileTypeLog:
+			obsolete = num < minLog
+		case base.FileTypeManifest:
+			obsolete = num < manifestNum
+		case base.FileTypeTemp:
+			obsolete = atOpen
+		}
+		if !obsolete {
+			continue
+		}
+		if t == base.FileTypeTable {
+			db.tableCache.Evict(num)
+			if db.blockCache != nil {
+				db.blockCache.EvictFile(num)
+			}
+		}
+		_ = db.fs.Remove(db.fs.PathJoin(db.dirname, name))
+	}
+}

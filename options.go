@@ -1,0 +1,176 @@
+package bloomkv
+
+import (
+	"fmt"
+
+	"github.com/bloomkv/bloomkv/vfs"
+)
+
+// Compression selects how data blocks are stored. The zero value means
+// SnappyCompression.
+type Compression int
+
+const (
+	// SnappyCompression compresses each data block with snappy when that
+	// saves space (the default).
+	SnappyCompression Compression = iota
+	// NoCompression stores blocks raw.
+	NoCompression
+)
+
+func (c Compression) String() string {
+	switch c {
+	case SnappyCompression:
+		return "snappy"
+	case NoCompression:
+		return "none"
+	}
+	return fmt.Sprintf("Compression(%d)", int(c))
+}
+
+// Options configure a DB. The zero value of every field means its default;
+// a nil *Options means all defaults.
+type Options struct {
+	// MemtableSize is the number of bytes buffered in memory before the
+	// memtable is flushed to a level-0 SSTable (default 4 MiB).
+	MemtableSize int
+	// BlockSize is the target uncompressed size of a data block (default 4 KiB).
+	BlockSize int
+	// Compression of data blocks (default SnappyCompression).
+	Compression Compression
+	// BloomBitsPerKey is the number of filter bits spent per key in every
+	// SSTable written from now on (flushes and compactions); default 10. A
+	// negative value writes tables without filter blocks.
+	BloomBitsPerKey int
+	// FilterKey, when set, is a ROW-style extractor: the filter indexes
+	// FilterKey(key) instead of the whole key, and Get probes with the same
+	// extractor. It must be deterministic.
+	FilterKey func(key []byte) []byte
+	// FilterKeyName identifies FilterKey and is recorded in every table.
+	// A table whose filter was built under another name is read without its
+	// filter (never with a wrong one). Change it whenever FilterKey changes.
+	// Default "custom" when FilterKey is set.
+	FilterKeyName string
+	// BlockCacheSize is the number of bytes of uncompressed blocks cached
+	// (default 8 MiB; negative disables the cache).
+	BlockCacheSize int64
+	// Sync fsyncs the write-ahead log before a write returns, so that
+	// acknowledged writes survive an operating-system crash too.
+	Sync bool
+	// IgnoreFilters makes reads skip filter blocks entirely: a study knob
+	// for measuring what filters buy. Tables are still written with filters
+	// per BloomBitsPerKey.
+	IgnoreFilters bool
+
+	// L0CompactionThreshold is the number of level-0 tables that triggers a
+	// compaction into level 1 (default 4).
+	L0CompactionThreshold int
+	// L0SlowdownWritesThreshold: at this many level-0 tables each write is
+	// delayed by 1 ms to let compaction catch up (default 8).
+	L0SlowdownWritesThreshold int
+	// L0StopWritesThreshold: at this many level-0 tables writes wait until
+	// compaction reduces them (default 12).
+	L0StopWritesThreshold int
+	// MaxImmutableMemtables is the number of full memtables that may wait
+	// for a flush before writes wait (default 2).
+	MaxImmutableMemtables int
+	// LBaseMaxBytes is the size target of level 1 (default 10 MiB); each
+	// deeper level's target is LevelMultiplier times the one above.
+	LBaseMaxBytes int64
+	// LevelMultiplier is the growth factor between level targets (default 10).
+	LevelMultiplier int
+	// TargetFileSize is the size at which compaction outputs are split
+	// (default 2 MiB).
+	TargetFileSize int64
+	// MaxOpenFiles bounds the number of SSTables kept open (default 500).
+	MaxOpenFiles int
+	// MaxManifestFileSize is the size past which the manifest is rewritten
+	// as a fresh snapshot of the current version (default 4 MiB).
+	MaxManifestFileSize int64
+	// DisableAutomaticCompactions stops background compactions (flushes still
+	// happen). Compact still works. For tests and studies.
+	DisableAutomaticCompactions bool
+
+	// FS is the file system (default the operating system's). Tests use
+	// vfs.NewMem and vfs.NewErrorFS.
+	FS vfs.FS
+}
+
+// withDefaults returns a copy of o (nil allowed) with every zero field set
+// to its default, or an error naming the first invalid field.
+func (o *Options) withDefaults() (Options, error) {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	setDefault := func(p *int, def int) {
+		if *p == 0 {
+			*p = def
+		}
+	}
+	setDefault(&r.MemtableSize, 4<<20)
+	setDefault(&r.BlockSize, 4<<10)
+	setDefault(&r.BloomBitsPerKey, 10)
+	setDefault(&r.L0CompactionThreshold, 4)
+	setDefault(&r.L0SlowdownWritesThreshold, 8)
+	setDefault(&r.L0StopWritesThreshold, 12)
+	setDefault(&r.MaxImmutableMemtables, 2)
+	setDefault(&r.LevelMultiplier, 10)
+	setDefault(&r.MaxOpenFiles, 500)
+	if r.BlockCacheSize == 0 {
+		r.BlockCacheSize = 8 << 20
+	}
+	if r.LBaseMaxBytes == 0 {
+		r.LBaseMaxBytes = 10 << 20
+	}
+	if r.TargetFileSize == 0 {
+		r.TargetFileSize = 2 << 20
+	}
+	if r.MaxManifestFileSize == 0 {
+		r.MaxManifestFileSize = 4 << 20
+	}
+	if r.FS == nil {
+		r.FS = vfs.Default
+	}
+	if r.FilterKey != nil && r.FilterKeyName == "" {
+		r.FilterKeyName = "custom"
+	}
+	if r.FilterKey == nil {
+		r.FilterKeyName = ""
+	}
+	bad := func(format string, args ...any) (Options, error) {
+		return Options{}, fmt.Errorf("%w: bloomkv: option "+format, append([]any{ErrInvalidArgument}, args...)...)
+	}
+	switch {
+	case r.MemtableSize < 1<<10 || r.MemtableSize > 1<<30:
+		return bad("MemtableSize %d outside [1 KiB, 1 GiB]", r.MemtableSize)
+	case r.BlockSize < 64 || r.BlockSize > 1<<20:
+		return bad("BlockSize %d outside [64 B, 1 MiB]", r.BlockSize)
+	case r.Compression != SnappyCompression && r.Compression != NoCompression:
+		return bad("Compression %d unknown", int(r.Compression))
+	case r.BloomBitsPerKey > 64:
+		return bad("BloomBitsPerKey %d above 64", r.BloomBitsPerKey)
+	case r.L0CompactionThreshold < 1:
+		return bad("L0CompactionThreshold %d below 1", r.L0CompactionThreshold)
+	case r.L0SlowdownWritesThreshold < r.L0CompactionThreshold:
+		return bad("L0SlowdownWritesThreshold %d below L0CompactionThreshold %d", r.L0SlowdownWritesThreshold, r.L0CompactionThreshold)
+	case r.L0StopWritesThreshold < r.L0SlowdownWritesThreshold:
+		return bad("L0StopWritesThreshold %d below L0SlowdownWritesThreshold %d", r.L0StopWritesThreshold, r.L0SlowdownWritesThreshold)
+	case r.MaxImmutableMemtables < 1:
+		return bad("MaxImmutableMemtables %d below 1", r.MaxImmutableMemtables)
+	case r.LBaseMaxBytes < 1<<10:
+		return bad("LBaseMaxBytes %d below 1 KiB", r.LBaseMaxBytes)
+	case r.LevelMultiplier < 2:
+		return bad("LevelMultiplier %d below 2", r.LevelMultiplier)
+	case r.TargetFileSize < 1<<10:
+		return bad("TargetFileSize %d below 1 KiB", r.TargetFileSize)
+	case r.MaxOpenFiles < 10:
+		return bad("MaxOpenFiles %d below 10", r.MaxOpenFiles)
+	case r.MaxManifestFileSize < 1<<10:
+		return bad("MaxManifestFileSize %d below 1 KiB", r.MaxManifestFileSize)
+	}
+	return r, nil
+}
+
+// filterBits returns the bits per key tables are written with (0 = none).
+func (o *Options) filterBits() int { return max(0, o.BloomBitsPerKey) }

@@ -1,0 +1,110 @@
+package bloomkv
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/bloomkv/bloomkv/internal/manifest"
+)
+
+// version is a reference-counted manifest.Version. A version stays in its
+// versionSet's live set while referenced, which keeps its tables' files
+// from being deleted.
+type version struct {
+	*manifest.Version
+	refs atomic.Int32
+	set  *liveVersions
+}
+
+func (v *version) ref() { v.refs.Add(1) }
+
+func (v *version) unref() {
+	if n := v.refs.Add(-1); n == 0 {
+		v.set.remove(v)
+	} else if n < 0 {
+		panic("bloomkv: version reference count below zero")
+	}
+}
+
+// liveVersions is the set of versions with references.
+type liveVersions struct {
+	mu sync.Mutex // guards m; a leaf lock
+	m  map[*version]struct{}
+	// onRelease is called (without locks) when a version is released, so
+	// that obsolete files can be collected.
+	onRelease func()
+}
+
+func (l *liveVersions) newVersion(mv *manifest.Version) *version {
+	v := &version{Version: mv, set: l}
+	v.refs.Store(1)
+	l.mu.Lock()
+	l.m[v] = struct{}{}
+	l.mu.Unlock()
+	return v
+}
+
+func (l *liveVersions) remove(v *version) {
+	l.mu.Lock()
+	delete(l.m, v)
+	l.mu.Unlock()
+	if l.onRelease != nil {
+		l.onRelease()
+	}
+}
+
+// addLiveFiles adds every table number of every live version to live.
+func (l *liveVersions) addLiveFiles(live map[uint64]struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for v := range l.m {
+		for level := range v.Levels {
+			for _, f := range v.Levels[level] {
+				live[f.FileNum] = struct{}{}
+			}
+		}
+	}
+}
+
+// readState is what a read needs: the memtables and the current version,
+// captured together so that they form a consistent view.
+type readState struct {
+	refs atomic.Int32
+	mem  *memTable
+	imm  []*memTable // newest first
+	v    *version
+}
+
+func (s *readState) unref() {
+	if s.refs.Add(-1) == 0 {
+		s.v.unref()
+	}
+}
+
+// loadReadState returns the current read state with a reference the caller
+// must drop with unref.
+func (db *DB) loadReadState() *readState {
+	db.readStateMu.RLock()
+	s := db.readState
+	s.refs.Add(1)
+	db.readStateMu.RUnlock()
+	return s
+}
+
+// updateReadStateLocked publishes a read state for the current memtables and
+// version. REQUIRES: db.mu held.
+func (db *DB) updateReadStateLocked() {
+	s := &readState{mem: db.mu.mem, v: db.mu.current}
+	for i := len(db.mu.imm) - 1; i >= 0; i-- {
+		s.imm = append(s.imm, db.mu.imm[i])
+	}
+	s.refs.Store(1)
+	s.v.ref()
+	db.readStateMu.Lock()
+	old := db.readState
+	db.readState = s
+	db.readStateMu.Unlock()
+	if old != nil {
+		old.unref()
+	}
+}

@@ -1,0 +1,281 @@
+package bloomkv
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/wal"
+)
+
+// writer is one caller waiting in the write queue. The writer at the head
+// of the queue is the leader: it gathers the batches queued behind it into
+// one log record (group commit), writes and applies them, and wakes the
+// others with the result.
+type writer struct {
+	batch *Batch // nil: a request to switch the memtable (Flush)
+	done  bool
+	err   error
+	cond  sync.Cond
+}
+
+// maxGroupBytes bounds one group commit; a small leading batch only takes
+// company up to smallGroupExtra more so that its own latency stays low.
+const (
+	maxGroupBytes   = 1 << 20
+	smallGroupBytes = 128 << 10
+	smallGroupExtra = 128 << 10
+)
+
+// Put sets key to value.
+func (db *DB) Put(key, value []byte) error {
+	var b Batch
+	b.Put(key, value)
+	return db.Write(&b)
+}
+
+// Delete removes key. Deleting an absent key is not an error.
+func (db *DB) Delete(key []byte) error {
+	var b Batch
+	b.Delete(key)
+	return db.Write(&b)
+}
+
+// Write applies b atomically: all of it or none, also across a crash. An
+// invalid batch (an empty or oversize key, an oversize value) is rejected
+// whole. An empty batch is a no-op.
+func (db *DB) Write(b *Batch) error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	if b == nil {
+		return fmt.Errorf("%w: bloomkv: nil batch", ErrInvalidArgument)
+	}
+	if b.err != nil {
+		return b.err
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	return db.enqueue(b)
+}
+
+// enqueue runs w through the write queue and returns its result.
+func (db *DB) enqueue(b *Batch) error {
+	w := &writer{batch: b}
+	w.cond.L = &db.mu.Mutex
+	db.mu.Lock()
+	db.mu.writers = append(db.mu.writers, w)
+	for !w.done && db.mu.writers[0] != w {
+		w.cond.Wait()
+	}
+	if w.done {
+		db.mu.Unlock()
+		return w.err
+	}
+	err := db.lead(w)
+	db.mu.Unlock()
+	return err
+}
+
+// lead performs the write of leader w and of the writers it groups with.
+// REQUIRES: db.mu held, w at the head of the queue. Returns with db.mu held.
+func (db *DB) lead(w *writer) error {
+	var err error
+	if db.closing.Load() {
+		err = ErrClosed
+	} else {
+		err = db.makeRoomForWriteLocked(w.batch == nil)
+	}
+	group := 1
+	if err == nil && w.batch != nil {
+		var rep []byte
+		rep, group = db.buildGroupLocked()
+		count := binary.LittleEndian.Uint32(rep[8:])
+		seq := db.mu.lastSeq + 1
+		binary.LittleEndian.PutUint64(rep, seq)
+		db.mu.lastSeq += uint64(count)
+		last := db.mu.lastSeq
+		log, mem := db.mu.log, db.mu.mem
+		db.mu.Unlock()
+		err = db.writeToLog(log, rep)
+		if err == nil {
+			// rep was encoded by us and decodes without error.
+			_ = decodeBatch(rep, func(seq uint64, op batchOp) {
+				mem.Add(seq, op.kind, op.key, op.value)
+			})
+		}
+		db.mu.Lock()
+		if err != nil {
+			// The log may now hold a partial record; nothing more may be
+			// appended to it. Refuse writes until a reopen recovers.
+			db.setBgErrLocked(fmt.Errorf("bloomkv: write-ahead log write failed: %w", err))
+		} else {
+			db.visibleSeq.Store(last)
+			db.counters.userBytes.Add(uint64(len(rep) - batchHeaderLen))
+		}
+	}
+	for i := 0; i < group; i++ {
+		g := db.mu.writers[i]
+		g.done, g.err = true, err
+		if g != w {
+			g.cond.Signal()
+		}
+	}
+	db.mu.writers = db.mu.writers[group:]
+	if len(db.mu.writers) > 0 {
+		db.mu.writers[0].cond.Signal()
+	} else {
+		db.mu.bgCond.Broadcast() // Close waits for an empty queue
+	}
+	return err
+}
+
+func (db *DB) writeToLog(log *wal.Writer, rep []byte) error {
+	before := log.Size()
+	if _, err := log.AddRecord(rep); err != nil {
+		return err
+	}
+	db.counters.walBytes.Add(uint64(log.Size() - before))
+	if db.opts.Sync {
+		return log.Sync()
+	}
+	return nil
+}
+
+// buildGroupLocked returns the log record for the leader's batch and the
+// batches queued behind it, and how many writers it covers. A lone batch
+// is written as it is, with no copy.
+// REQUIRES: db.mu held.
+func (db *DB) buildGroupLocked() ([]byte, int) {
+	first := db.mu.writers[0].batch.rep
+	limit := maxGroupBytes
+	if len(first) <= smallGroupBytes {
+		limit = len(first) + smallGroupExtra
+	}
+	n, size := 1, len(first)
+	for n < len(db.mu.writers) {
+		b := db.mu.writers[n].batch
+		if b == nil || size+len(b.rep)-batchHeaderLen > limit {
+			break
+		}
+		size += len(b.rep) - batchHeaderLen
+		n++
+	}
+	if n == 1 {
+		return first, 1
+	}
+	rep := make([]byte, batchHeaderLen, size)
+	var count uint32
+	for _, g := range db.mu.writers[:n] {
+		rep = append(rep, g.batch.rep[batchHeaderLen:]...)
+		count += g.batch.count()
+	}
+	binary.LittleEndian.PutUint32(rep[8:], count)
+	return rep, n
+}
+
+// makeRoomForWriteLocked makes sure the memtable can take a write, switching
+// to a new memtable and log when it is full (or when force is set and it is
+// not empty), and making writes wait while flushes or compactions lag behind.
+// REQUIRES: db.mu held by the write leader. It may release and retake it.
+func (db *DB) makeRoomForWriteLocked(force bool) error {
+	allowDelay := !force
+	for {
+		if db.mu.bgErr != nil {
+			return db.mu.bgErr
+		}
+		if db.closing.Load() {
+			return ErrClosed
+		}
+		l0 := len(db.mu.current.Levels[0])
+		switch {
+		case allowDelay && l0 >= db.opts.L0SlowdownWritesThreshold:
+			// Give compaction a moment instead of stalling hard later.
+			db.counters.writeSlowdowns.Add(1)
+			db.mu.Unlock()
+			time.Sleep(time.Millisecond)
+			db.mu.Lock()
+			allowDelay = false
+			continue
+		case !force && db.mu.mem.ApproximateSize() < int64(db.opts.MemtableSize):
+			return nil
+		case force && db.mu.mem.Empty():
+			return nil
+		case len(db.mu.imm) >= db.opts.MaxImmutableMemtables || l0 >= db.opts.L0StopWritesThreshold:
+			db.counters.writeStalls.Add(1)
+			start := time.Now()
+			db.mu.bgCond.Broadcast()
+			db.mu.bgCond.Wait()
+			db.counters.writeStallNanos.Add(uint64(time.Since(start)))
+			continue
+		}
+		if err := db.switchMemtableLocked(); err != nil {
+			return err
+		}
+		force = false
+	}
+}
+
+// switchMemtableLocked makes the memtable immutable, starts a new log and
+// memtable, and wakes the flusher.
+// REQUIRES: db.mu held by the write leader.
+func (db *DB) switchMemtableLocked() error {
+	num := db.allocFileNumLocked()
+	name := db.path(base.FileTypeLog, num)
+	oldLog := db.mu.log
+	db.mu.Unlock()
+	f, err := db.fs.Create(name)
+	if err == nil && db.opts.Sync {
+		// Make the new log's directory entry durable before acknowledging
+		// synced writes in it.
+		err = db.syncDir()
+	}
+	var closeErr error
+	if err == nil {
+		closeErr = oldLog.Close()
+	}
+	db.mu.Lock()
+	if err != nil {
+		if f != nil {
+			_ = f.Close()
+			_ = db.fs.Remove(name)
+		}
+		return fmt.Errorf("bloomkv: create log %s: %w", name, err)
+	}
+	if closeErr != nil {
+		// The old log's data was written (and synced when required); a
+		// failed close loses nothing acknowledged.
+		_ = closeErr
+	}
+	db.mu.imm = append(db.mu.imm, db.mu.mem)
+	db.mu.mem = db.newMemTableLocked(num)
+	db.mu.log = wal.NewWriter(f)
+	db.mu.logFile = f
+	db.updateReadStateLocked()
+	db.mu.bgCond.Broadcast()
+	return nil
+}
+
+func (db *DB) syncDir() error {
+	d, err := db.fs.OpenDir(db.dirname)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// setBgErrLocked records the first background or log error; from then on
+// writes fail with it while reads go on. REQUIRES: db.mu held.
+func (db *DB) setBgErrLocked(err error) {
+	if db.mu.bgErr == nil {
+		db.mu.bgErr = err
+	}
+	db.mu.bgCond.Broadcast()
+}
