@@ -71,6 +71,14 @@ func (db *DB) logAndApply(edit *manifest.VersionEdit) error {
 		pointers[cp.Level] = cp.Key
 	}
 
+	if len(edit.NewFiles) > 0 {
+		// New tables were synced, but their directory entries become
+		// durable only with the directory: without this a power loss could
+		// leave the manifest naming a table that is gone.
+		if err := db.syncDir(); err != nil {
+			return fmt.Errorf("bloomkv: sync directory %s: %w", db.dirname, err)
+		}
+	}
 	if db.manifest.writer.Size() >= db.opts.MaxManifestFileSize {
 		logNum := edit.LogNum
 		if !edit.HasLogNum {

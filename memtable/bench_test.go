@@ -1,0 +1,126 @@
+package memtable
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+)
+
+// benchKeys returns n random 16-byte user keys.
+func benchKeys(n int) [][]byte {
+	rng := rand.New(rand.NewPCG(7, 8))
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, rng.Uint64()), uint64(i))
+	}
+	return keys
+}
+
+const benchEntries = 1 << 17
+
+func benchTable(keys [][]byte) *Memtable {
+	m := New()
+	value := make([]byte, 100)
+	for i, k := range keys {
+		m.Add(uint64(i+1), base.KindSet, k, value)
+	}
+	return m
+}
+
+func BenchmarkAdd(b *testing.B) {
+	keys := benchKeys(benchEntries)
+	value := make([]byte, 100)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(keys[0]) + len(value)))
+	m := New()
+	for i := 0; b.Loop(); i++ {
+		if i%benchEntries == 0 && i > 0 {
+			m = New()
+		}
+		m.Add(uint64(i+1), base.KindSet, keys[i%benchEntries], value)
+	}
+}
+
+func BenchmarkGet(b *testing.B) {
+	keys := benchKeys(benchEntries)
+	m := benchTable(keys)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, _, ok := m.Get(keys[i%benchEntries], base.MaxSeq); !ok {
+			b.Fatal("missing key")
+		}
+	}
+}
+
+func BenchmarkGetParallel(b *testing.B) {
+	keys := benchKeys(benchEntries)
+	m := benchTable(keys)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			m.Get(keys[i%benchEntries], base.MaxSeq)
+			i++
+		}
+	})
+}
+
+func BenchmarkIterNext(b *testing.B) {
+	m := benchTable(benchKeys(benchEntries))
+	it := m.NewIter()
+	defer it.Close()
+	b.ReportAllocs()
+	it.First()
+	for b.Loop() {
+		if !it.Next() {
+			it.First()
+		}
+	}
+}
+
+func BenchmarkIterPrev(b *testing.B) {
+	m := benchTable(benchKeys(benchEntries))
+	it := m.NewIter()
+	defer it.Close()
+	b.ReportAllocs()
+	it.Last()
+	for b.Loop() {
+		if !it.Prev() {
+			it.Last()
+		}
+	}
+}
+
+// BenchmarkIterSeekGENext10 is the merging-iterator pattern: seek, then
+// read a few entries.
+func BenchmarkIterSeekGENext10(b *testing.B) {
+	keys := benchKeys(benchEntries)
+	m := benchTable(keys)
+	it := m.NewIter()
+	defer it.Close()
+	b.ReportAllocs()
+	seek := make([]byte, 0, 32)
+	for i := 0; b.Loop(); i++ {
+		seek = base.AppendInternalKey(seek[:0], keys[i%benchEntries], base.MaxSeq, base.KindSeek)
+		it.SeekGE(seek)
+		for range 10 {
+			it.Next()
+		}
+	}
+}
+
+func BenchmarkNewIter(b *testing.B) {
+	keys := benchKeys(benchEntries)
+	m := benchTable(keys)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		// An Add between iterators makes every NewIter take a fresh clone
+		// and the next Add copy the path it touches.
+		m.Add(uint64(benchEntries+i+1), base.KindSet, keys[i%benchEntries], nil)
+		it := m.NewIter()
+		it.First()
+		it.Close()
+	}
+}

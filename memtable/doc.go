@@ -1,0 +1,30 @@
+// Package memtable is bloomkv's in-memory write buffer: a sorted table of
+// internal keys (user key + trailer, see internal/base) held in a B-tree
+// (github.com/google/btree), with size accounting for the flush trigger and
+// an iterator over a point-in-time view.
+//
+// # Invariants
+//
+//   - Entries are ordered by base.CompareInternal: user key ascending, then
+//     sequence descending, so the newest version of a key comes first.
+//
+//   - An entry is immutable once added. Add copies the caller's key and value
+//     into one fresh allocation laid out as
+//
+//     user key | trailer (8 bytes, little-endian) | value
+//
+//     so Key() and Value() slices handed out by Get and iterators stay valid
+//     and unchanged for the life of the Memtable. They are capped (full slice
+//     expressions), so a caller's append can never overwrite a neighbour.
+//
+//   - At most one goroutine calls Add at a time (the DB's write path
+//     serializes writers); any number of goroutines may call Get, NewIter,
+//     Len, ApproximateSize and Empty concurrently with it.
+//
+//   - An iterator reads a copy-on-write clone of the tree taken under the
+//     lock when it was created (btree.Clone is O(1)), so it sees exactly the
+//     entries present at that moment and holds no lock while it moves.
+//
+// The memtable knows nothing of the write-ahead log or of disk: durability
+// is the caller's business.
+package memtable

@@ -1,0 +1,213 @@
+package memtable
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+)
+
+func TestOrderMatchesSortedReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, tc := range []struct{ n, nkeys int }{{0, 1}, {1, 1}, {50, 3}, {3000, 200}, {5000, 5000}} {
+		t.Run(fmt.Sprintf("n=%d/keys=%d", tc.n, tc.nkeys), func(t *testing.T) {
+			ref := randomEntries(rng, tc.n, tc.nkeys)
+			m := fill(ref)
+			want := ref.sorted()
+
+			if m.Len() != tc.n || m.Empty() != (tc.n == 0) {
+				t.Fatalf("Len=%d Empty=%v, want %d entries", m.Len(), m.Empty(), tc.n)
+			}
+			var wantSize int64
+			for _, e := range want {
+				wantSize += int64(len(e.ikey) + len(e.value) + EntryOverhead)
+			}
+			if got := m.ApproximateSize(); got != wantSize {
+				t.Fatalf("ApproximateSize=%d, want %d", got, wantSize)
+			}
+
+			it := m.NewIter()
+			defer it.Close()
+			i := 0
+			for ok := it.First(); ok; ok = it.Next() {
+				checkAt(t, it, want, i)
+				i++
+			}
+			if i != len(want) {
+				t.Fatalf("forward scan saw %d entries, want %d", i, len(want))
+			}
+			i = len(want) - 1
+			for ok := it.Last(); ok; ok = it.Prev() {
+				checkAt(t, it, want, i)
+				i--
+			}
+			if i != -1 {
+				t.Fatalf("backward scan stopped at %d, want -1", i)
+			}
+			if err := it.Error(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// checkAt fails unless it is positioned on want[i].
+func checkAt(t *testing.T, it base.InternalIterator, want refTable, i int) {
+	t.Helper()
+	if !it.Valid() {
+		t.Fatalf("iterator invalid, want entry %d %s", i, base.FormatInternalKey(want[i].ikey))
+	}
+	if !bytes.Equal(it.Key(), want[i].ikey) || !bytes.Equal(it.Value(), want[i].value) {
+		t.Fatalf("entry %d: got %s=%q, want %s=%q", i,
+			base.FormatInternalKey(it.Key()), it.Value(), base.FormatInternalKey(want[i].ikey), want[i].value)
+	}
+}
+
+func TestGetAtVariousSeqs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const n, nkeys = 4000, 300
+	ref := randomEntries(rng, n, nkeys)
+	m := fill(ref)
+	want := ref.sorted()
+	// Index the reference by user key: versions newest first.
+	versions := map[string]refTable{}
+	for _, e := range want {
+		versions[string(base.UserKey(e.ikey))] = append(versions[string(base.UserKey(e.ikey))], e)
+	}
+	seqs := []uint64{0, 1, 2, n / 2, n - 1, n, n + 1, base.MaxSeq, base.MaxSeq + 1, ^uint64(0)}
+	for range 20000 {
+		ukey := fmt.Appendf(nil, "key%05d", rng.IntN(nkeys+20))
+		if rng.IntN(10) == 0 {
+			ukey = ukey[:rng.IntN(len(ukey)+1)]
+		}
+		seq := uint64(rng.IntN(n + 2))
+		if rng.IntN(10) == 0 {
+			seq = seqs[rng.IntN(len(seqs))]
+		}
+		v, k, ok := m.Get(ukey, seq)
+		wv, wk, wok := versions[string(ukey)].get(ukey, min(seq, base.MaxSeq))
+		if ok != wok || k != wk || !bytes.Equal(v, wv) {
+			t.Fatalf("Get(%q, %d) = %q,%v,%v; want %q,%v,%v", ukey, seq, v, k, ok, wv, wk, wok)
+		}
+		if ok && cap(v) != len(v) {
+			t.Fatalf("Get(%q) value has spare capacity %d > %d: appends would clobber memory", ukey, cap(v), len(v))
+		}
+	}
+}
+
+func TestGetTombstoneAndShadowing(t *testing.T) {
+	m := New()
+	m.Add(10, base.KindSet, []byte("a"), []byte("old"))
+	m.Add(20, base.KindDelete, []byte("a"), nil)
+	m.Add(30, base.KindSet, []byte("a"), []byte("new"))
+	m.Add(5, base.KindSet, []byte("ab"), []byte("other"))
+	for _, tc := range []struct {
+		seq   uint64
+		value string
+		kind  base.Kind
+		found bool
+	}{
+		{9, "", 0, false},
+		{10, "old", base.KindSet, true},
+		{19, "old", base.KindSet, true},
+		{20, "", base.KindDelete, true},
+		{29, "", base.KindDelete, true},
+		{30, "new", base.KindSet, true},
+		{base.MaxSeq, "new", base.KindSet, true},
+	} {
+		v, k, ok := m.Get([]byte("a"), tc.seq)
+		if string(v) != tc.value || k != tc.kind || ok != tc.found {
+			t.Errorf("Get(a, %d) = %q,%v,%v; want %q,%v,%v", tc.seq, v, k, ok, tc.value, tc.kind, tc.found)
+		}
+	}
+	if _, _, ok := m.Get([]byte(""), base.MaxSeq); ok {
+		t.Error("Get of the empty key found an entry")
+	}
+	if _, _, ok := m.Get([]byte("b"), base.MaxSeq); ok {
+		t.Error("Get(b) found an entry")
+	}
+}
+
+func TestAddCopiesInputs(t *testing.T) {
+	m := New()
+	k, v := []byte("key"), []byte("value")
+	m.Add(1, base.KindSet, k, v)
+	k[0], v[0] = 'X', 'X'
+	got, _, ok := m.Get([]byte("key"), 1)
+	if !ok || string(got) != "value" {
+		t.Fatalf("Get after caller mutation = %q,%v; want value", got, ok)
+	}
+	// Appending to a returned slice must not reach the neighbouring bytes.
+	_ = append(got, "junk"...)
+	it := m.NewIter()
+	defer it.Close()
+	it.First()
+	_ = append(it.Key(), "junk"...)
+	if got, _, _ := m.Get([]byte("key"), 1); string(got) != "value" {
+		t.Fatalf("value changed to %q after appends to returned slices", got)
+	}
+	if want := base.MakeInternalKey([]byte("key"), 1, base.KindSet); !bytes.Equal(it.Key(), want) {
+		t.Fatalf("key %s, want %s", base.FormatInternalKey(it.Key()), base.FormatInternalKey(want))
+	}
+}
+
+func TestAddSameKeyReplacesAndKeepsSize(t *testing.T) {
+	m := New()
+	m.Add(7, base.KindSet, []byte("k"), []byte("first"))
+	m.Add(7, base.KindSet, []byte("k"), []byte("second!"))
+	if m.Len() != 1 {
+		t.Fatalf("Len = %d, want 1", m.Len())
+	}
+	if want := int64(1 + 8 + len("second!") + EntryOverhead); m.ApproximateSize() != want {
+		t.Fatalf("ApproximateSize = %d, want %d", m.ApproximateSize(), want)
+	}
+	if v, _, _ := m.Get([]byte("k"), 7); string(v) != "second!" {
+		t.Fatalf("Get = %q, want second!", v)
+	}
+}
+
+func TestAddRejectsInvalidInput(t *testing.T) {
+	for name, add := range map[string]func(m *Memtable){
+		"seq":  func(m *Memtable) { m.Add(base.MaxSeq+1, base.KindSet, []byte("k"), nil) },
+		"kind": func(m *Memtable) { m.Add(1, base.KindSeek, []byte("k"), nil) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := New()
+			defer func() {
+				if recover() == nil {
+					t.Fatal("Add did not panic")
+				}
+				if !m.Empty() {
+					t.Fatal("rejected entry was stored")
+				}
+			}()
+			add(m)
+		})
+	}
+}
+
+// TestCompareEntriesMatchesCompareInternal checks the integer key prefix
+// shortcut against the reference comparator, on keys built from a tiny
+// alphabet with zero bytes so that prefixes, padding and ties are common.
+func TestCompareEntriesMatchesCompareInternal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	alphabet := []byte{0, 1, 0x7f, 0x80, 0xff}
+	randKey := func() []byte {
+		k := make([]byte, rng.IntN(13))
+		for i := range k {
+			k[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return k
+	}
+	for range 200000 {
+		ka, kb := randKey(), randKey()
+		sa, sb := uint64(rng.IntN(3)), uint64(rng.IntN(3))
+		ia, ib := base.MakeInternalKey(ka, sa, base.KindSet), base.MakeInternalKey(kb, sb, base.KindSet)
+		ea, eb := newEntry(sa, base.KindSet, ka, nil), pivot(kb, base.Trailer(ib))
+		if got, want := compareEntries(ea, eb), base.CompareInternal(ia, ib); got != want {
+			t.Fatalf("compareEntries(%s, %s) = %d, want %d", base.FormatInternalKey(ia), base.FormatInternalKey(ib), got, want)
+		}
+	}
+}
