@@ -17,6 +17,7 @@ func benchKey(k []byte, i uint64) []byte {
 // loadBenchDB fills a database of n keys in a settled tree.
 func loadBenchDB(b *testing.B, n int, opts *Options) *DB {
 	b.Helper()
+	invariantChecks = false // they re-read every table after each flush
 	db, err := Open(b.TempDir(), opts)
 	if err != nil {
 		b.Fatal(err)
@@ -70,6 +71,7 @@ func BenchmarkGetMissNoFilter(b *testing.B) {
 }
 
 func BenchmarkPut(b *testing.B) {
+	invariantChecks = false
 	db, err := Open(b.TempDir(), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -90,6 +92,7 @@ func BenchmarkPut(b *testing.B) {
 // BenchmarkFillRandomWriteAmp reports the write amplification of a
 // random-insert workload on a settled tree.
 func BenchmarkFillRandomWriteAmp(b *testing.B) {
+	invariantChecks = false
 	for i := 0; i < b.N; i++ {
 		db, err := Open(b.TempDir(), &Options{MemtableSize: 1 << 20, LBaseMaxBytes: 4 << 20, TargetFileSize: 1 << 20})
 		if err != nil {

@@ -39,3 +39,17 @@ func (db *DB) checkInvariants() error {
 	}
 	return nil
 }
+
+// invariantChecks makes every version change (flush, compaction, move)
+// verify checkInvariants and panic on a violation. Tests turn it on in
+// TestMain; it reads every table, so production code leaves it off.
+var invariantChecks = false
+
+func (db *DB) maybeCheckInvariants() {
+	if !invariantChecks {
+		return
+	}
+	if err := db.checkInvariants(); err != nil && err != ErrClosed {
+		panic(fmt.Sprintf("bloomkv: invariant violated after a version change: %v", err))
+	}
+}

@@ -106,6 +106,7 @@ func (db *DB) logAndApply(edit *manifest.VersionEdit) error {
 	db.updateReadStateLocked()
 	db.mu.Unlock()
 	old.unref()
+	db.maybeCheckInvariants()
 	return nil
 }
 

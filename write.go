@@ -191,6 +191,9 @@ func (db *DB) makeRoomForWriteLocked(force bool) error {
 			return ErrClosed
 		}
 		l0 := len(db.mu.current.Levels[0])
+		if db.opts.DisableAutomaticCompactions {
+			l0 = 0 // nothing would ever reduce level 0: never wait for it
+		}
 		switch {
 		case allowDelay && l0 >= db.opts.L0SlowdownWritesThreshold:
 			// Give compaction a moment instead of stalling hard later.
