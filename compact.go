@@ -376,7 +376,7 @@ func (out *compactionOutputs) finishTable() error {
 func (out *compactionOutputs) cleanup() {
 	db := out.db
 	if out.w != nil {
-		_, _ = out.w.Finish()
+		_ = out.w.Abort()
 	}
 	if !out.installed {
 		for _, n := range out.nums {

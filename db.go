@@ -176,14 +176,14 @@ func (db *DB) writeTable(num uint64, it base.InternalIterator) (*manifest.FileMe
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		if err := w.Add(it.Key(), it.Value()); err != nil {
-			_, _ = w.Finish()
+			_ = w.Abort()
 			_ = db.fs.Remove(name)
 			return nil, fmt.Errorf("bloomkv: write table %s: %w", name, err)
 		}
 		n++
 	}
 	if err := it.Error(); err != nil {
-		_, _ = w.Finish()
+		_ = w.Abort()
 		_ = db.fs.Remove(name)
 		return nil, err
 	}

@@ -236,9 +236,10 @@ func (db *DB) switchMemtableLocked() error {
 		// synced writes in it.
 		err = db.syncDir()
 	}
-	var closeErr error
 	if err == nil {
-		closeErr = oldLog.Close()
+		// The old log's records were all written (and synced when Options.Sync
+		// asks), so a failed close loses nothing acknowledged.
+		_ = oldLog.Close()
 	}
 	db.mu.Lock()
 	if err != nil {
@@ -247,11 +248,6 @@ func (db *DB) switchMemtableLocked() error {
 			_ = db.fs.Remove(name)
 		}
 		return fmt.Errorf("bloomkv: create log %s: %w", name, err)
-	}
-	if closeErr != nil {
-		// The old log's data was written (and synced when required); a
-		// failed close loses nothing acknowledged.
-		_ = closeErr
 	}
 	db.mu.imm = append(db.mu.imm, db.mu.mem)
 	db.mu.mem = db.newMemTableLocked(num)

@@ -1,0 +1,200 @@
+package sstable
+
+import (
+	"bytes"
+	"encoding/binary"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+)
+
+// block is a decoded, validated data or index block. It is immutable once
+// decoded and may be shared by any number of iterators and the cache.
+//
+// Invariants established by decodeBlock, which the iterators rely on:
+// every entry header and body lies inside data[:restartsOff]; entries tile
+// data[:restartsOff] exactly; restart offsets are strictly increasing, the
+// first is 0 and each is the start of an entry whose shared length is 0;
+// every key is an internal key (>= 8 bytes; in data blocks with a stored
+// kind) and keys are strictly increasing in base.CompareInternal order.
+type block struct {
+	data        []byte
+	restartsOff int // start of the restart array = end of the entries
+	numRestarts int
+	numEntries  int
+}
+
+// restart returns the offset of restart point i.
+func (b *block) restart(i int) int {
+	return int(binary.LittleEndian.Uint32(b.data[b.restartsOff+4*i:]))
+}
+
+// entry is a decoded entry header.
+type entry struct {
+	shared, unshared int
+	keyStart         int // offset of the unshared key bytes
+	valueStart       int
+	next             int // offset of the following entry
+}
+
+// uvarintAt decodes a uvarint at data[p:end]; next is -1 on failure.
+func uvarintAt(data []byte, p, end int) (v uint64, next int) {
+	if p < end && data[p] < 0x80 { // the common one-byte case
+		return uint64(data[p]), p + 1
+	}
+	v, n := binary.Uvarint(data[p:end])
+	if n <= 0 {
+		return 0, -1
+	}
+	return v, p + n
+}
+
+// entryAt decodes the entry header at off; ok is false when it does not fit
+// inside the entry area. It checks bounds only, not the shared length.
+func (b *block) entryAt(off int) (e entry, ok bool) {
+	end := b.restartsOff
+	shared, p := uvarintAt(b.data, off, end)
+	if p < 0 {
+		return entry{}, false
+	}
+	unshared, p := uvarintAt(b.data, p, end)
+	if p < 0 {
+		return entry{}, false
+	}
+	vlen, p := uvarintAt(b.data, p, end)
+	if p < 0 {
+		return entry{}, false
+	}
+	room := uint64(end - p)
+	if unshared > room || vlen > room-unshared || shared > uint64(end) {
+		return entry{}, false
+	}
+	e.shared = int(shared)
+	e.unshared = int(unshared)
+	e.keyStart = p
+	e.valueStart = p + e.unshared
+	e.next = e.valueStart + int(vlen)
+	return e, true
+}
+
+// restartKey returns the whole key stored at restart point i, aliasing the
+// block (restart entries have shared = 0).
+func (b *block) restartKey(i int) []byte {
+	off, d := b.restart(i), b.data
+	// Fast path for the usual header: shared 0, key and value lengths below
+	// 128, one byte each. decodeBlock parsed these same bytes, so the key
+	// lies inside the block.
+	if off+3 <= b.restartsOff && d[off] == 0 && d[off+1] < 0x80 && d[off+2] < 0x80 {
+		return d[off+3 : off+3+int(d[off+1])]
+	}
+	e, _ := b.entryAt(off)
+	return d[e.keyStart:e.valueStart]
+}
+
+// decodeBlock validates an uncompressed data or index block and returns it.
+// It walks every entry once, so iterators need no error paths for malformed
+// bytes.
+func decodeBlock(data []byte, loc location) (*block, error) {
+	if len(data) < 4 {
+		return nil, loc.corruptf("%d bytes cannot hold the restart count", len(data))
+	}
+	numRestarts := uint64(binary.LittleEndian.Uint32(data[len(data)-4:]))
+	if numRestarts == 0 {
+		return nil, loc.corruptf("zero restart points")
+	}
+	if numRestarts > uint64(len(data)-4)/4 {
+		return nil, loc.corruptf("%d restart points do not fit in %d bytes", numRestarts, len(data))
+	}
+	b := &block{
+		data:        data,
+		restartsOff: len(data) - 4 - 4*int(numRestarts),
+		numRestarts: int(numRestarts),
+	}
+	prevRestart := -1
+	for i := 0; i < b.numRestarts; i++ {
+		r := b.restart(i)
+		switch {
+		case i == 0 && r != 0:
+			return nil, loc.corruptf("first restart point is %d, not 0", r)
+		case r <= prevRestart:
+			return nil, loc.corruptf("restart point %d (%d) is not after the previous one (%d)", i, r, prevRestart)
+		case r >= b.restartsOff && !(r == 0 && b.restartsOff == 0):
+			return nil, loc.corruptf("restart point %d (%d) lies beyond the entries, which end at %d", i, r, b.restartsOff)
+		}
+		prevRestart = r
+	}
+	if err := b.validateEntries(loc); err != nil {
+		return nil, err
+	}
+	if loc.kind == kindData && b.numEntries == 0 {
+		return nil, loc.corruptf("empty data block")
+	}
+	return b, nil
+}
+
+// validateEntries walks the entries, checking the invariants listed on block.
+func (b *block) validateEntries(loc location) error {
+	var prev, cur []byte
+	nextRestart := 0
+	off := 0
+	for off < b.restartsOff {
+		e, ok := b.entryAt(off)
+		if !ok {
+			return loc.corruptf("entry at block offset %d overruns the entries", off)
+		}
+		atRestart := nextRestart < b.numRestarts && b.restart(nextRestart) == off
+		if atRestart {
+			nextRestart++
+			if e.shared != 0 {
+				return loc.corruptf("restart entry at block offset %d shares %d bytes", off, e.shared)
+			}
+		} else if nextRestart < b.numRestarts && b.restart(nextRestart) < off {
+			return loc.corruptf("restart point %d (%d) is not at an entry boundary", nextRestart, b.restart(nextRestart))
+		}
+		if e.shared > len(prev) {
+			return loc.corruptf("entry at block offset %d shares %d bytes of a %d-byte previous key", off, e.shared, len(prev))
+		}
+		cur = append(append(cur[:0], prev[:e.shared]...), b.data[e.keyStart:e.valueStart]...)
+		if len(cur) < base.TrailerLen {
+			return loc.corruptf("entry at block offset %d: key of %d bytes is too short for an internal key", off, len(cur))
+		}
+		if loc.kind == kindData {
+			if _, _, _, ok := base.ParseInternalKey(cur); !ok {
+				return loc.corruptf("entry at block offset %d: key %s has an invalid kind", off, base.FormatInternalKey(cur))
+			}
+		}
+		if b.numEntries > 0 && compareAfterShared(prev, cur, e.shared) >= 0 {
+			return loc.corruptf("entry at block offset %d: key %s does not sort after %s", off, base.FormatInternalKey(cur), base.FormatInternalKey(prev))
+		}
+		b.numEntries++
+		prev, cur = cur, prev
+		off = e.next
+	}
+	if off != b.restartsOff {
+		return loc.corruptf("entries end at %d, past the restart array at %d", off, b.restartsOff)
+	}
+	if nextRestart != b.numRestarts && b.numEntries > 0 {
+		return loc.corruptf("restart point %d (%d) is not at an entry boundary", nextRestart, b.restart(nextRestart))
+	}
+	return nil
+}
+
+// compareAfterShared is base.CompareInternal for two keys known to share
+// their first shared bytes; it skips that prefix when it lies inside both
+// user keys.
+func compareAfterShared(a, b []byte, shared int) int {
+	ua, ub := len(a)-base.TrailerLen, len(b)-base.TrailerLen
+	if shared <= ua && shared <= ub {
+		if c := bytes.Compare(a[shared:ua], b[shared:ub]); c != 0 {
+			return c
+		}
+		ta, tb := base.Trailer(a), base.Trailer(b)
+		switch {
+		case ta > tb:
+			return -1
+		case ta < tb:
+			return 1
+		}
+		return 0
+	}
+	return base.CompareInternal(a, b)
+}

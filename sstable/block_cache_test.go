@@ -1,0 +1,149 @@
+package sstable
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+)
+
+func fakeBlock(size int) *block { return &block{data: make([]byte, size)} }
+
+func TestBlockCacheLRU(t *testing.T) {
+	c := NewBlockCache(10_000)
+	if len(c.shards) != 1 {
+		t.Fatalf("%d shards for a small cache", len(c.shards))
+	}
+	blocks := make([]*block, 15)
+	for i := range blocks {
+		blocks[i] = fakeBlock(1000)
+		c.set(1, uint64(i*1000), blocks[i])
+		if i == 5 && c.get(1, 0) != blocks[0] { // touch block 0: it survives
+			t.Fatal("block 0 missing")
+		}
+	}
+	if c.Size() != 10_000 || c.Len() != 10 {
+		t.Fatalf("size %d, len %d", c.Size(), c.Len())
+	}
+	for i, b := range blocks {
+		got := c.get(1, uint64(i*1000))
+		if want := i == 0 || i >= 6; (got != nil) != want || (got != nil && got != b) {
+			t.Fatalf("block %d: cached=%v, want %v", i, got != nil, want)
+		}
+	}
+	if c.Hits() != 11 || c.Misses() != 5 {
+		t.Fatalf("hits %d misses %d", c.Hits(), c.Misses())
+	}
+	// Replacing an entry keeps the charge right; oversize blocks are not cached.
+	c.set(1, 0, fakeBlock(500))
+	c.set(2, 0, fakeBlock(20_000))
+	if c.Size() != 9_500 || c.get(2, 0) != nil {
+		t.Fatalf("after replace: size %d", c.Size())
+	}
+	c.set(2, 0, fakeBlock(100))
+	c.EvictFile(1)
+	if c.Size() != 100 || c.Len() != 1 || c.get(2, 0) == nil {
+		t.Fatalf("after EvictFile: size %d len %d", c.Size(), c.Len())
+	}
+	z := NewBlockCache(0)
+	z.set(1, 1, fakeBlock(1))
+	if z.get(1, 1) != nil || z.Size() != 0 {
+		t.Fatal("zero-capacity cache holds a block")
+	}
+}
+
+// TestBlockCacheConcurrent hammers a sharded cache from several goroutines
+// (run with -race) and then checks its accounting.
+func TestBlockCacheConcurrent(t *testing.T) {
+	const capacity = 8 << 20
+	c := NewBlockCache(capacity)
+	if len(c.shards) != maxCacheShards {
+		t.Fatalf("%d shards", len(c.shards))
+	}
+	var wg sync.WaitGroup
+	const goroutines, ops = 8, 5_000
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 99))
+			for range ops {
+				file, off := rng.Uint64N(8), rng.Uint64N(1000)*4096
+				switch rng.IntN(20) {
+				case 0:
+					c.EvictFile(file)
+				default:
+					if b := c.get(file, off); b == nil {
+						b = fakeBlock(4096 + rng.IntN(8192))
+						b.data[0] = byte(file)
+						c.set(file, off, b)
+					} else if b.data[0] != byte(file) {
+						t.Errorf("block of file %d returned for file %d", b.data[0], file)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var sum int64
+	for i := range c.shards {
+		s := &c.shards[i]
+		var n int
+		for e := s.lru.next; e != &s.lru; e = e.next {
+			sum += e.charge
+			n++
+		}
+		if n != len(s.entries) || s.used > s.capacity {
+			t.Fatalf("shard %d: list %d, map %d, used %d of %d", i, n, len(s.entries), s.used, s.capacity)
+		}
+	}
+	if sum != c.Size() || c.Size() > capacity {
+		t.Fatalf("size %d, entries sum to %d, capacity %d", c.Size(), sum, capacity)
+	}
+	if c.Hits()+c.Misses() == 0 || c.Hits()+c.Misses() > goroutines*ops {
+		t.Fatalf("hits %d misses %d", c.Hits(), c.Misses())
+	}
+}
+
+// TestConcurrentGetsWithEviction reads one table from many goroutines
+// through a cache far smaller than the table, so blocks are evicted while
+// other readers still use them.
+func TestConcurrentGetsWithEviction(t *testing.T) {
+	es := seqEntries(20_000)
+	data, m := buildTable(t, es, WriterOptions{Compression: SnappyCompression, BloomBitsPerKey: 10})
+	cache := NewBlockCache(int64(m.Props.DataSize / 8))
+	r := mustOpenBytes(t, data, ReaderOptions{Cache: cache})
+	var st ReadStats
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 7))
+			it := r.NewIter(rng.IntN(2) == 0)
+			for range 1000 {
+				e := es[rng.IntN(len(es))]
+				uk := base.UserKey(e.key)
+				v, _, found, err := r.Get(uk, base.MaxSeq, true, &st)
+				if err != nil || !found || !bytes.Equal(v, e.value) {
+					t.Errorf("Get(%q) = %q %v %v", uk, v, found, err)
+					return
+				}
+				if !it.SeekGE(e.key) || !bytes.Equal(it.Value(), e.value) {
+					t.Errorf("SeekGE(%q) failed: %v", uk, it.Error())
+					return
+				}
+			}
+			it.Close()
+		}()
+	}
+	wg.Wait()
+	if cache.Size() > cache.Capacity() || st.BlockCacheMisses.Load() == 0 || st.BlockCacheHits.Load() == 0 {
+		t.Fatalf("cache %d of %d bytes; stats hits %d misses %d", cache.Size(), cache.Capacity(), st.BlockCacheHits.Load(), st.BlockCacheMisses.Load())
+	}
+	if st.DataBlockReads.Load() != st.BlockCacheHits.Load()+st.BlockCacheMisses.Load() {
+		t.Fatal("block reads != hits + misses")
+	}
+}

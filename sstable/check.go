@@ -1,0 +1,180 @@
+package sstable
+
+import (
+	"bytes"
+
+	"github.com/bloomkv/bloomkv/filter"
+	"github.com/bloomkv/bloomkv/internal/base"
+)
+
+// Check reads the whole table from the file, bypassing the cache, and
+// verifies: every block's checksum and encoding; that data blocks tile
+// [0, DataSize) in index order; that keys increase across blocks and every
+// index key separates its block from the next; that the properties match
+// the contents; and that the filter reports every key present. Filter
+// membership is verified when the filter's keys can be recomputed: always
+// for filters over whole user keys, and for extractor filters when the
+// reader has the extractor of the same name. It is meant for tools and
+// tests.
+func (r *Reader) Check() error {
+	c := checker{r: r}
+	if r.footer.hasFilter() {
+		switch r.filterMode {
+		case filterByUserKey:
+			c.filterKey = func(k []byte) []byte { return k }
+		case filterByExtractor:
+			c.filterKey = r.filterKey
+		}
+	}
+	if err := c.walkData(); err != nil {
+		return err
+	}
+	return c.compareProperties()
+}
+
+type checker struct {
+	r         *Reader
+	filterKey func([]byte) []byte // nil: filter keys cannot be recomputed
+
+	got           Properties // recounted from the contents
+	prevKey       []byte
+	filterKeys    uint64
+	lastFilterKey uint64
+	prevIndexKey  []byte
+}
+
+func (c *checker) walkData() error {
+	r := c.r
+	indexLoc := location{r.name, kindIndex, r.footer.index.offset}
+	var idx blockIter
+	idx.init(r.index)
+	var expectOffset uint64
+	for ok := idx.First(); ok; ok = idx.Next() {
+		h, err := r.dataHandle(idx.Key(), idx.Value())
+		if err != nil {
+			return err
+		}
+		if h.offset != expectOffset {
+			return indexLoc.corruptf("data block at %d follows data ending at %d", h.offset, expectOffset)
+		}
+		expectOffset = h.end()
+		raw, err := r.readBlock(h, kindData)
+		if err != nil {
+			return err
+		}
+		loc := location{r.name, kindData, h.offset}
+		b, err := decodeBlock(raw, loc)
+		if err != nil {
+			return err
+		}
+		if err := c.walkBlock(b, loc, idx.Key()); err != nil {
+			return err
+		}
+		c.prevIndexKey = append(c.prevIndexKey[:0], idx.Key()...)
+		c.got.NumDataBlocks++
+		c.got.DataSize += h.size + blockTrailerLen
+	}
+	return nil
+}
+
+// walkBlock checks one data block's keys against their neighbours and its
+// index key, recounting properties and probing the filter.
+func (c *checker) walkBlock(b *block, loc location, indexKey []byte) error {
+	r := c.r
+	var it blockIter
+	it.init(b)
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if c.prevKey != nil && base.CompareInternal(c.prevKey, k) >= 0 {
+			return loc.corruptf("key %s does not sort after %s", formatKey(k), formatKey(c.prevKey))
+		}
+		if c.prevIndexKey != nil && base.CompareInternal(k, c.prevIndexKey) <= 0 {
+			return loc.corruptf("key %s does not sort after the previous block's index key %s", formatKey(k), formatKey(c.prevIndexKey))
+		}
+		ukey, seq, kind, _ := base.ParseInternalKey(k)
+		c.count(k, seq, kind, len(it.Value()))
+		if c.filterKey != nil {
+			fk := c.filterKey(ukey)
+			if !r.filter.MayContain(fk) {
+				return location{r.name, kindFilter, r.footer.filter.offset}.corruptf("false negative for key %s", formatKey(k))
+			}
+			if h := filter.Hash(fk); c.filterKeys == 0 || h != c.lastFilterKey {
+				c.filterKeys++
+				c.lastFilterKey = h
+			}
+		}
+		c.prevKey = append(c.prevKey[:0], k...)
+	}
+	if base.CompareInternal(c.prevKey, indexKey) > 0 {
+		return location{r.name, kindIndex, r.footer.index.offset}.corruptf(
+			"index key %s sorts before its block's last key %s", formatKey(indexKey), formatKey(c.prevKey))
+	}
+	return nil
+}
+
+func (c *checker) count(k []byte, seq uint64, kind base.Kind, valueLen int) {
+	p := &c.got
+	if p.NumEntries == 0 {
+		p.SmallestKey = append([]byte(nil), k...)
+		p.SmallestSeq, p.LargestSeq = seq, seq
+	}
+	p.SmallestSeq = min(p.SmallestSeq, seq)
+	p.LargestSeq = max(p.LargestSeq, seq)
+	p.NumEntries++
+	if kind == base.KindDelete {
+		p.NumDeletions++
+	}
+	p.RawKeyBytes += uint64(len(k))
+	p.RawValueBytes += uint64(valueLen)
+}
+
+// compareProperties compares the recounted properties with the stored ones.
+func (c *checker) compareProperties() error {
+	r, want, got := c.r, &c.r.props, &c.got
+	loc := location{r.name, kindProperties, r.footer.props.offset}
+	if got.NumEntries > 0 {
+		got.LargestKey = c.prevKey
+	}
+	nums := []struct {
+		name      string
+		want, got uint64
+	}{
+		{"NumEntries", want.NumEntries, got.NumEntries},
+		{"NumDeletions", want.NumDeletions, got.NumDeletions},
+		{"NumDataBlocks", want.NumDataBlocks, got.NumDataBlocks},
+		{"RawKeyBytes", want.RawKeyBytes, got.RawKeyBytes},
+		{"RawValueBytes", want.RawValueBytes, got.RawValueBytes},
+		{"DataSize", want.DataSize, got.DataSize},
+		{"SmallestSeq", want.SmallestSeq, got.SmallestSeq},
+		{"LargestSeq", want.LargestSeq, got.LargestSeq},
+	}
+	for _, n := range nums {
+		if n.want != n.got {
+			return loc.corruptf("%s says %d, the table holds %d", n.name, n.want, n.got)
+		}
+	}
+	if !bytes.Equal(want.SmallestKey, got.SmallestKey) || !bytes.Equal(want.LargestKey, got.LargestKey) {
+		return loc.corruptf("key range [%s, %s] differs from the contents [%s, %s]",
+			formatKey(want.SmallestKey), formatKey(want.LargestKey), formatKey(got.SmallestKey), formatKey(got.LargestKey))
+	}
+	if !r.footer.hasFilter() {
+		if want.FilterVariant != 0 || want.FilterKeyCount != 0 || want.BloomBitsPerKey > 0 {
+			return loc.corruptf("describes a filter (variant %d, %d keys, %d bits/key) the table does not have",
+				want.FilterVariant, want.FilterKeyCount, want.BloomBitsPerKey)
+		}
+		return nil
+	}
+	if want.BloomBitsPerKey <= 0 {
+		return loc.corruptf("bits per key %d, yet the table has a filter block", want.BloomBitsPerKey)
+	}
+	if uint8(r.filter.Variant()) != want.FilterVariant {
+		return loc.corruptf("filter variant %d, the filter block says %d", want.FilterVariant, r.filter.Variant())
+	}
+	if uint64(r.filter.NumKeys()) != want.FilterKeyCount {
+		return loc.corruptf("filter key count %d, the filter block says %d", want.FilterKeyCount, r.filter.NumKeys())
+	}
+	if c.filterKey != nil && c.filterKeys != want.FilterKeyCount {
+		return loc.corruptf("filter key count %d, the table holds %d distinct filter keys", want.FilterKeyCount, c.filterKeys)
+	}
+	return nil
+}

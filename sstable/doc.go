@@ -1,0 +1,153 @@
+// Package sstable writes and reads bloomkv's sorted string tables: immutable
+// files of internal-key/value entries in CompareInternal order, with a bloom
+// filter over their keys so that a point lookup for an absent key reads no
+// data block. It also provides the block cache and the table cache.
+//
+// All integers are little-endian (encoding/binary); "uvarint" is
+// encoding/binary's unsigned varint, "varint" its zigzag signed one. Every
+// constant and layout below is part of the on-disk format and never
+// changes: a different layout needs a new FormatVersion.
+//
+// # File layout
+//
+//	+--------------+-----+--------------+--------------+-------+------------+--------+
+//	| data block 0 | ... | data block n | filter block | index | properties | footer |
+//	|  + trailer   |     |  + trailer   |  + trailer   | +trl. |  + trailer | 64 B   |
+//	+--------------+-----+--------------+--------------+-------+------------+--------+
+//	 \____________ DataSize ___________/  (absent when BloomBitsPerKey <= 0)
+//
+// Readers locate blocks only through the footer and the index, never by
+// this order, except that data blocks must lie in [0, DataSize).
+//
+// # Block trailer
+//
+// Every block on disk is followed by 5 bytes:
+//
+//	+-----------------------+---------------------------------------------+
+//	| type: uint8           | crc32c: uint32 (Castagnoli, unmasked) of    |
+//	| 0 = raw, 1 = snappy   | the stored block bytes followed by the type |
+//	+-----------------------+---------------------------------------------+
+//
+// A block handle's size counts the stored bytes, not the trailer. With
+// SnappyCompression, data and index blocks are stored snappy-compressed
+// (github.com/golang/snappy block format) only when that saves at least
+// 12.5%; filter and properties blocks are always stored raw. Readers accept
+// either type for any block.
+//
+// # Data and index blocks
+//
+// Both hold entries sorted by base.CompareInternal, prefix-compressed
+// against the previous entry, then an array of restart points:
+//
+//	entry:   shared uvarint | unshared uvarint | valueLen uvarint |
+//	         key[shared:] (unshared bytes) | value (valueLen bytes)
+//	block:   entry* | restart[0] uint32 | ... | restart[r-1] uint32 | r uint32
+//
+// shared is the length of the prefix taken from the previous entry's key.
+// A restart point is the block offset of an entry stored with shared = 0;
+// restart[0] = 0, they increase strictly, and the writer starts one every
+// RestartInterval entries (16 by default), so a reader binary searches the
+// restarts and scans at most one interval. r >= 1 always: the empty block
+// (only in the index of an empty table) is 00000000 01000000. Data blocks
+// are cut once they reach BlockSize bytes uncompressed (4096 by default)
+// and are never empty.
+//
+// Data-block keys are internal keys of a stored kind (set or delete).
+// Index blocks have one entry per data block, in file order, with a restart
+// at every entry. The key is an internal key k with lastKey(block) <= k <
+// firstKey(next block); the writer shortens it when it can to a user key
+// between the two with trailer (base.MaxSeq, base.KindSeek), and otherwise
+// uses the block's last key (always when the blocks split the versions of
+// one user key). The value is the block handle: offset uvarint | size
+// uvarint.
+//
+// # Filter block
+//
+// The filter package's bloom filter block (see its doc: bit array, key
+// count, k, variant), built over the user key of every entry, or over
+// FilterKey(userKey) when the writer has an extractor. Consecutive equal
+// filter keys are added once. The properties record the extractor's name;
+// a reader probes with its own extractor only when the names match, probes
+// whole-key filters with the user key, and ignores any other filter, so it
+// never suffers a false negative.
+//
+// # Properties block
+//
+// A sequence of records in strictly increasing tag order:
+//
+//	tag uvarint | length uvarint | value (length bytes)
+//
+// Numbers are uvarint values filling their record, except BloomBitsPerKey
+// (varint); keys and names are raw bytes. All tags below (decimal) are required;
+// readers skip unknown tags, which leaves room for later additions.
+//
+//	01 FormatVersion   08 IndexSize        15 BloomBitsPerKey (as configured)
+//	02 NumEntries      09 FilterSize       16 FilterKeyCount
+//	03 NumDeletions    10 SmallestKey      17 FilterKeyName ("" = whole key)
+//	04 NumDataBlocks   11 LargestKey       18 Compression
+//	05 RawKeyBytes     12 SmallestSeq      19 BlockSize
+//	06 RawValueBytes   13 LargestSeq       20 RestartInterval
+//	07 DataSize        14 FilterVariant (0 = no filter)
+//
+// Sizes include trailers; DataSize is where the data blocks end.
+//
+// # Footer (64 bytes, at the end of the file)
+//
+//	offset  0: index handle       offset uint64 | size uint64
+//	offset 16: filter handle      offset uint64 | size uint64  (0, 0: no filter)
+//	offset 32: properties handle  offset uint64 | size uint64
+//	offset 48: format version     uint32 (1)
+//	offset 52: crc32c of bytes [0, 52)  uint32
+//	offset 56: magic              "BLOOMSST" (42 4c 4f 4f 4d 53 53 54)
+//
+// A reader checks the magic, the checksum and the version, and that every
+// handle lies inside the file before the footer.
+//
+// # Worked example
+//
+// The table holding "ab"#2,SET = "x" and "ac"#1,DEL, written with
+// BloomBitsPerKey 10 and default options, is 232 bytes (pinned by
+// TestGoldenTable):
+//
+//	data block, offset 0, 34 bytes:
+//	  00 0a 01  61 62 01 02 00 00 00 00 00 00  78   shared 0, unshared 10, value 1: "ab"#2,SET "x"
+//	  01 09 00  63 00 01 00 00 00 00 00 00          shared 1 ("a"), unshared 9: "ac"#1,DEL ""
+//	  00 00 00 00  01 00 00 00                      restart[0] = 0, r = 1
+//	  00  59 20 22 76                               trailer: raw, crc32c
+//	filter block, offset 39, 14 bytes:
+//	  ca 01 02 02 a4 10 20 40  02 00 00 00  07  01  64 bits, 2 keys, k = 7, standard
+//	  00  ef 45 71 84
+//	index block, offset 58, 22 bytes:
+//	  00 09 02  62 ff ff ff ff ff ff ff ff  00 22   "b"#MaxSeq,SEEK -> handle (0, 34)
+//	  00 00 00 00  01 00 00 00
+//	  00  5b 60 6d ce
+//	properties block, offset 85, 78 bytes:
+//	  01 01 01  02 01 02  03 01 01  04 01 01  05 01 14  06 01 01  07 01 27
+//	  08 01 1b  09 01 13  0a 0a 61 62 01 02 00 00 00 00 00 00
+//	  0b 0a 61 63 00 01 00 00 00 00 00 00  0c 01 01  0d 01 02  0e 01 01
+//	  0f 01 14  10 01 02  11 00  12 01 00  13 02 80 20  14 01 10
+//	  00  08 b9 af d8
+//	footer, offset 168:
+//	  3a 00 00 00 00 00 00 00  16 00 00 00 00 00 00 00   index (58, 22)
+//	  27 00 00 00 00 00 00 00  0e 00 00 00 00 00 00 00   filter (39, 14)
+//	  55 00 00 00 00 00 00 00  4e 00 00 00 00 00 00 00   properties (85, 78)
+//	  01 00 00 00  0f 18 f1 3f  42 4c 4f 4f 4d 53 53 54  version 1, crc32c, magic
+//
+// # Invariants
+//
+//   - A table's keys strictly increase; index keys separate blocks as above.
+//   - Every byte of a table is covered by a checksum (block trailers, footer
+//     crc), and every decoder checks structure too: damaged or hostile bytes
+//     yield an error wrapping base.ErrCorruption that names the file, the
+//     block kind and its offset, never a panic and never wrong data.
+//     Reader.Check verifies everything, including properties and the
+//     filter's lack of false negatives.
+//   - A Reader keeps its index and filter blocks in memory for its life;
+//     data blocks are immutable once decoded, so the block cache and any
+//     number of iterators share them, and a value returned by Get stays
+//     valid (aliasing its block) even after the block leaves the cache.
+//   - A Get served from the block cache allocates nothing (beyond what a
+//     FilterKey extractor may), nor does a TableCache.Find that hits.
+//   - The table cache closes a Reader only after the cache and every holder
+//     have released it.
+package sstable

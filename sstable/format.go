@@ -1,0 +1,84 @@
+package sstable
+
+import (
+	"encoding/binary"
+
+	"github.com/klauspost/crc32"
+)
+
+// Wire constants. They are part of the on-disk format and never change; a
+// new layout gets a new FormatVersion.
+const (
+	// FormatVersion is the table format this package writes and reads.
+	FormatVersion uint32 = 1
+	// blockTrailerLen is the compression type byte plus the crc32c.
+	blockTrailerLen = 5
+	// footerLen is the fixed size of the footer at the end of every table.
+	footerLen = 64
+	// tableMagic ends every table file.
+	tableMagic = "BLOOMSST"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// blockChecksum returns the crc32c a block trailer stores: over the stored
+// block bytes followed by the type byte.
+func blockChecksum(stored []byte, typ byte) uint32 {
+	c := crc32.Update(0, castagnoli, stored)
+	return crc32.Update(c, castagnoli, []byte{typ})
+}
+
+// blockHandle locates a block in the file. size excludes the 5-byte trailer.
+type blockHandle struct {
+	offset, size uint64
+}
+
+// end returns the offset just past the block's trailer.
+func (h blockHandle) end() uint64 { return h.offset + h.size + blockTrailerLen }
+
+// appendHandle appends h as two uvarints (the index-block value encoding).
+func appendHandle(dst []byte, h blockHandle) []byte {
+	dst = binary.AppendUvarint(dst, h.offset)
+	return binary.AppendUvarint(dst, h.size)
+}
+
+// decodeHandle decodes an index-block value, which must be exactly two
+// uvarints. ok is false otherwise.
+func decodeHandle(src []byte) (h blockHandle, ok bool) {
+	off, n := binary.Uvarint(src)
+	if n <= 0 {
+		return blockHandle{}, false
+	}
+	size, m := binary.Uvarint(src[n:])
+	if m <= 0 || n+m != len(src) {
+		return blockHandle{}, false
+	}
+	return blockHandle{offset: off, size: size}, true
+}
+
+// blockKind names a block in error messages.
+type blockKind uint8
+
+const (
+	kindData blockKind = iota
+	kindIndex
+	kindFilter
+	kindProperties
+	kindFooter
+)
+
+func (k blockKind) String() string {
+	switch k {
+	case kindData:
+		return "data block"
+	case kindIndex:
+		return "index block"
+	case kindFilter:
+		return "filter block"
+	case kindProperties:
+		return "properties block"
+	case kindFooter:
+		return "footer"
+	}
+	return "unknown block"
+}

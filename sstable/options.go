@@ -1,0 +1,91 @@
+package sstable
+
+import "fmt"
+
+// Compression says how a table's data and index blocks are stored. The
+// values double as the block trailer's type byte and are part of the
+// on-disk format: they never change.
+type Compression uint8
+
+const (
+	// NoCompression stores blocks as they are.
+	NoCompression Compression = 0
+	// SnappyCompression stores a block snappy-compressed when that saves at
+	// least 12.5% of its size, and raw otherwise.
+	SnappyCompression Compression = 1
+)
+
+func (c Compression) String() string {
+	switch c {
+	case NoCompression:
+		return "none"
+	case SnappyCompression:
+		return "snappy"
+	}
+	return fmt.Sprintf("Compression(%d)", uint8(c))
+}
+
+// Defaults for WriterOptions fields left at zero.
+const (
+	DefaultBlockSize       = 4096
+	DefaultRestartInterval = 16
+)
+
+// WriterOptions configure a Writer. The zero value is usable: 4 KiB blocks,
+// a restart point every 16 entries, no compression, no filter.
+type WriterOptions struct {
+	// BlockSize is the target uncompressed size of a data block; a block is
+	// cut once it reaches this size (default 4096).
+	BlockSize int
+	// RestartInterval is the number of entries between restart points, where
+	// a key is stored whole (default 16).
+	RestartInterval int
+	// Compression applies to data and index blocks.
+	Compression Compression
+	// BloomBitsPerKey sizes the table's filter block; <= 0 writes none.
+	BloomBitsPerKey int
+	// FilterKey maps a user key to the part the filter indexes; nil indexes
+	// the whole user key.
+	FilterKey func(userKey []byte) []byte
+	// FilterKeyName identifies FilterKey and is recorded in the properties
+	// so a reader knows whether its own extractor matches. It must be set
+	// when FilterKey is (an unnamed extractor could be mistaken for the
+	// whole key and cause false negatives).
+	FilterKeyName string
+}
+
+func (o WriterOptions) withDefaults() WriterOptions {
+	if o.BlockSize <= 0 {
+		o.BlockSize = DefaultBlockSize
+	}
+	if o.RestartInterval <= 0 {
+		o.RestartInterval = DefaultRestartInterval
+	}
+	if o.FilterKey == nil {
+		o.FilterKeyName = ""
+	}
+	return o
+}
+
+func (o WriterOptions) validate() error {
+	switch {
+	case o.Compression != NoCompression && o.Compression != SnappyCompression:
+		return fmt.Errorf("bloomkv/sstable: unknown compression %d", uint8(o.Compression))
+	case o.FilterKey != nil && o.FilterKeyName == "":
+		return fmt.Errorf("bloomkv/sstable: WriterOptions.FilterKey is set but FilterKeyName is empty")
+	}
+	return nil
+}
+
+// ReaderOptions configure a Reader.
+type ReaderOptions struct {
+	// Cache holds uncompressed data blocks; nil reads every block from the file.
+	Cache *BlockCache
+	// FilterKey and FilterKeyName are the reader's filter-key extractor. A
+	// table's filter is probed with FilterKey(userKey) only when the table
+	// was written with the same FilterKeyName; tables filtered over whole
+	// user keys are probed with the user key; any other table is read
+	// without its filter.
+	FilterKey     func([]byte) []byte
+	FilterKeyName string
+}

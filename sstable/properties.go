@@ -1,0 +1,219 @@
+package sstable
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+)
+
+// Properties describe a table's contents. They are written by the Writer
+// and checked by Reader.Check.
+type Properties struct {
+	FormatVersion uint32
+	NumEntries    uint64 // entries of any kind
+	NumDeletions  uint64 // tombstones (base.KindDelete)
+	NumDataBlocks uint64
+	RawKeyBytes   uint64 // sum of internal key lengths before compression
+	RawValueBytes uint64 // sum of value lengths before compression
+	// DataSize, IndexSize and FilterSize are bytes on disk, trailers
+	// included. Data blocks occupy [0, DataSize) of the file.
+	DataSize, IndexSize, FilterSize uint64
+	// SmallestKey and LargestKey are the first and last internal keys (nil
+	// for an empty table).
+	SmallestKey, LargestKey []byte
+	SmallestSeq, LargestSeq uint64
+	FilterVariant           uint8  // filter.Variant of the filter block; 0 = no filter
+	BloomBitsPerKey         int64  // as configured; <= 0 means no filter block
+	FilterKeyCount          uint64 // distinct keys the filter was built from
+	FilterKeyName           string // "" = the filter indexes whole user keys
+	Compression             Compression
+	BlockSize               uint64 // configured target data-block size
+	RestartInterval         uint64
+}
+
+// Property tags, in the order they are encoded. They are part of the
+// on-disk format and never change; new properties get new, larger tags.
+const (
+	tagFormatVersion uint64 = iota + 1
+	tagNumEntries
+	tagNumDeletions
+	tagNumDataBlocks
+	tagRawKeyBytes
+	tagRawValueBytes
+	tagDataSize
+	tagIndexSize
+	tagFilterSize
+	tagSmallestKey
+	tagLargestKey
+	tagSmallestSeq
+	tagLargestSeq
+	tagFilterVariant
+	tagBloomBitsPerKey
+	tagFilterKeyCount
+	tagFilterKeyName
+	tagCompression
+	tagBlockSize
+	tagRestartInterval
+	numPropertyTags = iota
+)
+
+// propertyField binds a tag to a field. kind is 'u' (uvarint), 'i' (zigzag
+// varint) or 'b' (raw bytes).
+type propertyField struct {
+	tag  uint64
+	name string
+	kind byte
+	u    *uint64
+	i    *int64
+	b    *[]byte
+}
+
+// fields lists p's fields by tag. Numbers narrower than 64 bits are staged
+// through scratch and copied back by store.
+type propertyScratch struct {
+	version, variant, compression uint64
+	filterKeyName                 []byte
+}
+
+func (p *Properties) fields(s *propertyScratch) []propertyField {
+	return []propertyField{
+		{tag: tagFormatVersion, name: "FormatVersion", kind: 'u', u: &s.version},
+		{tag: tagNumEntries, name: "NumEntries", kind: 'u', u: &p.NumEntries},
+		{tag: tagNumDeletions, name: "NumDeletions", kind: 'u', u: &p.NumDeletions},
+		{tag: tagNumDataBlocks, name: "NumDataBlocks", kind: 'u', u: &p.NumDataBlocks},
+		{tag: tagRawKeyBytes, name: "RawKeyBytes", kind: 'u', u: &p.RawKeyBytes},
+		{tag: tagRawValueBytes, name: "RawValueBytes", kind: 'u', u: &p.RawValueBytes},
+		{tag: tagDataSize, name: "DataSize", kind: 'u', u: &p.DataSize},
+		{tag: tagIndexSize, name: "IndexSize", kind: 'u', u: &p.IndexSize},
+		{tag: tagFilterSize, name: "FilterSize", kind: 'u', u: &p.FilterSize},
+		{tag: tagSmallestKey, name: "SmallestKey", kind: 'b', b: &p.SmallestKey},
+		{tag: tagLargestKey, name: "LargestKey", kind: 'b', b: &p.LargestKey},
+		{tag: tagSmallestSeq, name: "SmallestSeq", kind: 'u', u: &p.SmallestSeq},
+		{tag: tagLargestSeq, name: "LargestSeq", kind: 'u', u: &p.LargestSeq},
+		{tag: tagFilterVariant, name: "FilterVariant", kind: 'u', u: &s.variant},
+		{tag: tagBloomBitsPerKey, name: "BloomBitsPerKey", kind: 'i', i: &p.BloomBitsPerKey},
+		{tag: tagFilterKeyCount, name: "FilterKeyCount", kind: 'u', u: &p.FilterKeyCount},
+		{tag: tagFilterKeyName, name: "FilterKeyName", kind: 'b', b: &s.filterKeyName},
+		{tag: tagCompression, name: "Compression", kind: 'u', u: &s.compression},
+		{tag: tagBlockSize, name: "BlockSize", kind: 'u', u: &p.BlockSize},
+		{tag: tagRestartInterval, name: "RestartInterval", kind: 'u', u: &p.RestartInterval},
+	}
+}
+
+// encode returns the properties block contents: for each field in tag
+// order, uvarint tag, uvarint value length, value.
+func (p *Properties) encode() []byte {
+	s := propertyScratch{
+		version:       uint64(p.FormatVersion),
+		variant:       uint64(p.FilterVariant),
+		compression:   uint64(p.Compression),
+		filterKeyName: []byte(p.FilterKeyName),
+	}
+	var out, val []byte
+	for _, f := range p.fields(&s) {
+		val = val[:0]
+		switch f.kind {
+		case 'u':
+			val = binary.AppendUvarint(val, *f.u)
+		case 'i':
+			val = binary.AppendVarint(val, *f.i)
+		case 'b':
+			val = append(val, *f.b...)
+		}
+		out = binary.AppendUvarint(out, f.tag)
+		out = binary.AppendUvarint(out, uint64(len(val)))
+		out = append(out, val...)
+	}
+	return out
+}
+
+// decodeProperties parses a properties block. Tags must be strictly
+// increasing; unknown tags are skipped (room for later additions); every
+// tag this version knows is required. Byte fields are copied.
+func decodeProperties(data []byte, loc location) (Properties, error) {
+	var p Properties
+	var s propertyScratch
+	fields := p.fields(&s)
+	seen := 0
+	var lastTag uint64
+	for off := 0; off < len(data); {
+		tag, n := binary.Uvarint(data[off:])
+		if n <= 0 {
+			return Properties{}, loc.corruptf("bad property tag at block offset %d", off)
+		}
+		vlen, m := binary.Uvarint(data[off+n:])
+		if m <= 0 || vlen > uint64(len(data)-off-n-m) {
+			return Properties{}, loc.corruptf("bad length for property tag %d at block offset %d", tag, off)
+		}
+		if tag <= lastTag {
+			return Properties{}, loc.corruptf("property tag %d at block offset %d does not follow tag %d", tag, off, lastTag)
+		}
+		lastTag = tag
+		val := data[off+n+m : off+n+m+int(vlen)]
+		if tag >= 1 && tag <= numPropertyTags {
+			f := fields[tag-1]
+			if err := decodePropertyValue(f, val); err != nil {
+				return Properties{}, loc.corruptf("property %s at block offset %d: %v", f.name, off, err)
+			}
+			seen++
+		}
+		off += n + m + int(vlen)
+	}
+	if seen != numPropertyTags {
+		var missing []string
+		for _, f := range fields {
+			if f.tag > lastTag {
+				missing = append(missing, f.name)
+			}
+		}
+		return Properties{}, loc.corruptf("missing properties %s", strings.Join(missing, ", "))
+	}
+	if s.version > 0xFFFFFFFF || s.variant > 0xFF || s.compression > 0xFF {
+		return Properties{}, loc.corruptf("property out of range (version %d, filter variant %d, compression %d)", s.version, s.variant, s.compression)
+	}
+	p.FormatVersion = uint32(s.version)
+	p.FilterVariant = uint8(s.variant)
+	p.Compression = Compression(s.compression)
+	p.FilterKeyName = string(s.filterKeyName)
+	return p, nil
+}
+
+func decodePropertyValue(f propertyField, val []byte) error {
+	switch f.kind {
+	case 'u':
+		v, n := binary.Uvarint(val)
+		if n <= 0 || n != len(val) {
+			return fmt.Errorf("bad uvarint %x", val)
+		}
+		*f.u = v
+	case 'i':
+		v, n := binary.Varint(val)
+		if n <= 0 || n != len(val) {
+			return fmt.Errorf("bad varint %x", val)
+		}
+		*f.i = v
+	case 'b':
+		if len(val) > 0 {
+			*f.b = append([]byte(nil), val...)
+		}
+	}
+	return nil
+}
+
+// String renders the properties one per line, for tools.
+func (p *Properties) String() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "format version:     %d\n", p.FormatVersion)
+	fmt.Fprintf(&sb, "entries:            %d (%d deletions)\n", p.NumEntries, p.NumDeletions)
+	fmt.Fprintf(&sb, "data blocks:        %d\n", p.NumDataBlocks)
+	fmt.Fprintf(&sb, "raw key/value:      %d / %d bytes\n", p.RawKeyBytes, p.RawValueBytes)
+	fmt.Fprintf(&sb, "data/index/filter:  %d / %d / %d bytes\n", p.DataSize, p.IndexSize, p.FilterSize)
+	fmt.Fprintf(&sb, "smallest key:       %s\n", formatKey(p.SmallestKey))
+	fmt.Fprintf(&sb, "largest key:        %s\n", formatKey(p.LargestKey))
+	fmt.Fprintf(&sb, "seq range:          [%d, %d]\n", p.SmallestSeq, p.LargestSeq)
+	fmt.Fprintf(&sb, "filter:             variant %d, %d bits/key configured, %d keys, key %q\n",
+		p.FilterVariant, p.BloomBitsPerKey, p.FilterKeyCount, p.FilterKeyName)
+	fmt.Fprintf(&sb, "compression:        %s\n", p.Compression)
+	fmt.Fprintf(&sb, "block size/restart: %d / %d\n", p.BlockSize, p.RestartInterval)
+	return sb.String()
+}

@@ -1,0 +1,295 @@
+package sstable
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"github.com/golang/snappy"
+
+	"github.com/bloomkv/bloomkv/filter"
+	"github.com/bloomkv/bloomkv/vfs"
+)
+
+// Reader reads one table. Its footer, properties, index block and filter
+// block are read at Open and stay in memory; data blocks are read on demand
+// through the block cache. A Reader is safe for concurrent use; all fields
+// are constant after Open.
+type Reader struct {
+	file    vfs.File
+	name    string
+	fileNum uint64
+	size    int64
+	cache   *BlockCache
+	footer  footer
+	props   Properties
+	index   *block
+
+	filterData []byte
+	filter     filter.Block
+	filterMode filterMode
+	filterKey  func([]byte) []byte // the reader's extractor, when filterMode == filterByExtractor
+
+	closed atomic.Bool
+}
+
+// filterMode says how Get may probe a table's filter.
+type filterMode uint8
+
+const (
+	filterNone        filterMode = iota // no filter, or one built with an extractor we lack
+	filterByUserKey                     // built over whole user keys
+	filterByExtractor                   // built over FilterKey(userKey) with our extractor's name
+)
+
+// Open reads a table's footer, properties, index and filter blocks. name
+// labels errors; fileNum keys the block cache; size is the file size. On
+// error Open closes f.
+func Open(f vfs.File, name string, fileNum uint64, size int64, o ReaderOptions) (*Reader, error) {
+	r := &Reader{file: f, name: name, fileNum: fileNum, size: size, cache: o.Cache}
+	if err := r.open(o); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Reader) open(o ReaderOptions) error {
+	if r.size < footerLen {
+		return location{r.name, kindFooter, 0}.corruptf("file of %d bytes is shorter than the %d-byte footer", r.size, footerLen)
+	}
+	loc := location{r.name, kindFooter, uint64(r.size) - footerLen}
+	buf := make([]byte, footerLen)
+	if err := r.readAt(buf, loc); err != nil {
+		return err
+	}
+	ft, err := decodeFooter(buf, uint64(r.size), loc)
+	if err != nil {
+		return err
+	}
+	r.footer = ft
+
+	raw, err := r.readBlock(ft.props, kindProperties)
+	if err != nil {
+		return err
+	}
+	propsLoc := location{r.name, kindProperties, ft.props.offset}
+	if r.props, err = decodeProperties(raw, propsLoc); err != nil {
+		return err
+	}
+	if err := r.checkPropertiesAgainstFooter(propsLoc); err != nil {
+		return err
+	}
+
+	if raw, err = r.readBlock(ft.index, kindIndex); err != nil {
+		return err
+	}
+	indexLoc := location{r.name, kindIndex, ft.index.offset}
+	if r.index, err = decodeBlock(raw, indexLoc); err != nil {
+		return err
+	}
+	if uint64(r.index.numEntries) != r.props.NumDataBlocks {
+		return indexLoc.corruptf("%d entries for %d data blocks", r.index.numEntries, r.props.NumDataBlocks)
+	}
+
+	if ft.hasFilter() {
+		if r.filterData, err = r.readBlock(ft.filter, kindFilter); err != nil {
+			return err
+		}
+		if r.filter, err = filter.DecodeBlock(r.filterData); err != nil {
+			return location{r.name, kindFilter, ft.filter.offset}.wrapCorruption(err)
+		}
+		r.filterMode = chooseFilterMode(r.props.FilterKeyName, o)
+		if r.filterMode == filterByExtractor {
+			r.filterKey = o.FilterKey
+		}
+	}
+	return nil
+}
+
+// chooseFilterMode decides how a table's filter may be probed without ever
+// risking a false negative.
+func chooseFilterMode(tableKeyName string, o ReaderOptions) filterMode {
+	switch {
+	case tableKeyName == "":
+		return filterByUserKey
+	case o.FilterKey != nil && o.FilterKeyName == tableKeyName:
+		return filterByExtractor
+	}
+	return filterNone
+}
+
+// checkPropertiesAgainstFooter cross-checks the properties the reader
+// relies on for bounds.
+func (r *Reader) checkPropertiesAgainstFooter(loc location) error {
+	p, ft := &r.props, r.footer
+	if p.FormatVersion != ft.version {
+		return loc.corruptf("format version %d disagrees with the footer's %d", p.FormatVersion, ft.version)
+	}
+	if p.IndexSize != ft.index.size+blockTrailerLen {
+		return loc.corruptf("index size %d disagrees with the footer's handle (%d + trailer)", p.IndexSize, ft.index.size)
+	}
+	wantFilter := uint64(0)
+	if ft.hasFilter() {
+		wantFilter = ft.filter.size + blockTrailerLen
+	}
+	if p.FilterSize != wantFilter {
+		return loc.corruptf("filter size %d disagrees with the footer's %d", p.FilterSize, wantFilter)
+	}
+	// Data blocks come first, so every metadata block starts at or after
+	// DataSize; this bounds every data block handle read from the index.
+	metaStart := min(ft.index.offset, ft.props.offset)
+	if ft.hasFilter() {
+		metaStart = min(metaStart, ft.filter.offset)
+	}
+	if p.DataSize > metaStart {
+		return loc.corruptf("data size %d overlaps metadata starting at %d", p.DataSize, metaStart)
+	}
+	return nil
+}
+
+// readAt fills buf from the file at loc.offset; a short read means the file
+// is truncated.
+func (r *Reader) readAt(buf []byte, loc location) error {
+	n, err := r.file.ReadAt(buf, int64(loc.offset))
+	if n == len(buf) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		return loc.corruptf("truncated: read %d of %d bytes", n, len(buf))
+	}
+	return fmt.Errorf("bloomkv/sstable: %s: reading %s at offset %d: %w", r.name, loc.kind, loc.offset, err)
+}
+
+// maxSnappyExpansion bounds how much larger than its compressed form a
+// block may claim to be. Snappy's densest element (a 3-byte copy of 64
+// bytes) expands about 21x, so a larger claim is damage, and rejecting it
+// keeps bad bytes from provoking huge allocations.
+const maxSnappyExpansion = 24
+
+// readBlock reads a block and its trailer, verifies the checksum and
+// returns the uncompressed contents (a fresh buffer the caller owns).
+func (r *Reader) readBlock(h blockHandle, kind blockKind) ([]byte, error) {
+	loc := location{r.name, kind, h.offset}
+	buf := make([]byte, h.size+blockTrailerLen)
+	if err := r.readAt(buf, loc); err != nil {
+		return nil, err
+	}
+	return decodeBlockContents(buf, loc)
+}
+
+// decodeBlockContents checks a stored block with its trailer and returns
+// the uncompressed bytes (aliasing buf when the block is stored raw).
+func decodeBlockContents(buf []byte, loc location) ([]byte, error) {
+	if len(buf) < blockTrailerLen {
+		return nil, loc.corruptf("%d bytes cannot hold a block trailer", len(buf))
+	}
+	n := len(buf) - blockTrailerLen
+	stored, typ := buf[:n], buf[n]
+	want := uint32(buf[n+1]) | uint32(buf[n+2])<<8 | uint32(buf[n+3])<<16 | uint32(buf[n+4])<<24
+	if got := blockChecksum(stored, typ); got != want {
+		return nil, loc.corruptf("checksum mismatch (computed %#08x, stored %#08x)", got, want)
+	}
+	switch Compression(typ) {
+	case NoCompression:
+		return stored, nil
+	case SnappyCompression:
+		dlen, err := snappy.DecodedLen(stored)
+		if err != nil {
+			return nil, loc.corruptf("snappy header: %v", err)
+		}
+		if dlen > maxSnappyExpansion*len(stored)+64 {
+			return nil, loc.corruptf("snappy block of %d bytes claims %d uncompressed", len(stored), dlen)
+		}
+		out, err := snappy.Decode(make([]byte, dlen), stored)
+		if err != nil {
+			return nil, loc.corruptf("snappy: %v", err)
+		}
+		return out, nil
+	}
+	return nil, loc.corruptf("unknown compression type %d", typ)
+}
+
+// dataBlock returns the data block at h, from the cache when it holds it.
+// fill says whether a block read from the file enters the cache. stats,
+// when not nil, counts the work.
+func (r *Reader) dataBlock(h blockHandle, fill bool, stats *ReadStats) (*block, error) {
+	if r.closed.Load() {
+		return nil, fmt.Errorf("bloomkv/sstable: %s: reader is closed", r.name)
+	}
+	if stats != nil {
+		stats.DataBlockReads.Add(1)
+	}
+	if r.cache != nil {
+		if b := r.cache.get(r.fileNum, h.offset); b != nil {
+			if stats != nil {
+				stats.BlockCacheHits.Add(1)
+			}
+			return b, nil
+		}
+		if stats != nil {
+			stats.BlockCacheMisses.Add(1)
+		}
+	}
+	raw, err := r.readBlock(h, kindData)
+	if stats != nil {
+		stats.BytesRead.Add(h.size + blockTrailerLen)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b, err := decodeBlock(raw, location{r.name, kindData, h.offset})
+	if err != nil {
+		return nil, err
+	}
+	if r.cache != nil && fill {
+		r.cache.set(r.fileNum, h.offset, b)
+	}
+	return b, nil
+}
+
+// dataHandle decodes an index entry's value and checks that it lies among
+// the data blocks.
+func (r *Reader) dataHandle(indexKey, v []byte) (blockHandle, error) {
+	h, ok := decodeHandle(v)
+	if !ok || h.offset > r.props.DataSize || h.size > r.props.DataSize-h.offset ||
+		blockTrailerLen > r.props.DataSize-h.offset-h.size {
+		return blockHandle{}, location{r.name, kindIndex, r.footer.index.offset}.corruptf(
+			"entry %s: bad data block handle %x (data blocks end at %d)", formatKey(indexKey), v, r.props.DataSize)
+	}
+	return h, nil
+}
+
+// Properties returns the table's properties; the caller must not modify them.
+func (r *Reader) Properties() *Properties { return &r.props }
+
+// Filter returns the table's filter block, if it has one.
+func (r *Reader) Filter() (filter.Block, bool) { return r.filter, r.footer.hasFilter() }
+
+// FilterUsable reports whether Get can probe the filter with this reader's
+// options (see ReaderOptions.FilterKey).
+func (r *Reader) FilterUsable() bool { return r.filterMode != filterNone }
+
+// FilterMemory returns the bytes held in memory for the filter block.
+func (r *Reader) FilterMemory() int { return len(r.filterData) }
+
+// IndexMemory returns the bytes held in memory for the index block.
+func (r *Reader) IndexMemory() int { return len(r.index.data) }
+
+// FileNum returns the table's file number.
+func (r *Reader) FileNum() uint64 { return r.fileNum }
+
+// Name returns the name used in errors.
+func (r *Reader) Name() string { return r.name }
+
+// Size returns the table's file size.
+func (r *Reader) Size() int64 { return r.size }
+
+// Close closes the file. Iterators and Gets started afterwards fail.
+func (r *Reader) Close() error {
+	if r.closed.Swap(true) {
+		return fmt.Errorf("bloomkv/sstable: %s: reader already closed", r.name)
+	}
+	return r.file.Close()
+}

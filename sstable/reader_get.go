@@ -1,0 +1,93 @@
+package sstable
+
+import (
+	"bytes"
+	"sync"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+)
+
+// getState is the scratch space of one Get, pooled so that a Get served
+// from the block cache allocates nothing.
+type getState struct {
+	search []byte
+	index  blockIter
+	data   blockIter
+}
+
+var getStatePool = sync.Pool{New: func() any { return new(getState) }}
+
+// Get returns the newest entry for ukey with sequence <= seq. With useFilter
+// and a usable filter, the filter is probed first: "absent" returns at once
+// (counted in stats.FilterNegatives); "maybe" for a key the table holds no
+// version of is counted in stats.FilterFalsePositives. Versions of ukey may
+// span data blocks. The value aliases an immutable block: the caller copies
+// it before keeping it. stats may be nil.
+func (r *Reader) Get(ukey []byte, seq uint64, useFilter bool, stats *ReadStats) (value []byte, kind base.Kind, found bool, err error) {
+	filtered := false
+	if useFilter && r.filterMode != filterNone {
+		fk := ukey
+		if r.filterMode == filterByExtractor {
+			fk = r.filterKey(ukey)
+		}
+		if !r.filter.MayContain(fk) {
+			if stats != nil {
+				stats.FilterNegatives.Add(1)
+			}
+			return nil, 0, false, nil
+		}
+		filtered = true
+	}
+
+	st := getStatePool.Get().(*getState)
+	defer func() {
+		st.index.clear()
+		st.data.clear()
+		getStatePool.Put(st)
+	}()
+
+	// Seek to the newest version of ukey, then walk to the first one visible
+	// at seq; seeking to all versions tells us whether the table holds ukey
+	// at all, which false-positive counting needs.
+	st.search = base.AppendInternalKey(st.search[:0], ukey, base.MaxSeq, base.KindSeek)
+	st.index.init(r.index)
+	sawKey := false
+	valid := st.index.SeekGE(st.search)
+	for first := true; valid; first = false {
+		h, err := r.dataHandle(st.index.Key(), st.index.Value())
+		if err != nil {
+			return nil, 0, false, err
+		}
+		b, err := r.dataBlock(h, true, stats)
+		if err != nil {
+			return nil, 0, false, err
+		}
+		st.data.init(b)
+		// The first key >= search is in this block or starts the next one.
+		var ok bool
+		if first {
+			ok = st.data.SeekGE(st.search)
+		} else {
+			ok = st.data.First()
+		}
+		for ; ok; ok = st.data.Next() {
+			k := st.data.Key()
+			if !bytes.Equal(base.UserKey(k), ukey) {
+				valid = false
+				break
+			}
+			sawKey = true
+			t := base.Trailer(k)
+			if t>>8 <= seq {
+				return st.data.Value(), base.Kind(t & 0xFF), true, nil
+			}
+		}
+		if valid {
+			valid = st.index.Next()
+		}
+	}
+	if filtered && !sawKey && stats != nil {
+		stats.FilterFalsePositives.Add(1)
+	}
+	return nil, 0, false, nil
+}

@@ -1,0 +1,23 @@
+package sstable
+
+import "sync/atomic"
+
+// ReadStats count the work of point lookups. Reader.Get increments them
+// atomically where the work happens, so one ReadStats may be shared by
+// concurrent Gets on many tables.
+type ReadStats struct {
+	// FilterNegatives counts Gets the filter answered "absent": no data
+	// block was read.
+	FilterNegatives atomic.Uint64
+	// FilterFalsePositives counts Gets the filter answered "maybe" for a
+	// user key the table holds no version of.
+	FilterFalsePositives atomic.Uint64
+	// DataBlockReads counts data blocks a Get used, from the cache or file.
+	DataBlockReads atomic.Uint64
+	// BlockCacheHits and BlockCacheMisses split DataBlockReads when the
+	// reader has a cache.
+	BlockCacheHits   atomic.Uint64
+	BlockCacheMisses atomic.Uint64
+	// BytesRead counts bytes read from the file (blocks and trailers).
+	BytesRead atomic.Uint64
+}

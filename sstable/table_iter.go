@@ -1,0 +1,160 @@
+package sstable
+
+import (
+	"fmt"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+)
+
+// tableIter is the two-level iterator over a table: an index-block
+// iterator picks the data block, a block iterator walks it. Empty data
+// blocks cannot occur (decodeBlock rejects them), but the skip loops below
+// would step over them anyway.
+type tableIter struct {
+	r         *Reader
+	fillCache bool
+	index     blockIter
+	data      blockIter
+	err       error
+	closed    bool
+}
+
+// NewIter returns an iterator over the whole table, in both directions.
+// With fillCache false (compactions, long scans) blocks read from the file
+// do not enter the block cache, though cached blocks are still used.
+func (r *Reader) NewIter(fillCache bool) base.InternalIterator {
+	it := &tableIter{r: r, fillCache: fillCache}
+	it.index.init(r.index)
+	return it
+}
+
+var _ base.InternalIterator = (*tableIter)(nil)
+
+// loadBlock points the data iterator at the block the index iterator is on.
+func (it *tableIter) loadBlock() bool {
+	h, err := it.r.dataHandle(it.index.Key(), it.index.Value())
+	if err == nil {
+		var b *block
+		if b, err = it.r.dataBlock(h, it.fillCache, nil); err == nil {
+			it.data.init(b)
+			return true
+		}
+	}
+	it.err = err
+	it.data.clear()
+	return false
+}
+
+// forward moves to the first entry of the following blocks when the data
+// iterator has run off the end of its block.
+func (it *tableIter) forward(ok bool) bool {
+	for !ok {
+		if !it.index.Next() || !it.loadBlock() {
+			it.data.clear()
+			return false
+		}
+		ok = it.data.First()
+	}
+	return true
+}
+
+// backward is forward's mirror image.
+func (it *tableIter) backward(ok bool) bool {
+	for !ok {
+		if !it.index.Prev() || !it.loadBlock() {
+			it.data.clear()
+			return false
+		}
+		ok = it.data.Last()
+	}
+	return true
+}
+
+// usable reports whether a positioning call may proceed.
+func (it *tableIter) usable() bool {
+	if it.closed && it.err == nil {
+		it.err = fmt.Errorf("bloomkv/sstable: %s: iterator used after Close", it.r.name)
+	}
+	if it.err != nil {
+		it.data.clear()
+		return false
+	}
+	return true
+}
+
+func (it *tableIter) SeekGE(ikey []byte) bool {
+	if !it.usable() {
+		return false
+	}
+	// The first block whose index key is >= ikey holds the answer, or the
+	// answer starts the next block.
+	if !it.index.SeekGE(ikey) || !it.loadBlock() {
+		it.data.clear()
+		return false
+	}
+	return it.forward(it.data.SeekGE(ikey))
+}
+
+func (it *tableIter) SeekLT(ikey []byte) bool {
+	if !it.usable() {
+		return false
+	}
+	// Every block before the first one whose index key is >= ikey holds only
+	// keys < ikey, so the answer is in that block or the one before it.
+	if !it.index.SeekGE(ikey) && !it.index.Last() {
+		it.data.clear()
+		return false
+	}
+	if !it.loadBlock() {
+		return false
+	}
+	return it.backward(it.data.SeekLT(ikey))
+}
+
+func (it *tableIter) First() bool {
+	if !it.usable() {
+		return false
+	}
+	if !it.index.First() || !it.loadBlock() {
+		it.data.clear()
+		return false
+	}
+	return it.forward(it.data.First())
+}
+
+func (it *tableIter) Last() bool {
+	if !it.usable() {
+		return false
+	}
+	if !it.index.Last() || !it.loadBlock() {
+		it.data.clear()
+		return false
+	}
+	return it.backward(it.data.Last())
+}
+
+func (it *tableIter) Next() bool {
+	if !it.usable() || !it.data.Valid() {
+		return false
+	}
+	return it.forward(it.data.Next())
+}
+
+func (it *tableIter) Prev() bool {
+	if !it.usable() || !it.data.Valid() {
+		return false
+	}
+	return it.backward(it.data.Prev())
+}
+
+func (it *tableIter) Valid() bool   { return it.err == nil && it.data.Valid() }
+func (it *tableIter) Key() []byte   { return it.data.Key() }
+func (it *tableIter) Value() []byte { return it.data.Value() }
+func (it *tableIter) Error() error  { return it.err }
+
+func (it *tableIter) Close() error {
+	it.closed = true
+	it.index.clear()
+	it.data.clear()
+	return it.err
+}

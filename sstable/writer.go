@@ -1,0 +1,278 @@
+package sstable
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/golang/snappy"
+
+	"github.com/bloomkv/bloomkv/filter"
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/vfs"
+)
+
+// writeBufferSize batches block writes into fewer, larger file writes.
+const writeBufferSize = 256 << 10
+
+// Writer builds one table. Entries are added in increasing internal-key
+// order; Finish writes the filter, index and properties blocks and the
+// footer. A Writer is not safe for concurrent use.
+type Writer struct {
+	f    vfs.File
+	bw   *bufio.Writer
+	opts WriterOptions
+	err  error // sticky I/O error
+	done bool  // Finish or Abort was called
+
+	offset uint64 // bytes handed to bw so far
+	data   blockBuilder
+	index  blockBuilder
+	filter *filter.BlockBuilder // nil when BloomBitsPerKey <= 0
+
+	// The index entry for the last flushed data block waits for the next
+	// key, so that its separator can be shortened against it.
+	pending       blockHandle
+	pendingIndex  bool
+	lastKey       []byte
+	smallest      []byte
+	props         Properties
+	compressed    []byte // reused snappy output buffer
+	scratch       []byte // separators and handles
+	handleScratch []byte
+}
+
+// NewWriter returns a Writer that writes a table to f. Option errors are
+// reported by the first Add or by Finish.
+func NewWriter(f vfs.File, o WriterOptions) *Writer {
+	o = o.withDefaults()
+	w := &Writer{
+		f:     f,
+		bw:    bufio.NewWriterSize(f, writeBufferSize),
+		opts:  o,
+		data:  newBlockBuilder(o.RestartInterval),
+		index: newBlockBuilder(1), // every index key whole: index keys are short and few
+		err:   o.validate(),
+	}
+	if o.BloomBitsPerKey > 0 {
+		w.filter = filter.NewBlockBuilder(o.BloomBitsPerKey)
+	}
+	w.props = Properties{
+		FormatVersion:   FormatVersion,
+		BloomBitsPerKey: int64(o.BloomBitsPerKey),
+		FilterKeyName:   o.FilterKeyName,
+		Compression:     o.Compression,
+		BlockSize:       uint64(o.BlockSize),
+		RestartInterval: uint64(o.RestartInterval),
+	}
+	return w
+}
+
+// errFinished is returned by calls after Finish or Abort.
+var errFinished = errors.New("bloomkv/sstable: writer already finished")
+
+// Add appends an entry. ikey must be a valid internal key (stored kind) that
+// sorts strictly after the previous one. The Writer copies what it keeps.
+func (w *Writer) Add(ikey, value []byte) error {
+	if w.done {
+		return errFinished
+	}
+	if w.err != nil {
+		return w.err
+	}
+	ukey, seq, kind, ok := base.ParseInternalKey(ikey)
+	if !ok {
+		return fmt.Errorf("bloomkv/sstable: Add: invalid internal key %s", base.FormatInternalKey(ikey))
+	}
+	if w.props.NumEntries > 0 && base.CompareInternal(ikey, w.lastKey) <= 0 {
+		return fmt.Errorf("bloomkv/sstable: Add: key %s does not sort after %s",
+			base.FormatInternalKey(ikey), base.FormatInternalKey(w.lastKey))
+	}
+	if w.pendingIndex {
+		w.scratch = appendSeparator(w.scratch[:0], w.lastKey, ikey)
+		w.addIndexEntry(w.scratch)
+	}
+	if w.filter != nil {
+		fk := ukey
+		if w.opts.FilterKey != nil {
+			fk = w.opts.FilterKey(ukey)
+		}
+		w.filter.AddKey(fk)
+	}
+	w.data.add(ikey, value)
+	w.noteEntry(ikey, seq, kind, len(value))
+	if w.data.estimatedSize() >= w.opts.BlockSize {
+		w.flushDataBlock()
+	}
+	return w.err
+}
+
+// noteEntry updates the properties for one added entry.
+func (w *Writer) noteEntry(ikey []byte, seq uint64, kind base.Kind, valueLen int) {
+	p := &w.props
+	if p.NumEntries == 0 {
+		w.smallest = append(w.smallest[:0], ikey...)
+		p.SmallestSeq, p.LargestSeq = seq, seq
+	}
+	p.SmallestSeq = min(p.SmallestSeq, seq)
+	p.LargestSeq = max(p.LargestSeq, seq)
+	p.NumEntries++
+	if kind == base.KindDelete {
+		p.NumDeletions++
+	}
+	p.RawKeyBytes += uint64(len(ikey))
+	p.RawValueBytes += uint64(valueLen)
+	w.lastKey = append(w.lastKey[:0], ikey...)
+}
+
+func (w *Writer) addIndexEntry(sep []byte) {
+	w.handleScratch = appendHandle(w.handleScratch[:0], w.pending)
+	w.index.add(sep, w.handleScratch)
+	w.pendingIndex = false
+}
+
+func (w *Writer) flushDataBlock() {
+	h := w.writeBlock(w.data.finish(), w.opts.Compression)
+	w.data.reset()
+	w.pending, w.pendingIndex = h, true
+	w.props.NumDataBlocks++
+	w.props.DataSize += h.size + blockTrailerLen
+}
+
+// writeBlock writes a block and its trailer, compressing it when asked and
+// worthwhile, and returns its handle. Errors are sticky in w.err.
+func (w *Writer) writeBlock(raw []byte, c Compression) blockHandle {
+	stored, typ := raw, byte(NoCompression)
+	if c == SnappyCompression {
+		n := snappy.MaxEncodedLen(len(raw))
+		if cap(w.compressed) < n {
+			w.compressed = make([]byte, n)
+		}
+		enc := snappy.Encode(w.compressed[:n], raw)
+		// Compressed blocks cost CPU on every read: keep them only when they
+		// save at least 1/8 of the space.
+		if len(enc) <= len(raw)-len(raw)/8 {
+			stored, typ = enc, byte(SnappyCompression)
+		}
+	}
+	var trailer [blockTrailerLen]byte
+	trailer[0] = typ
+	binary.LittleEndian.PutUint32(trailer[1:], blockChecksum(stored, typ))
+	h := blockHandle{offset: w.offset, size: uint64(len(stored))}
+	w.write(stored)
+	w.write(trailer[:])
+	return h
+}
+
+func (w *Writer) write(p []byte) {
+	if w.err != nil {
+		return
+	}
+	if _, err := w.bw.Write(p); err != nil {
+		w.err = fmt.Errorf("bloomkv/sstable: writing table: %w", err)
+		return
+	}
+	w.offset += uint64(len(p))
+}
+
+// EstimatedSize returns the bytes written so far plus those buffered in the
+// current data block: what the file would hold if Finish ran now, less the
+// metadata blocks.
+func (w *Writer) EstimatedSize() uint64 {
+	if w.data.empty() {
+		return w.offset
+	}
+	return w.offset + uint64(w.data.estimatedSize()) + blockTrailerLen
+}
+
+// NumEntries returns the number of entries added so far.
+func (w *Writer) NumEntries() uint64 { return w.props.NumEntries }
+
+// WriterMeta describes a finished table.
+type WriterMeta struct {
+	Size                    uint64 // file size in bytes
+	Smallest, Largest       []byte // internal keys; nil for an empty table
+	SmallestSeq, LargestSeq uint64
+	NumEntries              uint64
+	Props                   Properties
+}
+
+// Finish writes the remaining data block, the filter, index and properties
+// blocks and the footer, then syncs and closes the file. It closes the file
+// on error too.
+func (w *Writer) Finish() (WriterMeta, error) {
+	if w.done {
+		return WriterMeta{}, errFinished
+	}
+	w.done = true
+	if w.err == nil {
+		w.writeMeta()
+	}
+	if w.err == nil {
+		if err := w.bw.Flush(); err != nil {
+			w.err = fmt.Errorf("bloomkv/sstable: writing table: %w", err)
+		}
+	}
+	if w.err == nil {
+		if err := w.f.Sync(); err != nil {
+			w.err = fmt.Errorf("bloomkv/sstable: syncing table: %w", err)
+		}
+	}
+	if err := w.f.Close(); err != nil && w.err == nil {
+		w.err = fmt.Errorf("bloomkv/sstable: closing table: %w", err)
+	}
+	if w.err != nil {
+		return WriterMeta{}, w.err
+	}
+	m := WriterMeta{
+		Size:        w.offset,
+		SmallestSeq: w.props.SmallestSeq,
+		LargestSeq:  w.props.LargestSeq,
+		NumEntries:  w.props.NumEntries,
+		Props:       w.props,
+	}
+	if w.props.NumEntries > 0 {
+		m.Smallest = append([]byte(nil), w.smallest...)
+		m.Largest = append([]byte(nil), w.lastKey...)
+	}
+	return m, nil
+}
+
+// writeMeta writes everything after the data blocks.
+func (w *Writer) writeMeta() {
+	if !w.data.empty() {
+		w.flushDataBlock()
+	}
+	if w.pendingIndex {
+		w.scratch = appendSuccessor(w.scratch[:0], w.lastKey)
+		w.addIndexEntry(w.scratch)
+	}
+	var ft footer
+	ft.version = FormatVersion
+	if w.filter != nil {
+		w.props.FilterKeyCount = uint64(w.filter.NumKeys())
+		w.props.FilterVariant = uint8(filter.VariantStandard)
+		// Filter bits look random: compressing them would only cost CPU.
+		ft.filter = w.writeBlock(w.filter.Finish(), NoCompression)
+		w.props.FilterSize = ft.filter.size + blockTrailerLen
+	}
+	ft.index = w.writeBlock(w.index.finish(), w.opts.Compression)
+	w.props.IndexSize = ft.index.size + blockTrailerLen
+	if w.props.NumEntries > 0 {
+		w.props.SmallestKey = append([]byte(nil), w.smallest...)
+		w.props.LargestKey = append([]byte(nil), w.lastKey...)
+	}
+	ft.props = w.writeBlock(w.props.encode(), NoCompression)
+	w.write(ft.encode())
+}
+
+// Abort closes the file without finishing the table (the caller removes
+// it). Later calls return an error.
+func (w *Writer) Abort() error {
+	if w.done {
+		return errFinished
+	}
+	w.done = true
+	return w.f.Close()
+}
