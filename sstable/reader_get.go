@@ -82,8 +82,14 @@ func (r *Reader) Get(ukey []byte, seq uint64, useFilter bool, stats *ReadStats) 
 				return st.data.Value(), base.Kind(t & 0xFF), true, nil
 			}
 		}
-		if valid {
+		// The next block can hold versions of ukey only if this block's
+		// separator has ukey as its user key (the separator is >= the
+		// search key and < the next block's first key); otherwise stop
+		// without reading a block that cannot hold it.
+		if valid && bytes.Equal(base.UserKey(st.index.Key()), ukey) {
 			valid = st.index.Next()
+		} else {
+			valid = false
 		}
 	}
 	if filtered && !sawKey && stats != nil {
