@@ -1,0 +1,63 @@
+package main
+
+// comparison sets one read workload's figures with filters beside the same
+// workload on the same tables with filters ignored.
+type comparison struct {
+	Benchmark        string `json:"benchmark"`
+	BloomBits        int    `json:"bloom_bits"`
+	DataBlocksPerGet pair   `json:"data_blocks_per_get"`
+	BytesReadPerGet  pair   `json:"bytes_read_per_get"`
+	P50us            pair   `json:"p50_us"`
+	P99us            pair   `json:"p99_us"`
+	P999us           pair   `json:"p999_us"`
+	OpsPerSec        pair   `json:"ops_per_sec"`
+}
+
+// pair is one figure in both modes; Ratio = Filters / IgnoreFilters (nil
+// when either is missing or the denominator is 0).
+type pair struct {
+	Filters       *float64 `json:"filters"`
+	IgnoreFilters *float64 `json:"ignore_filters"`
+	Ratio         *float64 `json:"ratio"`
+}
+
+func newPair(with, without *float64) pair {
+	p := pair{Filters: with, IgnoreFilters: without}
+	if with != nil && without != nil && *without != 0 {
+		r := *with / *without
+		p.Ratio = &r
+	}
+	return p
+}
+
+func ptr(v float64) *float64 { return &v }
+
+// compareResults pairs the i-th "filters" result with the i-th
+// "ignore_filters" result: both passes run the same workload list in the
+// same order.
+func compareResults(results []*result) []comparison {
+	var with, without []*result
+	for _, r := range results {
+		switch r.Pass {
+		case "filters":
+			with = append(with, r)
+		case "ignore_filters":
+			without = append(without, r)
+		}
+	}
+	var out []comparison
+	for i := range min(len(with), len(without)) {
+		w, wo := with[i], without[i]
+		out = append(out, comparison{
+			Benchmark:        w.Benchmark,
+			BloomBits:        w.BloomBits,
+			DataBlocksPerGet: newPair(w.DataBlocksPerGet, wo.DataBlocksPerGet),
+			BytesReadPerGet:  newPair(w.BytesReadPerGet, wo.BytesReadPerGet),
+			P50us:            newPair(ptr(w.P50us), ptr(wo.P50us)),
+			P99us:            newPair(ptr(w.P99us), ptr(wo.P99us)),
+			P999us:           newPair(ptr(w.P999us), ptr(wo.P999us)),
+			OpsPerSec:        newPair(ptr(w.OpsPerSec), ptr(wo.OpsPerSec)),
+		})
+	}
+	return out
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/term"
+)
+
+// Workload names accepted by -benchmarks.
+const (
+	fillSeq     = "fillseq"
+	fillRandom  = "fillrandom"
+	readRandom  = "readrandom"
+	readMissing = "readmissing"
+	readMixed   = "readmixed"
+	scanBench   = "scan"
+)
+
+var knownBenchmarks = []string{fillSeq, fillRandom, readRandom, readMissing, readMixed, scanBench}
+
+func isFill(name string) bool { return name == fillSeq || name == fillRandom }
+
+// config holds every flag. Field comments give the flag names; the flag
+// help texts in newFlagSet are the user-facing documentation.
+type config struct {
+	benchmarks       []string // -benchmarks, fills first then reads in listed order
+	num              int      // -num
+	reads            int      // -reads
+	keySize          int      // -key_size
+	valueSize        int      // -value_size
+	bloomBits        int      // -bloom_bits; <= 0 disables
+	cacheSize        int64    // -cache_size; < 0 disables
+	blockSize        int      // -block_size
+	writeBufferSize  int      // -write_buffer_size (memtable)
+	targetFileSize   int64    // -target_file_size_base
+	levelBaseBytes   int64    // -max_bytes_for_level_base
+	l0Trigger        int      // -level0_file_num_compaction_trigger
+	compression      string   // -compression
+	compressionRatio float64  // -compression_ratio
+	sync             bool     // -sync
+	db               string   // -db
+	useExistingDB    bool     // -use_existing_db
+	seed             uint64   // -seed
+	hitRatio         float64  // -hit_ratio
+	scanLength       int      // -scan_length
+	threads          int      // -threads
+	batchSize        int      // -batch_size
+	compareFilters   bool     // -compare_filters
+	sweep            []int    // -sweep, as given (0 = no filter)
+	jsonPath         string   // -json
+	csvPath          string   // -csv
+	plotPath         string   // -plot
+	progress         bool     // -progress
+
+	// flagValues is every flag's final value, by flag name, for the JSON
+	// "config" object.
+	flagValues map[string]any
+}
+
+// errHelp is returned by parseConfig when -h was given: not a failure.
+var errHelp = flag.ErrHelp
+
+// parseConfig parses args (without the program name). Usage and parse
+// errors are written to stderr by the flag package.
+func parseConfig(args []string, stderr io.Writer) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("kvbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var benchmarks, sweep, compression string
+	var seed int64
+	fs.StringVar(&benchmarks, "benchmarks", "fillrandom,readrandom,readmissing",
+		"comma list of workloads: fillseq, fillrandom (each key once, in key order / a random order), "+
+			"readrandom (present keys), readmissing (absent keys inside the key range), "+
+			"readmixed (present with probability -hit_ratio), scan (SeekGE then -scan_length entries). "+
+			"Fills run first, then the reads, in the order listed")
+	fs.IntVar(&c.num, "num", 1_000_000, "number of keys the fill writes")
+	fs.IntVar(&c.reads, "reads", -1, "operations per read workload; -1 = -num (scan: keys visited; it seeks reads/scan_length times)")
+	fs.IntVar(&c.keySize, "key_size", 16, "key size in bytes (at least 8)")
+	fs.IntVar(&c.valueSize, "value_size", 100, "value size in bytes")
+	fs.IntVar(&c.bloomBits, "bloom_bits", 10, "filter bits per key in the tables written; 0 or negative writes no filters")
+	fs.Int64Var(&c.cacheSize, "cache_size", 8<<20, "block cache bytes; negative disables the cache")
+	fs.IntVar(&c.blockSize, "block_size", 4<<10, "target uncompressed data block size in bytes")
+	fs.IntVar(&c.writeBufferSize, "write_buffer_size", 4<<20, "memtable bytes before a flush")
+	fs.Int64Var(&c.targetFileSize, "target_file_size_base", 0, "compaction output table size in bytes (0 = engine default, 2 MiB)")
+	fs.Int64Var(&c.levelBaseBytes, "max_bytes_for_level_base", 0, "size target of level 1 in bytes (0 = engine default, 10 MiB); small values give small data sets a deep tree")
+	fs.IntVar(&c.l0Trigger, "level0_file_num_compaction_trigger", 0, "level-0 tables that trigger a compaction (0 = engine default, 4)")
+	fs.StringVar(&compression, "compression", "snappy", "data block compression: snappy or none")
+	fs.Float64Var(&c.compressionRatio, "compression_ratio", 0.5, "fraction of each value that is random (the rest repeats it), so values compress to about this ratio")
+	fs.BoolVar(&c.sync, "sync", false, "fsync the write-ahead log on every write")
+	fs.StringVar(&c.db, "db", "", "database directory to create (must be empty or missing) or, with -use_existing_db, to reuse; kept after the run. Default: a temporary directory, removed at exit")
+	fs.BoolVar(&c.useExistingDB, "use_existing_db", false, "reuse the database in -db (filled by an earlier run with the same -num, -key_size, -value_size, -compression_ratio); fill workloads are skipped")
+	fs.Int64Var(&seed, "seed", 1, "seed for the fill order and the keys read")
+	fs.Float64Var(&c.hitRatio, "hit_ratio", 0.5, "readmixed: fraction of reads for present keys")
+	fs.IntVar(&c.scanLength, "scan_length", 100, "scan: entries visited after each SeekGE")
+	fs.IntVar(&c.threads, "threads", 1, "goroutines issuing the reads of each read workload")
+	fs.IntVar(&c.batchSize, "batch_size", 1, "fill: keys per write (1 = Put, more = an atomic Batch)")
+	fs.BoolVar(&c.compareFilters, "compare_filters", false, "run the read workloads twice on the same tables: consulting filters, then with Options.IgnoreFilters, and compare")
+	fs.StringVar(&sweep, "sweep", "", "comma list of bits per key (0 = no filter): load once, then for each setting recompact all tables with it and run the read workloads")
+	fs.StringVar(&c.jsonPath, "json", "", "write every figure of the report as JSON to this file")
+	fs.StringVar(&c.csvPath, "csv", "", "write one CSV row per workload run to this file")
+	fs.StringVar(&c.plotPath, "plot", "", "with -sweep: write a chart (.png or .svg) of FP rate and data blocks per absent Get against bits per key")
+	fs.BoolVar(&c.progress, "progress", isTerminal(stderr), "show progress of long phases on stderr (a bar on a terminal, plain lines otherwise); default on when stderr is a terminal")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: kvbench [flags]\n\nMeasures bloomkv point lookups and what its bloom filters buy.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))
+	}
+	c.seed = uint64(seed)
+	if c.reads == -1 {
+		c.reads = c.num
+	}
+	c.compression = compression
+
+	c.flagValues = map[string]any{}
+	fs.VisitAll(func(f *flag.Flag) {
+		c.flagValues[f.Name] = f.Value.(flag.Getter).Get()
+	})
+
+	var err error
+	if c.benchmarks, err = parseBenchmarks(benchmarks); err != nil {
+		return nil, err
+	}
+	if c.sweep, err = parseSweep(sweep); err != nil {
+		return nil, err
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func parseBenchmarks(s string) ([]string, error) {
+	var fills, reads []string
+	for name := range strings.SplitSeq(s, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		if !slices.Contains(knownBenchmarks, name) {
+			return nil, fmt.Errorf("-benchmarks: unknown workload %q (known: %s)", name, strings.Join(knownBenchmarks, ", "))
+		}
+		if isFill(name) {
+			fills = append(fills, name)
+		} else {
+			reads = append(reads, name)
+		}
+	}
+	if len(fills)+len(reads) == 0 {
+		return nil, errors.New("-benchmarks: empty list")
+	}
+	return append(fills, reads...), nil
+}
+
+func parseSweep(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		b, err := strconv.Atoi(f)
+		if err != nil || b < 0 || b > 64 {
+			return nil, fmt.Errorf("-sweep: %q is not a bits-per-key setting in [0, 64]", f)
+		}
+		out = append(out, b)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("-sweep: empty list")
+	}
+	return out, nil
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.num < 2 || c.num > 1<<31:
+		return fmt.Errorf("-num %d outside [2, 2^31]", c.num)
+	case c.reads < 1:
+		return fmt.Errorf("-reads %d below 1", c.reads)
+	case c.keySize < 8 || c.keySize > 64<<10:
+		return fmt.Errorf("-key_size %d outside [8, 65536]: kvbench needs 8 bytes to make every key unique", c.keySize)
+	case c.valueSize < 0 || c.valueSize > 16<<20:
+		return fmt.Errorf("-value_size %d outside [0, 16 MiB]", c.valueSize)
+	case c.bloomBits > 64:
+		return fmt.Errorf("-bloom_bits %d above 64", c.bloomBits)
+	case c.targetFileSize < 0 || c.levelBaseBytes < 0 || c.l0Trigger < 0:
+		return errors.New("-target_file_size_base, -max_bytes_for_level_base and -level0_file_num_compaction_trigger must not be negative (0 = engine default)")
+	case c.compression != "snappy" && c.compression != "none":
+		return fmt.Errorf("-compression %q: want snappy or none", c.compression)
+	case c.compressionRatio <= 0 || c.compressionRatio > 1:
+		return fmt.Errorf("-compression_ratio %g outside (0, 1]", c.compressionRatio)
+	case c.hitRatio < 0 || c.hitRatio > 1:
+		return fmt.Errorf("-hit_ratio %g outside [0, 1]", c.hitRatio)
+	case c.scanLength < 1:
+		return fmt.Errorf("-scan_length %d below 1", c.scanLength)
+	case c.threads < 1 || c.threads > 1024:
+		return fmt.Errorf("-threads %d outside [1, 1024]", c.threads)
+	case c.batchSize < 1:
+		return fmt.Errorf("-batch_size %d below 1", c.batchSize)
+	case c.useExistingDB && c.db == "":
+		return errors.New("-use_existing_db needs -db")
+	case c.compareFilters && len(c.sweep) > 0:
+		return errors.New("-compare_filters and -sweep are separate studies (a sweep's 0 setting already reads without filters): pick one")
+	case c.compareFilters && c.bloomBits <= 0:
+		return errors.New("-compare_filters needs tables with filters: -bloom_bits above 0")
+	case c.plotPath != "" && len(c.sweep) == 0:
+		return errors.New("-plot charts a sweep: it needs -sweep")
+	}
+	if c.plotPath != "" {
+		if ext := strings.ToLower(filepath.Ext(c.plotPath)); ext != ".png" && ext != ".svg" {
+			return fmt.Errorf("-plot %q: want a .png or .svg file", c.plotPath)
+		}
+	}
+	if !c.useExistingDB && !slices.ContainsFunc(c.benchmarks, isFill) && slices.ContainsFunc(c.benchmarks, func(s string) bool { return !isFill(s) }) {
+		return errors.New("-benchmarks has reads but no fill, and there is no -use_existing_db: the reads would see an empty database")
+	}
+	if (c.compareFilters || len(c.sweep) > 0) && !slices.ContainsFunc(c.benchmarks, func(s string) bool { return !isFill(s) }) {
+		return errors.New("-compare_filters and -sweep measure read workloads: add some to -benchmarks")
+	}
+	return nil
+}
+
+// fills returns the fill workloads to run (none when reusing a database).
+func (c *config) fills() []string {
+	if c.useExistingDB {
+		return nil
+	}
+	return slices.DeleteFunc(slices.Clone(c.benchmarks), func(s string) bool { return !isFill(s) })
+}
+
+// readWorkloads returns the read workloads in listed order.
+func (c *config) readWorkloads() []string {
+	return slices.DeleteFunc(slices.Clone(c.benchmarks), isFill)
+}
+
+// tableBits maps a bits-per-key setting to the value reported as
+// "bloom_bits": -1 when tables carry no filter.
+func tableBits(bits int) int {
+	if bits <= 0 {
+		return -1
+	}
+	return bits
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

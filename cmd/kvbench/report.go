@@ -1,0 +1,224 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// printReport writes the human-readable report: the setup, the load, the
+// tree, then the tables of the mode that ran. docs/studying-filters.md
+// explains how to read it.
+func printReport(w io.Writer, rep *report) error {
+	var sb strings.Builder
+	writeHeader(&sb, rep)
+	writeLoad(&sb, rep)
+	writeShape(&sb, "tree after load and settle", rep.Shape)
+	cfg := rep.cfg
+	switch {
+	case len(cfg.sweep) > 0:
+		writeLatency(&sb, loadResults(rep.Results))
+		writeSweep(&sb, rep)
+	default:
+		writeLatency(&sb, rep.Results)
+		writeCosts(&sb, rep.Results)
+		if cfg.compareFilters {
+			writeComparisons(&sb, rep.Comparisons)
+		}
+	}
+	for _, warn := range rep.Warnings {
+		fmt.Fprintf(&sb, "WARNING: %s\n", warn)
+	}
+	_, err := io.WriteString(w, sb.String())
+	return err
+}
+
+func writeHeader(sb *strings.Builder, rep *report) {
+	cfg, run := rep.cfg, rep.Run
+	fmt.Fprintf(sb, "kvbench  %s %s/%s, %d CPUs, started %s, %.1f s wall\n",
+		run.GoVersion, run.OS, run.Arch, run.CPUs, run.Started, run.WallSeconds)
+	fmt.Fprintf(sb, "data     %d keys of %d B, values of %d B (compressible to ~%.0f%%), %s blocks of %s\n",
+		cfg.num, cfg.keySize, cfg.valueSize, cfg.compressionRatio*100, cfg.compression, humanBytes(float64(cfg.blockSize)))
+	cache := "off"
+	if cfg.cacheSize > 0 {
+		cache = humanBytes(float64(cfg.cacheSize))
+	}
+	fmt.Fprintf(sb, "reads    %d per workload, %d thread(s), seed %d; block cache %s; filters written with %s\n",
+		cfg.reads, cfg.threads, cfg.seed, cache, bitsLabel(tableBits(cfg.bloomBits)))
+	where := rep.Run.DBDir
+	if rep.Run.DBTemporary {
+		where += " (temporary, removed)"
+	}
+	fmt.Fprintf(sb, "db       %s\n\n", where)
+}
+
+func bitsLabel(bits int) string {
+	if bits < 0 {
+		return "no filter"
+	}
+	return fmt.Sprintf("%d bits/key", bits)
+}
+
+func writeLoad(sb *strings.Builder, rep *report) {
+	l := rep.Load
+	fills := rep.cfg.fills()
+	what := "existing database"
+	if len(fills) > 0 {
+		what = strings.Join(fills, ", ")
+	}
+	fmt.Fprintf(sb, "load     %s; flush + settle %.1f s; %d flushes, %d compactions, write amplification %.2f, %d write stalls (%.1f s)\n\n",
+		what, l.SettleSeconds, l.Flushes, l.Compactions, l.WriteAmplification, l.WriteStalls, l.WriteStallSeconds)
+}
+
+func writeShape(sb *strings.Builder, title string, s shape) {
+	fmt.Fprintf(sb, "%s\n", title)
+	t := &table{}
+	t.add("level", "tables", "size")
+	for _, l := range s.Levels {
+		if l.Files > 0 {
+			t.add(fmt.Sprintf("L%d", l.Level), fmt.Sprint(l.Files), humanBytes(float64(l.Bytes)))
+		}
+	}
+	t.add("total", fmt.Sprint(s.Files), humanBytes(float64(s.Bytes)))
+	_ = t.write(sb)
+	fmt.Fprintf(sb, "filters  %s in memory for %d keys: %.2f bits/key spent\n\n",
+		humanBytes(float64(s.FilterBytes)), s.FilterKeys, s.FilterBitsPerKey)
+}
+
+func loadResults(results []*result) []*result {
+	var out []*result
+	for _, r := range results {
+		if r.Pass == "load" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// label names a result in the tables: the workload, and the pass when
+// one workload runs in several.
+func label(r *result) string {
+	switch r.Pass {
+	case "filters":
+		return r.Benchmark + " (filters)"
+	case "ignore_filters":
+		return r.Benchmark + " (ignored)"
+	case "sweep":
+		return fmt.Sprintf("%s (%s)", r.Benchmark, bitsLabel(r.BloomBits))
+	}
+	return r.Benchmark
+}
+
+func writeLatency(sb *strings.Builder, results []*result) {
+	if len(results) == 0 {
+		return
+	}
+	t := &table{}
+	t.add("latency", "ops", "ops/s", "p50 µs", "p95 µs", "p99 µs", "p99.9 µs", "max µs", "seconds")
+	for _, r := range results {
+		t.add(label(r), fmt.Sprint(r.Ops), fmt.Sprintf("%.0f", r.OpsPerSec),
+			fmtMicros(r.P50us), fmtMicros(r.P95us), fmtMicros(r.P99us), fmtMicros(r.P999us), fmtMicros(r.MaxUs),
+			fmt.Sprintf("%.2f", r.Seconds))
+	}
+	_ = t.write(sb)
+	sb.WriteString("\n")
+}
+
+func filterState(r *result) string {
+	switch {
+	case r.BloomBits < 0:
+		return "none"
+	case !r.FiltersConsulted:
+		return fmt.Sprintf("%d, ignored", r.BloomBits)
+	}
+	return fmt.Sprint(r.BloomBits)
+}
+
+func writeCosts(sb *strings.Builder, results []*result) {
+	t := &table{}
+	t.add("per Get", "bits/key", "tables", "filter neg", "filter FP", "FP rate", "theory", "data blocks", "bytes read", "cache hits", "found")
+	n := 0
+	for _, r := range results {
+		if r.Gets == 0 {
+			continue
+		}
+		n++
+		t.add(label(r), filterState(r), fmtFloat(r.TablesProbedPerGet, 3), fmtFloat(r.FilterNegativesPerGet, 3),
+			fmtFloat(r.FilterFalsePositivesPerGet, 4), fmtPercent(r.FPRateMeasured), fmtPercent(r.FPRateTheory),
+			fmtFloat(r.DataBlocksPerGet, 3), fmtFloat(r.BytesReadPerGet, 0), fmtPercent(r.CacheHitRate),
+			fmt.Sprintf("%d/%d", r.Found, r.Ops))
+	}
+	if n == 0 {
+		return
+	}
+	_ = t.write(sb)
+	sb.WriteString("\n")
+}
+
+func writeComparisons(sb *strings.Builder, cs []comparison) {
+	if len(cs) == 0 {
+		return
+	}
+	fmt.Fprintf(sb, "with vs without filters: the same tables (%s), read consulting their filters and with IgnoreFilters; ratio = with / without\n",
+		bitsLabel(cs[0].BloomBits))
+	t := &table{}
+	t.add("", "filters", "ignored", "ratio")
+	row := func(name string, p pair, prec int) {
+		if p.Filters == nil && p.IgnoreFilters == nil {
+			return // a per-Get figure of a workload without Gets (scan)
+		}
+		t.add("  "+name, fmtFloat(p.Filters, prec), fmtFloat(p.IgnoreFilters, prec), fmtFloat(p.Ratio, 3))
+	}
+	for _, c := range cs {
+		t.add(c.Benchmark, "", "", "")
+		row("data blocks/Get", c.DataBlocksPerGet, 3)
+		row("bytes read/Get", c.BytesReadPerGet, 0)
+		row("p50 µs", c.P50us, 2)
+		row("p99 µs", c.P99us, 2)
+		row("p99.9 µs", c.P999us, 2)
+		row("ops/s", c.OpsPerSec, 0)
+	}
+	_ = t.write(sb)
+	sb.WriteString("\n")
+}
+
+func writeSweep(sb *strings.Builder, rep *report) {
+	if len(rep.Sweep) > 0 {
+		s := rep.Sweep[0].Shape
+		var levels []string
+		for _, l := range s.Levels {
+			if l.Files > 0 {
+				levels = append(levels, fmt.Sprintf("L%d %d tables", l.Level, l.Files))
+			}
+		}
+		fmt.Fprintf(sb, "sweep    each setting: Compact(nil, nil) rebuilds every filter, then the reads run on a reopened database; tree: %s\n",
+			strings.Join(levels, ", "))
+		t := &table{}
+		t.add("recompaction", "seconds", "tables", "filter memory", "bits/key spent")
+		for _, st := range rep.Sweep {
+			t.add(bitsLabel(st.BloomBits), fmt.Sprintf("%.1f", st.RecompactSeconds), fmt.Sprint(st.Shape.Files),
+				humanBytes(float64(st.Shape.FilterBytes)), fmt.Sprintf("%.2f", st.Shape.FilterBitsPerKey))
+		}
+		_ = t.write(sb)
+		sb.WriteString("\n")
+	}
+	for _, name := range rep.cfg.readWorkloads() {
+		t := &table{}
+		t.add("sweep: "+name, "spent", "k", "filter mem", "FP rate", "theory", "tables/Get", "blocks/Get", "bytes/Get", "cache hits", "p50 µs", "p99 µs", "p99.9 µs", "ops/s")
+		for _, r := range rep.Results {
+			if r.Pass != "sweep" || r.Benchmark != name {
+				continue
+			}
+			k := "-"
+			if r.FilterProbes > 0 {
+				k = fmt.Sprint(r.FilterProbes)
+			}
+			t.add(bitsLabel(r.BloomBits), fmt.Sprintf("%.2f", r.FilterBitsPerKey), k, humanBytes(float64(r.FilterBytes)),
+				fmtPercent(r.FPRateMeasured), fmtPercent(r.FPRateTheory), fmtFloat(r.TablesProbedPerGet, 3),
+				fmtFloat(r.DataBlocksPerGet, 4), fmtFloat(r.BytesReadPerGet, 0), fmtPercent(r.CacheHitRate),
+				fmtMicros(r.P50us), fmtMicros(r.P99us), fmtMicros(r.P999us), fmt.Sprintf("%.0f", r.OpsPerSec))
+		}
+		_ = t.write(sb)
+		sb.WriteString("\n")
+	}
+}

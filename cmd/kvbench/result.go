@@ -1,0 +1,141 @@
+package main
+
+import (
+	"github.com/bloomkv/bloomkv"
+	"github.com/bloomkv/bloomkv/filter"
+)
+
+// result is one workload run: the unit of the report, of a "results" entry
+// in the JSON and of a CSV row. The JSON names are documented field by
+// field in docs/studying-filters.md; keep them stable. Ratios that have no
+// denominator (per-Get figures of a workload without Gets, the measured FP
+// rate when no filter was consulted, the cache hit rate without block
+// reads) are nil: null in JSON, an empty CSV cell, "-" in the text report.
+type result struct {
+	Benchmark        string `json:"benchmark"`
+	Pass             string `json:"pass"` // "load", "filters", "ignore_filters" or "sweep"
+	BloomBits        int    `json:"bloom_bits"`
+	FiltersConsulted bool   `json:"filters_consulted"`
+
+	Ops       int64   `json:"ops"`
+	Found     int64   `json:"found"`
+	Seconds   float64 `json:"seconds"`
+	OpsPerSec float64 `json:"ops_per_sec"`
+	P50us     float64 `json:"p50_us"`
+	P95us     float64 `json:"p95_us"`
+	P99us     float64 `json:"p99_us"`
+	P999us    float64 `json:"p999_us"`
+	MeanUs    float64 `json:"mean_us"`
+	MaxUs     float64 `json:"max_us"`
+
+	// Totals over the workload (Metrics deltas).
+	Gets                 uint64 `json:"gets"`
+	TablesProbed         uint64 `json:"tables_probed"`
+	FilterNegatives      uint64 `json:"filter_negatives"`
+	FilterFalsePositives uint64 `json:"filter_false_positives"`
+	DataBlockReads       uint64 `json:"data_block_reads"`
+	BlockCacheHits       uint64 `json:"block_cache_hits"`
+	BlockCacheMisses     uint64 `json:"block_cache_misses"`
+	BytesRead            uint64 `json:"bytes_read"`
+	MemtableHits         uint64 `json:"memtable_hits"`
+
+	// Per Get.
+	TablesProbedPerGet         *float64 `json:"tables_probed_per_get"`
+	FilterNegativesPerGet      *float64 `json:"filter_negatives_per_get"`
+	FilterFalsePositivesPerGet *float64 `json:"filter_false_positives_per_get"`
+	DataBlocksPerGet           *float64 `json:"data_blocks_per_get"`
+	BytesReadPerGet            *float64 `json:"bytes_read_per_get"`
+	FPRateMeasured             *float64 `json:"fp_rate_measured"`
+	FPRateTheory               *float64 `json:"fp_rate_theory"`
+	CacheHitRate               *float64 `json:"cache_hit_rate"`
+
+	// The tables the workload read (gauges at its end).
+	FilterBytes      int64   `json:"filter_bytes"`
+	FilterKeys       uint64  `json:"filter_keys"`
+	FilterBitsPerKey float64 `json:"filter_bits_per_key"`
+	FilterProbes     int     `json:"filter_probes"`
+	FilesPerLevel    []int   `json:"files_per_level"`
+}
+
+// newResult combines a workload run with the metrics it cost. bits is the
+// bits-per-key setting the tables were written with (<= 0: no filters).
+func newResult(run *workloadRun, pass string, bits int, consulted bool, d bloomkv.Metrics) *result {
+	lat := summarize(run.hist)
+	r := &result{
+		Benchmark:        run.name,
+		Pass:             pass,
+		BloomBits:        tableBits(bits),
+		FiltersConsulted: consulted && bits > 0,
+		Ops:              run.ops,
+		Found:            run.found,
+		Seconds:          run.elapsed.Seconds(),
+		OpsPerSec:        float64(run.ops) / max(run.elapsed.Seconds(), 1e-9),
+		P50us:            lat.P50,
+		P95us:            lat.P95,
+		P99us:            lat.P99,
+		P999us:           lat.P999,
+		MeanUs:           lat.Mean,
+		MaxUs:            lat.Max,
+
+		Gets:                 d.Gets,
+		TablesProbed:         d.TablesProbed,
+		FilterNegatives:      d.FilterNegatives,
+		FilterFalsePositives: d.FilterFalsePositives,
+		DataBlockReads:       d.DataBlockReads,
+		BlockCacheHits:       d.BlockCacheHits,
+		BlockCacheMisses:     d.BlockCacheMisses,
+		BytesRead:            d.BytesRead,
+		MemtableHits:         d.MemtableHits,
+	}
+	r.TablesProbedPerGet = ratio(d.TablesProbed, d.Gets)
+	r.FilterNegativesPerGet = ratio(d.FilterNegatives, d.Gets)
+	r.FilterFalsePositivesPerGet = ratio(d.FilterFalsePositives, d.Gets)
+	r.DataBlocksPerGet = ratio(d.DataBlockReads, d.Gets)
+	r.BytesReadPerGet = ratio(d.BytesRead, d.Gets)
+	// Every probe that consulted a filter for a key the table lacks ends
+	// as a negative (skipped) or a false positive (read for nothing);
+	// probes of the table that holds the key are neither, so the ratio is
+	// exact for hits, misses and mixes alike.
+	r.FPRateMeasured = ratio(d.FilterFalsePositives, d.FilterNegatives+d.FilterFalsePositives)
+	r.CacheHitRate = ratio(d.BlockCacheHits, d.BlockCacheHits+d.BlockCacheMisses)
+	r.setFilterShape(bits, d)
+	return r
+}
+
+// setFilterShape records the filter memory and the bits per key actually
+// spent, and the theoretical FP rate of filters of that shape.
+func (r *result) setFilterShape(bits int, m bloomkv.Metrics) {
+	r.FilterBytes = m.FilterBytes
+	r.FilterKeys = m.FilterKeys
+	r.FilesPerLevel = filesPerLevel(m)
+	if m.FilterKeys > 0 {
+		r.FilterBitsPerKey = float64(m.FilterBytes) * 8 / float64(m.FilterKeys)
+	}
+	switch {
+	case bits <= 0:
+		// No filter: every probe of a table lacking the key reads it.
+		one := 1.0
+		r.FPRateTheory = &one
+	case m.FilterKeys > 0:
+		r.FilterProbes = filter.NumProbes(float64(bits))
+		fp := filter.TheoreticalFPR(uint64(m.FilterBytes)*8, m.FilterKeys, r.FilterProbes)
+		r.FPRateTheory = &fp
+	}
+}
+
+func filesPerLevel(m bloomkv.Metrics) []int {
+	out := make([]int, len(m.Levels))
+	for i, l := range m.Levels {
+		out[i] = l.Files
+	}
+	return out
+}
+
+// ratio returns a/b, or nil when b is 0.
+func ratio(a, b uint64) *float64 {
+	if b == 0 {
+		return nil
+	}
+	v := float64(a) / float64(b)
+	return &v
+}

@@ -1,0 +1,33 @@
+package main
+
+import "github.com/bloomkv/bloomkv"
+
+// shape is the tree the reads ran on: tables per level and the filters'
+// memory.
+type shape struct {
+	Levels           []levelShape `json:"levels"`
+	Files            int          `json:"files"`
+	Bytes            int64        `json:"bytes"`
+	FilterBytes      int64        `json:"filter_bytes"`
+	FilterKeys       uint64       `json:"filter_keys"`
+	FilterBitsPerKey float64      `json:"filter_bits_per_key"`
+}
+
+type levelShape struct {
+	Level int   `json:"level"`
+	Files int   `json:"files"`
+	Bytes int64 `json:"bytes"`
+}
+
+func shapeOf(m bloomkv.Metrics) shape {
+	s := shape{FilterBytes: m.FilterBytes, FilterKeys: m.FilterKeys, Levels: []levelShape{}}
+	for i, l := range m.Levels {
+		s.Levels = append(s.Levels, levelShape{Level: i, Files: l.Files, Bytes: l.Bytes})
+		s.Files += l.Files
+		s.Bytes += l.Bytes
+	}
+	if m.FilterKeys > 0 {
+		s.FilterBitsPerKey = float64(m.FilterBytes) * 8 / float64(m.FilterKeys)
+	}
+	return s
+}

@@ -1,0 +1,329 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/bloomkv/bloomkv"
+)
+
+// report is everything one kvbench run measured; the JSON output is this
+// struct (documented in docs/studying-filters.md).
+type report struct {
+	Run         runInfo        `json:"run"`
+	Config      map[string]any `json:"config"`
+	Load        loadInfo       `json:"load"`
+	Shape       shape          `json:"shape"`
+	Results     []*result      `json:"results"`
+	Comparisons []comparison   `json:"comparisons,omitempty"`
+	Sweep       []sweepSetting `json:"sweep,omitempty"`
+	Warnings    []string       `json:"warnings"`
+	cfg         *config        // for the text report
+}
+
+// loadInfo describes getting the data in and the tree settled.
+type loadInfo struct {
+	SettleSeconds      float64 `json:"settle_seconds"`
+	Flushes            uint64  `json:"flushes"`
+	Compactions        uint64  `json:"compactions"`
+	WriteStalls        uint64  `json:"write_stalls"`
+	WriteStallSeconds  float64 `json:"write_stall_seconds"`
+	UserBytesWritten   uint64  `json:"user_bytes_written"`
+	WriteAmplification float64 `json:"write_amplification"`
+}
+
+// sweepSetting is one -sweep setting: how long recompacting took and the
+// tree it left.
+type sweepSetting struct {
+	BloomBits        int     `json:"bloom_bits"`
+	RecompactSeconds float64 `json:"recompact_seconds"`
+	Shape            shape   `json:"shape"`
+}
+
+// execute runs the study cfg describes and returns its report. Progress
+// goes to stderr.
+func execute(cfg *config, stderr io.Writer) (*report, error) {
+	start := time.Now()
+	rep := &report{Run: newRunInfo(start), Config: cfg.flagValues, cfg: cfg, Warnings: []string{}}
+	dir, cleanup, err := prepareDir(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	rep.Run.DBDir, rep.Run.DBTemporary = dir, cfg.db == ""
+
+	s := &study{
+		cfg: cfg,
+		dir: dir,
+		rep: rep,
+		r: &runner{
+			cfg:   cfg,
+			ks:    newKeySpace(cfg.num, cfg.keySize, cfg.valueSize, cfg.compressionRatio),
+			prog:  newProgress(cfg.progress, isTerminal(stderr), stderr),
+			fresh: !cfg.useExistingDB,
+		},
+	}
+	switch {
+	case len(cfg.sweep) > 0:
+		err = s.sweep()
+	case cfg.compareFilters:
+		err = s.compare()
+	default:
+		err = s.plain()
+	}
+	if err != nil {
+		return nil, err
+	}
+	rep.Warnings = append(rep.Warnings, foundWarnings(rep.Results)...)
+	rep.Run.WallSeconds = time.Since(start).Seconds()
+	return rep, nil
+}
+
+// prepareDir returns the database directory and what to do at exit: a new
+// temporary directory (removed), or -db, which must be empty or missing
+// unless -use_existing_db (kvbench never deletes a directory it did not
+// create).
+func prepareDir(cfg *config) (string, func(), error) {
+	if cfg.db == "" {
+		dir, err := os.MkdirTemp("", "kvbench-")
+		if err != nil {
+			return "", nil, err
+		}
+		return dir, func() { os.RemoveAll(dir) }, nil
+	}
+	entries, err := os.ReadDir(cfg.db)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && cfg.useExistingDB:
+		return "", nil, fmt.Errorf("-use_existing_db: %s does not exist", cfg.db)
+	case errors.Is(err, fs.ErrNotExist):
+		return cfg.db, func() {}, nil
+	case err != nil:
+		return "", nil, err
+	case len(entries) == 0 && cfg.useExistingDB:
+		return "", nil, fmt.Errorf("-use_existing_db: %s is empty", cfg.db)
+	case len(entries) > 0 && !cfg.useExistingDB:
+		return "", nil, fmt.Errorf("-db %s is not empty: pass -use_existing_db to reuse it, or remove it", cfg.db)
+	}
+	return cfg.db, func() {}, nil
+}
+
+// study runs the phases of one kvbench invocation.
+type study struct {
+	cfg *config
+	dir string
+	rep *report
+	r   *runner
+}
+
+// options returns the engine options for tables written with bits per key
+// (<= 0: none), read with or without consulting filters.
+func (s *study) options(bits int, ignoreFilters bool) *bloomkv.Options {
+	cache := s.cfg.cacheSize
+	if cache == 0 {
+		cache = -1 // a 0-byte cache is no cache (the engine reads 0 as "default")
+	}
+	compression := bloomkv.SnappyCompression
+	if s.cfg.compression == "none" {
+		compression = bloomkv.NoCompression
+	}
+	return &bloomkv.Options{
+		MemtableSize:    s.cfg.writeBufferSize,
+		BlockSize:       s.cfg.blockSize,
+		Compression:     compression,
+		BloomBitsPerKey: tableBits(bits),
+		BlockCacheSize:  cache,
+		Sync:            s.cfg.sync,
+		IgnoreFilters:   ignoreFilters,
+
+		TargetFileSize:        s.cfg.targetFileSize,
+		LBaseMaxBytes:         s.cfg.levelBaseBytes,
+		L0CompactionThreshold: s.cfg.l0Trigger,
+	}
+}
+
+func (s *study) open(bits int, ignoreFilters bool) (*bloomkv.DB, error) {
+	db, err := bloomkv.Open(s.dir, s.options(bits, ignoreFilters))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", s.dir, err)
+	}
+	return db, nil
+}
+
+// withDB opens the database, runs f and closes it, reporting the first
+// error.
+func (s *study) withDB(bits int, ignoreFilters bool, f func(*bloomkv.DB) error) (err error) {
+	db, err := s.open(bits, ignoreFilters)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := db.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("close: %w", cerr)
+		}
+	}()
+	return f(db)
+}
+
+// plain: load, then one read pass on the same open database.
+func (s *study) plain() error {
+	return s.withDB(s.cfg.bloomBits, false, func(db *bloomkv.DB) error {
+		if err := s.load(db); err != nil {
+			return err
+		}
+		return s.readPass(db, "read", s.cfg.bloomBits, true)
+	})
+}
+
+// compare: load, then two read passes over the same tables, each on a
+// freshly opened database (so both start with a cold block cache):
+// consulting filters, then ignoring them.
+func (s *study) compare() error {
+	if err := s.withDB(s.cfg.bloomBits, false, s.load); err != nil {
+		return err
+	}
+	if err := s.withDB(s.cfg.bloomBits, false, func(db *bloomkv.DB) error {
+		return s.readPass(db, "filters", s.cfg.bloomBits, true)
+	}); err != nil {
+		return err
+	}
+	if err := s.withDB(s.cfg.bloomBits, true, func(db *bloomkv.DB) error {
+		return s.readPass(db, "ignore_filters", s.cfg.bloomBits, false)
+	}); err != nil {
+		return err
+	}
+	s.rep.Comparisons = compareResults(s.rep.Results)
+	return nil
+}
+
+// sweep: load once, then per setting recompact every table with that many
+// bits per key and run the read workloads on a freshly opened database.
+func (s *study) sweep() error {
+	if err := s.withDB(s.cfg.bloomBits, false, s.load); err != nil {
+		return err
+	}
+	for _, bits := range s.cfg.sweep {
+		setting := sweepSetting{BloomBits: tableBits(bits)}
+		if err := s.withDB(bits, false, func(db *bloomkv.DB) error {
+			secs, err := s.recompact(db, bits)
+			setting.RecompactSeconds = secs
+			setting.Shape = shapeOf(db.Metrics())
+			return err
+		}); err != nil {
+			return err
+		}
+		s.rep.Sweep = append(s.rep.Sweep, setting)
+		if err := s.withDB(bits, false, func(db *bloomkv.DB) error {
+			return s.readPass(db, "sweep", bits, true)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// load runs the fill workloads, flushes and waits for the tree to settle.
+func (s *study) load(db *bloomkv.DB) error {
+	before := db.Metrics()
+	for _, name := range s.cfg.fills() {
+		m0 := db.Metrics()
+		run, err := s.r.fill(db, name)
+		if err != nil {
+			return err
+		}
+		s.rep.Results = append(s.rep.Results, newResult(run, "load", s.cfg.bloomBits, true, db.Metrics().Sub(m0)))
+	}
+	settleStart := time.Now()
+	// Flush so that every Get is answered by tables, the thing studied.
+	if err := db.Flush(); err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
+	if err := s.settle(db, "settle (compactions)"); err != nil {
+		return err
+	}
+	after := db.Metrics()
+	d := after.Sub(before)
+	s.rep.Load = loadInfo{
+		SettleSeconds:      time.Since(settleStart).Seconds(),
+		Flushes:            d.Flushes,
+		Compactions:        d.Compactions,
+		WriteStalls:        d.WriteStalls,
+		WriteStallSeconds:  d.WriteStallTime.Seconds(),
+		UserBytesWritten:   d.UserBytesWritten,
+		WriteAmplification: d.WriteAmplification(),
+	}
+	s.rep.Shape = shapeOf(after)
+	return nil
+}
+
+// settle waits for background flushes and compactions, showing the bytes
+// they write.
+func (s *study) settle(db *bloomkv.DB, name string) error {
+	base := db.Metrics()
+	stop := s.r.prog.start(name, 0, unitBytes, func() int64 {
+		m := db.Metrics()
+		return int64(m.CompactionBytesWritten - base.CompactionBytesWritten + m.FlushBytesWritten - base.FlushBytesWritten)
+	})
+	defer stop()
+	if err := db.WaitForCompactions(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// recompact rewrites every table with the database's current filter
+// setting: Compact(nil, nil) rebuilds each filter written with other
+// settings (and leaves one sorted run). Progress is shown against the
+// tree's size, the least the compaction must write.
+func (s *study) recompact(db *bloomkv.DB, bits int) (float64, error) {
+	begin := time.Now()
+	base := db.Metrics()
+	var total int64
+	for _, l := range base.Levels {
+		total += l.Bytes
+	}
+	name := fmt.Sprintf("recompact %d bits/key", max(0, bits))
+	stop := s.r.prog.start(name, total, unitBytes, func() int64 {
+		return int64(db.Metrics().CompactionBytesWritten - base.CompactionBytesWritten)
+	})
+	err := db.Compact(nil, nil)
+	if err == nil {
+		err = db.WaitForCompactions()
+	}
+	stop()
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return time.Since(begin).Seconds(), nil
+}
+
+// readPass runs every read workload once on db.
+func (s *study) readPass(db *bloomkv.DB, pass string, bits int, consulted bool) error {
+	for _, name := range s.cfg.readWorkloads() {
+		m0 := db.Metrics()
+		run, err := s.r.read(db, name)
+		if err != nil {
+			return err
+		}
+		s.rep.Results = append(s.rep.Results, newResult(run, pass, bits, consulted, db.Metrics().Sub(m0)))
+	}
+	return nil
+}
+
+// foundWarnings flags reads whose found counts betray a database filled
+// with other flags (errors stop a fresh run before this).
+func foundWarnings(results []*result) []string {
+	var out []string
+	for _, r := range results {
+		switch {
+		case r.Benchmark == readRandom && r.Found != r.Ops:
+			out = append(out, fmt.Sprintf("%s (%s): only %d of %d present keys found: was the database filled with the same -num and -key_size?", r.Benchmark, r.Pass, r.Found, r.Ops))
+		case r.Benchmark == readMissing && r.Found != 0:
+			out = append(out, fmt.Sprintf("%s (%s): %d absent keys found: was the database filled with the same -num and -key_size?", r.Benchmark, r.Pass, r.Found))
+		}
+	}
+	return out
+}
