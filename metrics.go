@@ -39,8 +39,12 @@ type Metrics struct {
 	WriteSlowdowns uint64
 
 	// Bytes, for write amplification.
-	UserBytesWritten  uint64 // keys and values passed to Put/Delete/Write
-	WALBytesWritten   uint64 // bytes appended to write-ahead logs
+	UserBytesWritten uint64 // keys and values passed to Put/Delete/Write
+	WALBytesWritten  uint64 // bytes appended to write-ahead logs
+	// WALRecords counts log records; group commit makes it smaller than
+	// the number of writes when writers overlap.
+	WALRecords        uint64
+	WALSyncs          uint64
 	FlushBytesWritten uint64 // bytes of tables written by flushes
 	// CompactionBytesRead/Written total the per-level figures.
 	CompactionBytesRead    uint64
@@ -102,6 +106,8 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 	d.WriteSlowdowns -= earlier.WriteSlowdowns
 	d.UserBytesWritten -= earlier.UserBytesWritten
 	d.WALBytesWritten -= earlier.WALBytesWritten
+	d.WALRecords -= earlier.WALRecords
+	d.WALSyncs -= earlier.WALSyncs
 	d.FlushBytesWritten -= earlier.FlushBytesWritten
 	d.CompactionBytesRead -= earlier.CompactionBytesRead
 	d.CompactionBytesWritten -= earlier.CompactionBytesWritten
@@ -125,8 +131,8 @@ func (m Metrics) String() string {
 	fmt.Fprintf(&sb, "gets %d: tables probed %d, filter negatives %d, false positives %d, data blocks %d (cache hits %d, misses %d), bytes read %s, memtable hits %d\n",
 		m.Gets, m.TablesProbed, m.FilterNegatives, m.FilterFalsePositives, m.DataBlockReads,
 		m.BlockCacheHits, m.BlockCacheMisses, humanBytes(m.BytesRead), m.MemtableHits)
-	fmt.Fprintf(&sb, "writes: user %s, wal %s, flushed %s, compacted %s, write amplification %.2f; flushes %d, stalls %d (%s), slowdowns %d\n",
-		humanBytes(m.UserBytesWritten), humanBytes(m.WALBytesWritten), humanBytes(m.FlushBytesWritten),
+	fmt.Fprintf(&sb, "writes: user %s, wal %s in %d records (%d syncs), flushed %s, compacted %s, write amplification %.2f; flushes %d, stalls %d (%s), slowdowns %d\n",
+		humanBytes(m.UserBytesWritten), humanBytes(m.WALBytesWritten), m.WALRecords, m.WALSyncs, humanBytes(m.FlushBytesWritten),
 		humanBytes(m.CompactionBytesWritten), m.WriteAmplification(), m.Flushes, m.WriteStalls,
 		m.WriteStallTime.Round(time.Microsecond), m.WriteSlowdowns)
 	fmt.Fprintf(&sb, "memory: filters %s (%d keys), block cache %s, memtables %s, open tables %d\n",
@@ -155,6 +161,7 @@ type dbCounters struct {
 	flushes, compactions                         atomic.Uint64
 	writeStalls, writeStallNanos, writeSlowdowns atomic.Uint64
 	userBytes, walBytes, flushBytes              atomic.Uint64
+	walRecords, walSyncs                         atomic.Uint64
 	levelCompIn, levelCompOut, levelCompactions  [manifest.NumLevels]atomic.Uint64
 }
 
@@ -179,6 +186,8 @@ func (db *DB) Metrics() Metrics {
 	m.WriteSlowdowns = c.writeSlowdowns.Load()
 	m.UserBytesWritten = c.userBytes.Load()
 	m.WALBytesWritten = c.walBytes.Load()
+	m.WALRecords = c.walRecords.Load()
+	m.WALSyncs = c.walSyncs.Load()
 	m.FlushBytesWritten = c.flushBytes.Load()
 
 	m.Levels = make([]LevelMetrics, manifest.NumLevels)

@@ -139,7 +139,9 @@ func (db *DB) writeToLog(log *wal.Writer, rep []byte) error {
 		return err
 	}
 	db.counters.walBytes.Add(uint64(log.Size() - before))
+	db.counters.walRecords.Add(1)
 	if db.opts.Sync {
+		db.counters.walSyncs.Add(1)
 		return log.Sync()
 	}
 	return nil
