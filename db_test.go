@@ -139,6 +139,11 @@ func TestRandomizedAgainstModel(t *testing.T) {
 	for _, fsKind := range []string{"mem", "os"} {
 		t.Run(fsKind, func(t *testing.T) {
 			seed := uint64(1)
+			if s := os.Getenv("BLOOMKV_SEED"); s != "" {
+				// Soak: BLOOMKV_SEED=n go test -run Randomized
+				fmt.Sscan(s, &seed)
+			}
+			t.Logf("seed %d", seed)
 			rng := rand.New(rand.NewPCG(seed, 42))
 			var fs vfs.FS = vfs.NewMem()
 			dir := "/db"
@@ -150,6 +155,7 @@ func TestRandomizedAgainstModel(t *testing.T) {
 			defer func() { db.Close() }()
 			m := model{}
 			var snaps []openSnapshot
+			var total Metrics // counters summed over reopens
 			steps := 6000
 			if testing.Short() {
 				steps = 2000
@@ -247,6 +253,10 @@ func TestRandomizedAgainstModel(t *testing.T) {
 						s.s.Close()
 					}
 					snaps = nil
+					before := db.Metrics()
+					total.Flushes += before.Flushes
+					total.Compactions += before.Compactions
+					total.TablesProbed += before.TablesProbed
 					if err := db.Close(); err != nil {
 						t.Fatal(err)
 					}
@@ -265,9 +275,13 @@ func TestRandomizedAgainstModel(t *testing.T) {
 			checkIter(t, rng, it, m, nil, nil, "final iter")
 			it.Close()
 			met := db.Metrics()
-			t.Logf("metrics:\n%s", met)
-			if met.Flushes == 0 || met.Compactions == 0 || met.TablesProbed == 0 {
-				t.Fatalf("workload too small to exercise tables: %+v", met)
+			t.Logf("metrics since the last reopen:\n%s", met)
+			total.Flushes += met.Flushes
+			total.Compactions += met.Compactions
+			total.TablesProbed += met.TablesProbed
+			if total.Flushes == 0 || total.Compactions == 0 || total.TablesProbed == 0 {
+				t.Fatalf("workload too small to exercise tables: %d flushes, %d compactions, %d tables probed",
+					total.Flushes, total.Compactions, total.TablesProbed)
 			}
 		})
 	}

@@ -1,0 +1,464 @@
+package main
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/vfs"
+	"github.com/bloomkv/bloomkv/wal"
+)
+
+// sharedDB is one database built once for the tests that only read it or
+// damage a copy of it.
+var sharedDB struct {
+	once sync.Once
+	dir  string
+}
+
+func cleanDB(t *testing.T) string {
+	t.Helper()
+	sharedDB.once.Do(func() {
+		// Built outside any test's TempDir so it outlives the first test;
+		// TestMain removes it.
+		dir, err := os.MkdirTemp("", "kvtool-shared-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := buildDB(t, smallDB)
+		for _, name := range mustList(t, src) {
+			data, err := os.ReadFile(filepath.Join(src, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sharedDB.dir = dir
+	})
+	if sharedDB.dir == "" {
+		t.Fatal("shared database was not built")
+	}
+	return copyDir(t, sharedDB.dir)
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sharedDB.dir != "" {
+		os.RemoveAll(sharedDB.dir)
+	}
+	os.Exit(code)
+}
+
+func mustList(t testing.TB, dir string) []string {
+	t.Helper()
+	names, err := vfs.Default.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+func TestCheckClean(t *testing.T) {
+	dir := cleanDB(t)
+	code, out, errOut := runTool(t, "check", dir)
+	if code != exitOK {
+		t.Fatalf("check of a clean database exited %d:\n%s%s", code, out, errOut)
+	}
+	// Background work may leave an obsolete log behind at Close: a note.
+	if strings.Contains(out, "ERROR") || strings.Contains(out, "WARN") {
+		t.Errorf("clean database has errors or warnings:\n%s", out)
+	}
+	for _, want := range []string{"0 errors, 0 warnings", ": OK", "LEVEL", "TABLE", "LOG", "verified", "read order: scanned"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// The database has tables at level 0 and deeper, and a live log with
+	// the writes left unflushed: the check must have seen all of them.
+	tables := filesOfType(t, dir, base.FileTypeTable)
+	if len(tables) < 3 {
+		t.Fatalf("test database has only %d tables", len(tables))
+	}
+	for _, name := range tables {
+		if !strings.Contains(out, name) {
+			t.Errorf("output does not list %s", name)
+		}
+	}
+	if !strings.Contains(out, "L0 ") || !strings.Contains(out, "L1 ") {
+		t.Errorf("expected tables at L0 and L1:\n%s", out)
+	}
+}
+
+func TestCheckJSON(t *testing.T) {
+	dir := cleanDB(t)
+	code, out, _ := runTool(t, "check", "-json", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	var rep struct {
+		Dir      string
+		Manifest struct {
+			Name    string
+			Edits   int
+			LastSeq uint64 `json:"last_seq"`
+		}
+		Tables []struct {
+			File    string
+			Level   *int
+			Entries uint64
+			Filter  string
+			Status  string
+		}
+		Logs []struct {
+			File    string
+			Live    bool
+			Ops     uint64
+			LastSeq uint64 `json:"last_seq"`
+			Status  string
+		}
+		ReadOrder struct {
+			Entries  uint64
+			UserKeys uint64 `json:"user_keys"`
+		} `json:"read_order"`
+		Findings []any
+		Errors   int
+		Warnings int
+		OK       bool
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	if !rep.OK || rep.Errors != 0 || rep.Warnings != 0 || rep.Dir != dir {
+		t.Fatalf("report: ok=%v errors=%d warnings=%d findings=%v dir=%q", rep.OK, rep.Errors, rep.Warnings, rep.Findings, rep.Dir)
+	}
+	if !strings.HasPrefix(rep.Manifest.Name, "MANIFEST-") || rep.Manifest.Edits < 2 {
+		t.Errorf("manifest %+v", rep.Manifest)
+	}
+	var entries uint64
+	for _, tr := range rep.Tables {
+		if tr.Status != statusOK || tr.Level == nil || tr.Filter != filterVerified {
+			t.Errorf("table %+v", tr)
+		}
+		entries += tr.Entries
+	}
+	if len(rep.Tables) != len(filesOfType(t, dir, base.FileTypeTable)) {
+		t.Errorf("%d tables reported", len(rep.Tables))
+	}
+	// buildDB: keys, then every third key overwritten or deleted.
+	want := uint64(smallDB.keys + (smallDB.keys+2)/3)
+	if entries != want || rep.ReadOrder.Entries != want || rep.ReadOrder.UserKeys != uint64(smallDB.keys) {
+		t.Errorf("tables hold %d entries, read order scanned %d over %d user keys; want %d over %d",
+			entries, rep.ReadOrder.Entries, rep.ReadOrder.UserKeys, want, smallDB.keys)
+	}
+	var logOps uint64
+	for _, l := range rep.Logs {
+		if l.Live {
+			logOps += l.Ops
+		}
+	}
+	if logOps != uint64(smallDB.unflushed) {
+		t.Errorf("live logs hold %d operations, want %d", logOps, smallDB.unflushed)
+	}
+}
+
+// TestCheckFlippedTableByte damages one byte of one table at random, many
+// times: every table byte is covered by a checksum, so check must always
+// fail and name the damaged file.
+func TestCheckFlippedTableByte(t *testing.T) {
+	src := cleanDB(t)
+	tables := filesOfType(t, src, base.FileTypeTable)
+	rng := rand.New(rand.NewPCG(5, 8))
+	iters := 40
+	if testing.Short() {
+		iters = 10
+	}
+	for i := 0; i < iters; i++ {
+		dir := copyDir(t, src)
+		name := tables[rng.IntN(len(tables))]
+		path := filepath.Join(dir, name)
+		off := rng.Int64N(fileSize(t, path))
+		mask := byte(1 << rng.IntN(8))
+		xorByte(t, path, off, mask)
+		code, out, _ := runTool(t, "check", "-q", dir)
+		if code != exitProblems {
+			t.Fatalf("%s byte %d ^= %#x: check exited %d:\n%s", name, off, mask, code, out)
+		}
+		wantFinding(t, out, "ERROR", name, "corruption")
+	}
+}
+
+func TestCheckMissingTable(t *testing.T) {
+	dir := cleanDB(t)
+	name := filesOfType(t, dir, base.FileTypeTable)[0]
+	if err := os.Remove(filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runTool(t, "check", dir)
+	if code != exitProblems {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	wantFinding(t, out, "ERROR", name, "missing", "not in the directory")
+}
+
+func TestCheckTruncatedTable(t *testing.T) {
+	dir := cleanDB(t)
+	name := filesOfType(t, dir, base.FileTypeTable)[1]
+	path := filepath.Join(dir, name)
+	if err := os.Truncate(path, fileSize(t, path)-10); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runTool(t, "check", dir)
+	if code != exitProblems {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	wantFinding(t, out, "ERROR", name, "size mismatch")
+	wantFinding(t, out, "ERROR", name, "footer")
+}
+
+func TestCheckOrphans(t *testing.T) {
+	dir := cleanDB(t)
+	tables := filesOfType(t, dir, base.FileTypeTable)
+	data, err := os.ReadFile(filepath.Join(dir, tables[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A table numbered past everything: an interrupted flush's output.
+	if err := os.WriteFile(filepath.Join(dir, "999999.sst"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A table the history shows compacted away (buildDB compacts its
+	// first round of flushes).
+	deleted := deletedTable(t, dir)
+	if err := os.WriteFile(filepath.Join(dir, deleted), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "000042.tmp"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runTool(t, "check", dir)
+	if code != exitOK {
+		t.Fatalf("orphans alone are warnings, but check exited %d:\n%s", code, out)
+	}
+	wantFinding(t, out, "WARN", "999999.sst", "orphaned table", "interrupted flush or compaction")
+	wantFinding(t, out, "WARN", deleted, "orphaned table", "deleted from level", "by edit")
+	wantFinding(t, out, "NOTE", "000042.tmp", "temporary file")
+	if code, out, _ := runTool(t, "check", "-strict", dir); code != exitProblems {
+		t.Fatalf("-strict with orphans exited %d:\n%s", code, out)
+	}
+}
+
+// TestCheckLogTornTail cuts the live log inside its last record: a crash
+// artefact that Open drops silently, so check notes it and passes.
+func TestCheckLogTornTail(t *testing.T) {
+	dir := cleanDB(t)
+	logs := filesOfType(t, dir, base.FileTypeLog)
+	path := filepath.Join(dir, logs[len(logs)-1])
+	size := fileSize(t, path)
+	if err := os.Truncate(path, size-5); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runTool(t, "check", dir)
+	if code != exitOK {
+		t.Fatalf("a torn log tail is not an error, but check exited %d:\n%s", code, out)
+	}
+	wantFinding(t, out, "NOTE", logs[len(logs)-1], "torn tail")
+}
+
+// TestCheckLogCorrupt damages the first block of a log that goes on past
+// it: that is real damage, not a torn tail.
+func TestCheckLogCorrupt(t *testing.T) {
+	shape := smallDB
+	shape.opts.MemtableSize = 1 << 20
+	shape.unflushed = 2000 // about 80 KiB of log: two blocks and more
+	dir := buildDB(t, shape)
+	logs := filesOfType(t, dir, base.FileTypeLog)
+	name := logs[len(logs)-1]
+	path := filepath.Join(dir, name)
+	if fileSize(t, path) <= 2*wal.BlockSize {
+		t.Fatalf("log %s is only %d bytes", name, fileSize(t, path))
+	}
+	xorByte(t, path, 100, 0x40)
+	code, out, _ := runTool(t, "check", dir)
+	if code != exitProblems {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	wantFinding(t, out, "ERROR", name, "corruption")
+}
+
+// TestCheckBadBatch writes a log whose framing is intact but whose record
+// is not a write batch.
+func TestCheckBadBatch(t *testing.T) {
+	dir := cleanDB(t)
+	name := base.MakeFilename(base.FileTypeLog, 99999)
+	f, err := vfs.Default.Create(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := wal.NewWriter(f)
+	if _, err := w.AddRecord([]byte("not a batch at all")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runTool(t, "check", dir)
+	if code != exitProblems {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	wantFinding(t, out, "ERROR", name, "record at offset 0")
+}
+
+func TestCheckMissingLog(t *testing.T) {
+	dir := cleanDB(t)
+	for _, name := range filesOfType(t, dir, base.FileTypeLog) {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, _ := runTool(t, "check", dir)
+	if code != exitProblems {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if !strings.Contains(out, "the manifest's log number names this log") {
+		t.Fatalf("missing log not reported:\n%s", out)
+	}
+}
+
+func TestCheckManifestDamage(t *testing.T) {
+	t.Run("first edit", func(t *testing.T) {
+		dir := cleanDB(t)
+		name := filesOfType(t, dir, base.FileTypeManifest)[0]
+		xorByte(t, filepath.Join(dir, name), 8, 0x01) // inside the snapshot edit
+		code, out, _ := runTool(t, "check", dir)
+		if code != exitProblems {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		wantFinding(t, out, "ERROR", name)
+		// Tables are still checked, on their own.
+		for _, tbl := range filesOfType(t, dir, base.FileTypeTable) {
+			if !strings.Contains(out, tbl) {
+				t.Errorf("table %s not checked without a manifest", tbl)
+			}
+		}
+	})
+	t.Run("compaction edit", func(t *testing.T) {
+		// Damage in the last block looks like a crash's torn tail, so the
+		// manifest replays without the later edits. Check still fails: the
+		// tables the dropped compaction deleted are missing, and so is the
+		// log the manifest's older log number names.
+		dir := cleanDB(t)
+		name := filesOfType(t, dir, base.FileTypeManifest)[0]
+		hist := readHistory(vfs.Default, filepath.Join(dir, name))
+		if len(hist.edits) < 8 {
+			t.Fatalf("manifest has %d edits", len(hist.edits))
+		}
+		xorByte(t, filepath.Join(dir, name), hist.edits[len(hist.edits)-3].offset+10, 0x01)
+		code, out, _ := runTool(t, "check", dir)
+		if code != exitProblems {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		wantFinding(t, out, "NOTE", name, "torn tail")
+		if !strings.Contains(out, "writes lost") {
+			t.Fatalf("the writes between the truncated manifest and the live logs are not reported lost:\n%s", out)
+		}
+	})
+	t.Run("CURRENT", func(t *testing.T) {
+		dir := cleanDB(t)
+		if err := os.WriteFile(filepath.Join(dir, "CURRENT"), []byte("MANIFEST-0000x3\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, _ := runTool(t, "check", dir)
+		if code != exitProblems {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		wantFinding(t, out, "ERROR", "CURRENT", "not a manifest name")
+	})
+	t.Run("no CURRENT", func(t *testing.T) {
+		dir := cleanDB(t)
+		if err := os.Remove(filepath.Join(dir, "CURRENT")); err != nil {
+			t.Fatal(err)
+		}
+		code, out, _ := runTool(t, "check", dir)
+		if code != exitProblems {
+			t.Fatalf("exit %d:\n%s", code, out)
+		}
+		wantFinding(t, out, "ERROR", "CURRENT", "missing")
+	})
+}
+
+func TestCheckNotADatabase(t *testing.T) {
+	code, out, _ := runTool(t, "check", t.TempDir())
+	if code != exitProblems || !strings.Contains(out, "not a database") {
+		t.Fatalf("empty dir: exit %d:\n%s", code, out)
+	}
+	code, out, _ = runTool(t, "check", filepath.Join(t.TempDir(), "nope"))
+	if code != exitProblems || !strings.Contains(out, "list") {
+		t.Fatalf("missing dir: exit %d:\n%s", code, out)
+	}
+}
+
+// TestCheckReadsOnly: check, sst and manifest leave every file as it was
+// (no LOCK taken, nothing replayed, rewritten or deleted), even on a
+// database with orphans and a torn log that Open would clean up.
+func TestCheckReadsOnly(t *testing.T) {
+	dir := cleanDB(t)
+	tables := filesOfType(t, dir, base.FileTypeTable)
+	data, _ := os.ReadFile(filepath.Join(dir, tables[0]))
+	os.WriteFile(filepath.Join(dir, "999999.sst"), data, 0o644)
+	before := snapshotDir(t, dir)
+	runTool(t, "check", dir)
+	runTool(t, "check", "-json", dir)
+	runTool(t, "manifest", dir)
+	runTool(t, "sst", "-blocks", filepath.Join(dir, tables[0]))
+	after := snapshotDir(t, dir)
+	if len(before) != len(after) {
+		t.Fatalf("files before %v, after %v", keys(before), keys(after))
+	}
+	for name, content := range before {
+		if after[name] != content {
+			t.Errorf("%s changed", name)
+		}
+	}
+}
+
+func snapshotDir(t *testing.T, dir string) map[string]string {
+	m := map[string]string{}
+	for _, name := range mustList(t, dir) {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[name] = string(data)
+	}
+	return m
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// deletedTable returns the name of a table that an edit of dir's manifest
+// deleted and no later edit added back.
+func deletedTable(t *testing.T, dir string) string {
+	t.Helper()
+	name := filesOfType(t, dir, base.FileTypeManifest)[0]
+	h := readHistory(vfs.Default, filepath.Join(dir, name))
+	for num, ev := range h.fileEvents() {
+		if ev.deleted > 0 {
+			return base.MakeFilename(base.FileTypeTable, num)
+		}
+	}
+	t.Fatalf("no edit of %s deletes a table", name)
+	return ""
+}
