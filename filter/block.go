@@ -14,6 +14,10 @@ type Variant uint8
 const (
 	// VariantStandard is a classic bloom filter over the whole bit array.
 	VariantStandard Variant = 1
+	// VariantBlocked confines each key's probes to one 512-bit block (one
+	// cache line): faster probes, a somewhat higher false-positive rate at
+	// equal bits per key. See blocked.go.
+	VariantBlocked Variant = 2
 )
 
 // blockTrailerLen is numKeys (4) + k (1) + variant (1).
@@ -27,13 +31,23 @@ const minBits = 64
 // repeated under a FilterKey extractor) are added once.
 type BlockBuilder struct {
 	bitsPerKey int
+	variant    Variant
 	hashes     []uint64
 }
 
 // NewBlockBuilder returns a builder spending bitsPerKey bits per distinct key
 // (bitsPerKey must be >= 1).
 func NewBlockBuilder(bitsPerKey int) *BlockBuilder {
-	return &BlockBuilder{bitsPerKey: max(1, bitsPerKey)}
+	return &BlockBuilder{bitsPerKey: max(1, bitsPerKey), variant: VariantStandard}
+}
+
+// NewBlockBuilderVariant is NewBlockBuilder for a chosen layout variant,
+// VariantStandard or VariantBlocked.
+func NewBlockBuilderVariant(bitsPerKey int, v Variant) (*BlockBuilder, error) {
+	if v != VariantStandard && v != VariantBlocked {
+		return nil, invalidArgf("filter block variant %d is not %d (standard) or %d (blocked)", v, VariantStandard, VariantBlocked)
+	}
+	return &BlockBuilder{bitsPerKey: max(1, bitsPerKey), variant: v}, nil
 }
 
 // AddKey adds a key's hash.
@@ -53,16 +67,20 @@ func (b *BlockBuilder) NumKeys() int { return len(b.hashes) }
 // Finish encodes the filter block and resets the builder.
 func (b *BlockBuilder) Finish() []byte {
 	n := uint64(len(b.hashes))
-	m := roundBits(n * uint64(b.bitsPerKey))
 	k := NumProbes(float64(b.bitsPerKey))
+	set := setBits
+	m := roundBits(n * uint64(b.bitsPerKey))
+	if b.variant == VariantBlocked {
+		set, m = setBitsBlocked, blockedBits(n*uint64(b.bitsPerKey))
+	}
 	out := make([]byte, m/8+blockTrailerLen)
 	array := out[:m/8]
 	for _, h := range b.hashes {
-		setBits(array, m, k, h)
+		set(array, m, k, h)
 	}
 	binary.LittleEndian.PutUint32(out[m/8:], uint32(min(n, math.MaxUint32)))
 	out[m/8+4] = byte(k)
-	out[m/8+5] = byte(VariantStandard)
+	out[m/8+5] = byte(b.variant)
 	b.hashes = b.hashes[:0]
 	return out
 }
@@ -122,8 +140,10 @@ func DecodeBlock(data []byte) (Block, error) {
 		variant: Variant(t[5]),
 	}
 	switch {
-	case b.variant != VariantStandard:
+	case b.variant != VariantStandard && b.variant != VariantBlocked:
 		return Block{}, base.CorruptionErrorf("bloomkv/filter: unknown filter variant %d", b.variant)
+	case b.variant == VariantBlocked && arrayLen%blockedBlockBytes != 0:
+		return Block{}, base.CorruptionErrorf("bloomkv/filter: blocked bit array of %d bytes is not a whole number of %d-byte blocks", arrayLen, blockedBlockBytes)
 	case b.k < 1 || b.k > MaxProbes:
 		return Block{}, base.CorruptionErrorf("bloomkv/filter: probe count %d outside [1, %d]", b.k, MaxProbes)
 	case arrayLen == 0 || arrayLen%8 != 0:
@@ -136,7 +156,12 @@ func DecodeBlock(data []byte) (Block, error) {
 func (b Block) MayContain(key []byte) bool { return b.MayContainHash(Hash(key)) }
 
 // MayContainHash is MayContain for a pre-computed Hash.
-func (b Block) MayContainHash(h uint64) bool { return testBits(b.array, b.m, b.k, h) }
+func (b Block) MayContainHash(h uint64) bool {
+	if b.variant == VariantBlocked {
+		return testBitsBlocked(b.array, b.m, b.k, h)
+	}
+	return testBits(b.array, b.m, b.k, h)
+}
 
 // NumKeys returns the number of distinct keys the filter was built from.
 func (b Block) NumKeys() int { return int(b.numKeys) }
@@ -161,9 +186,15 @@ func (b Block) Variant() Variant { return b.variant }
 // TheoreticalFPR returns the expected false-positive rate for this block's
 // m, n and k.
 func (b Block) TheoreticalFPR() float64 {
+	if b.variant == VariantBlocked {
+		return BlockedTheoreticalFPR(b.m, uint64(b.numKeys), b.k)
+	}
 	return TheoreticalFPR(b.m, uint64(b.numKeys), b.k)
 }
 
 func (b Block) String() string {
+	if b.variant == VariantBlocked {
+		return fmt.Sprintf("blocked bloom(m=%d bits, n=%d, k=%d, %.2f bits/key)", b.m, b.numKeys, b.k, b.BitsPerKey())
+	}
 	return fmt.Sprintf("bloom(m=%d bits, n=%d, k=%d, %.2f bits/key)", b.m, b.numKeys, b.k, b.BitsPerKey())
 }
