@@ -29,18 +29,34 @@ const (
 	smallGroupExtra = 128 << 10
 )
 
+// singleOpBatches recycles the batches of Put and Delete: the write path
+// is done with a batch's bytes once Write returns (the memtable copies).
+var singleOpBatches = sync.Pool{New: func() any { return new(Batch) }}
+
 // Put sets key to value.
 func (db *DB) Put(key, value []byte) error {
-	var b Batch
+	b := singleOpBatches.Get().(*Batch)
 	b.Put(key, value)
-	return db.Write(&b)
+	err := db.Write(b)
+	releaseSingleOpBatch(b)
+	return err
 }
 
 // Delete removes key. Deleting an absent key is not an error.
 func (db *DB) Delete(key []byte) error {
-	var b Batch
+	b := singleOpBatches.Get().(*Batch)
 	b.Delete(key)
-	return db.Write(&b)
+	err := db.Write(b)
+	releaseSingleOpBatch(b)
+	return err
+}
+
+func releaseSingleOpBatch(b *Batch) {
+	if cap(b.rep) > 64<<10 {
+		return // do not pin large buffers in the pool
+	}
+	b.Reset()
+	singleOpBatches.Put(b)
 }
 
 // Write applies b atomically: all of it or none, also across a crash. An
