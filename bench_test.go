@@ -113,3 +113,9 @@ func BenchmarkFillRandomWriteAmp(b *testing.B) {
 		db.Close()
 	}
 }
+
+// BenchmarkGetHitCached reads from a block cache that holds the whole data
+// set: the Get path should allocate only the returned copy.
+func BenchmarkGetHitCached(b *testing.B) {
+	benchmarkGet(b, true, &Options{BlockCacheSize: 256 << 20})
+}
