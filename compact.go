@@ -378,7 +378,12 @@ func (out *compactionOutputs) cleanup() {
 	if out.w != nil {
 		_ = out.w.Abort()
 	}
-	if !out.installed {
+	db.manifestMu.Lock()
+	uncertain := db.manifest.uncertain
+	db.manifestMu.Unlock()
+	// With the manifest uncertain, a failed edit may still have named these
+	// outputs; leave them to file collection once a fresh manifest settles it.
+	if !out.installed && !uncertain {
 		for _, n := range out.nums {
 			_ = db.fs.Remove(db.path(base.FileTypeTable, n))
 		}

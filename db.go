@@ -45,6 +45,12 @@ type DB struct {
 		file   vfs.File
 		writer *wal.Writer
 		num    uint64
+		// uncertain: a write or sync of the manifest (or of CURRENT)
+		// failed, so the files on disk may or may not hold the edit being
+		// written. Until a fresh manifest is installed, nothing is
+		// appended to the old one and no file is deleted (the edit may
+		// name a table that looks unreferenced).
+		uncertain bool
 	}
 
 	versions *liveVersions

@@ -2,8 +2,12 @@ package bloomkv
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 )
+
+// errInvariant marks a violated structural invariant of the tree.
+var errInvariant = errors.New("bloomkv: invariant violated")
 
 // checkInvariants verifies the current version's shape (levels >= 1 sorted
 // and non-overlapping, level 0 newest first) and, for every table, that its
@@ -17,7 +21,7 @@ func (db *DB) checkInvariants() error {
 	s := db.loadReadState()
 	defer s.unref()
 	if err := s.v.CheckInvariants(); err != nil {
-		return err
+		return fmt.Errorf("%w: %v", errInvariant, err)
 	}
 	for level, files := range s.v.Levels {
 		for _, f := range files {
@@ -32,8 +36,8 @@ func (db *DB) checkInvariants() error {
 				return fmt.Errorf("level %d table %d: %w", level, f.FileNum, err)
 			}
 			if !bytes.Equal(p.SmallestKey, f.Smallest) || !bytes.Equal(p.LargestKey, f.Largest) {
-				return fmt.Errorf("level %d table %d: manifest range [%x, %x] differs from contents [%x, %x]",
-					level, f.FileNum, f.Smallest, f.Largest, p.SmallestKey, p.LargestKey)
+				return fmt.Errorf("%w: level %d table %d: manifest range [%x, %x] differs from contents [%x, %x]",
+					errInvariant, level, f.FileNum, f.Smallest, f.Largest, p.SmallestKey, p.LargestKey)
 			}
 		}
 	}
@@ -49,7 +53,9 @@ func (db *DB) maybeCheckInvariants() {
 	if !invariantChecks {
 		return
 	}
-	if err := db.checkInvariants(); err != nil && err != ErrClosed {
+	// Only a broken invariant or damaged data is a bug here; an I/O error
+	// (tests inject them) says nothing about the tree.
+	if err := db.checkInvariants(); errors.Is(err, errInvariant) || errors.Is(err, ErrCorruption) {
 		panic(fmt.Sprintf("bloomkv: invariant violated after a version change: %v", err))
 	}
 }

@@ -32,7 +32,13 @@ func (db *DB) deleteObsoleteFiles(atOpen bool) {
 	db.versions.addLiveFiles(live)
 	db.manifestMu.Lock()
 	manifestNum := db.manifest.num
+	uncertain := db.manifest.uncertain
 	db.manifestMu.Unlock()
+	if uncertain {
+		// A failed manifest write may have recorded tables that no live
+		// version references; wait until a fresh manifest settles it.
+		return
+	}
 
 	names, err := db.fs.List(db.dirname)
 	if err != nil {

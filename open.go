@@ -68,13 +68,16 @@ func Open(dir string, opts *Options) (*DB, error) {
 // recover loads the manifest and logs and starts a new manifest and log.
 // It runs before any other goroutine can see db.
 func (db *DB) recover() error {
-	state, err := db.loadManifestState()
+	state, manifestName, err := db.loadManifestState()
 	if err != nil {
 		return err
 	}
 	names, err := db.fs.List(db.dirname)
 	if err != nil {
 		return fmt.Errorf("bloomkv: list %s: %w", db.dirname, err)
+	}
+	if err := db.checkManifestFiles(state, manifestName, names); err != nil {
+		return err
 	}
 	db.mu.nextFileNum = max(state.NextFileNum, 2)
 	var logs []uint64
@@ -141,25 +144,83 @@ func (db *DB) recover() error {
 	return nil
 }
 
-func (db *DB) loadManifestState() (*manifest.ManifestState, error) {
+// loadManifestState replays the manifest CURRENT names and returns its
+// state and name ("" for a new database).
+func (db *DB) loadManifestState() (*manifest.ManifestState, string, error) {
 	name, err := manifest.ReadCurrent(db.fs, db.dirname)
 	if errors.Is(err, os.ErrNotExist) {
-		// A new database, unless tables or manifests say otherwise.
+		// A new database, unless its files say otherwise. CURRENT is
+		// only ever replaced atomically once it exists, so a manifest
+		// without it is left by a first Open that failed or crashed
+		// before installing CURRENT: it names no table and no write was
+		// acknowledged, so it may be ignored (and is deleted below) as
+		// long as no table or log data is present.
 		names, lerr := db.fs.List(db.dirname)
 		if lerr != nil {
-			return nil, fmt.Errorf("bloomkv: list %s: %w", db.dirname, lerr)
+			return nil, "", fmt.Errorf("bloomkv: list %s: %w", db.dirname, lerr)
 		}
+		var manifestName, logWithData string
 		for _, n := range names {
-			if t, _, ok := base.ParseFilename(n); ok && (t == base.FileTypeManifest || t == base.FileTypeTable) {
-				return nil, base.CorruptionErrorf("bloomkv: %s holds %s but no CURRENT file", db.dirname, n)
+			t, _, ok := base.ParseFilename(n)
+			switch {
+			case !ok:
+			case t == base.FileTypeTable:
+				return nil, "", base.CorruptionErrorf("bloomkv: %s holds %s but no CURRENT file", db.dirname, n)
+			case t == base.FileTypeManifest:
+				manifestName = n
+			case t == base.FileTypeLog:
+				if fi, serr := db.fs.Stat(db.fs.PathJoin(db.dirname, n)); serr != nil || fi.Size() > 0 {
+					logWithData = n
+				}
 			}
 		}
-		return &manifest.ManifestState{Version: &manifest.Version{}, NextFileNum: 2}, nil
+		if manifestName != "" && logWithData != "" {
+			return nil, "", base.CorruptionErrorf("bloomkv: %s holds %s and %s but no CURRENT file", db.dirname, manifestName, logWithData)
+		}
+		return &manifest.ManifestState{Version: &manifest.Version{}, NextFileNum: 2}, "", nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return manifest.ReadManifest(db.fs, db.fs.PathJoin(db.dirname, name))
+	state, err := manifest.ReadManifest(db.fs, db.fs.PathJoin(db.dirname, name))
+	if errors.Is(err, os.ErrNotExist) {
+		// CURRENT has no checksum; naming a manifest that is not there is
+		// how damage to it usually shows.
+		return nil, "", base.CorruptionErrorf("bloomkv: %s: CURRENT names %s, which does not exist", db.dirname, name)
+	}
+	return state, name, err
+}
+
+// checkManifestFiles refuses to open a database whose manifest relies on
+// files that are gone: a table of the version, or the log holding the
+// oldest writes not yet in a table (state.LogNum). Neither is ever deleted
+// while a durable manifest needs it, so a missing one means acknowledged
+// data is lost -- most often because damage to the manifest's last block
+// was taken for a torn tail and dropped the edits that made those deletions
+// safe. Opening anyway would silently serve a database missing data.
+func (db *DB) checkManifestFiles(state *manifest.ManifestState, manifestName string, names []string) error {
+	if manifestName == "" {
+		return nil // a new database
+	}
+	present := make(map[string]struct{}, len(names))
+	for _, n := range names {
+		present[n] = struct{}{}
+	}
+	for level, files := range state.Version.Levels {
+		for _, f := range files {
+			if _, ok := present[base.MakeFilename(base.FileTypeTable, f.FileNum)]; !ok {
+				return base.CorruptionErrorf("bloomkv: %s: %s names level-%d table %s, which is missing",
+					db.dirname, manifestName, level, base.MakeFilename(base.FileTypeTable, f.FileNum))
+			}
+		}
+	}
+	if state.LogNum > 0 {
+		if _, ok := present[base.MakeFilename(base.FileTypeLog, state.LogNum)]; !ok {
+			return base.CorruptionErrorf("bloomkv: %s: %s says log %s holds writes not yet in tables, but it is missing (the manifest lost edits, or the log was deleted)",
+				db.dirname, manifestName, base.MakeFilename(base.FileTypeLog, state.LogNum))
+		}
+	}
+	return nil
 }
 
 // replayLog applies log num to memtables, flushing them to level-0 tables

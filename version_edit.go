@@ -38,6 +38,7 @@ func (db *DB) writeNewManifest(state *manifest.ManifestState) error {
 		_ = db.manifest.writer.Close()
 	}
 	db.manifest.file, db.manifest.writer, db.manifest.num = f, w, num
+	db.manifest.uncertain = false
 	return nil
 }
 
@@ -71,32 +72,17 @@ func (db *DB) logAndApply(edit *manifest.VersionEdit) error {
 		pointers[cp.Level] = cp.Key
 	}
 
-	if len(edit.NewFiles) > 0 {
-		// New tables were synced, but their directory entries become
-		// durable only with the directory: without this a power loss could
-		// leave the manifest naming a table that is gone.
+	if len(edit.NewFiles) > 0 || edit.HasLogNum {
+		// New tables (and the log a new log number names) were synced, but
+		// their directory entries become durable only with the directory:
+		// without this a power loss could leave the manifest naming a file
+		// that is gone.
 		if err := db.syncDir(); err != nil {
 			return fmt.Errorf("bloomkv: sync directory %s: %w", db.dirname, err)
 		}
 	}
-	if db.manifest.writer.Size() >= db.opts.MaxManifestFileSize {
-		logNum := edit.LogNum
-		if !edit.HasLogNum {
-			db.mu.Lock()
-			logNum = db.minLogNumLocked()
-			db.mu.Unlock()
-		}
-		state := &manifest.ManifestState{Version: nv, LogNum: logNum, LastSeq: edit.LastSeq, CompactPointers: pointers}
-		if err := db.writeNewManifest(state); err != nil {
-			return err
-		}
-	} else {
-		if _, err := db.manifest.writer.AddRecord(edit.Encode()); err != nil {
-			return fmt.Errorf("bloomkv: write manifest: %w", err)
-		}
-		if err := db.manifest.writer.Sync(); err != nil {
-			return fmt.Errorf("bloomkv: sync manifest: %w", err)
-		}
+	if err := db.recordEdit(edit, nv, pointers); err != nil {
+		return err
 	}
 
 	db.mu.Lock()
@@ -107,6 +93,52 @@ func (db *DB) logAndApply(edit *manifest.VersionEdit) error {
 	db.mu.Unlock()
 	old.unref()
 	db.maybeCheckInvariants()
+	return nil
+}
+
+// recordEdit makes edit (which turns the current version into nv) durable:
+// appended to the manifest, or as a fresh manifest holding nv when the
+// current one is full or uncertain.
+//
+// A failed append or sync may still have left the whole edit on disk (a
+// sync error says nothing about what reached the file), and the caller
+// would then delete the edit's new tables as failed output. So the edit is
+// retried at once as a fresh manifest: if that works the edit is committed
+// and the failure is over; if not, the manifest stays uncertain, which
+// stops file deletion until a later edit installs a fresh manifest.
+// REQUIRES: manifestMu held; db.mu not held.
+func (db *DB) recordEdit(edit *manifest.VersionEdit, nv *manifest.Version, pointers map[int][]byte) error {
+	fresh := func() error {
+		logNum := edit.LogNum
+		if !edit.HasLogNum {
+			db.mu.Lock()
+			logNum = db.minLogNumLocked()
+			db.mu.Unlock()
+		}
+		state := &manifest.ManifestState{Version: nv, LogNum: logNum, LastSeq: edit.LastSeq, CompactPointers: pointers}
+		if err := db.writeNewManifest(state); err != nil {
+			// CURRENT may already name the new manifest, which holds nv.
+			db.manifest.uncertain = true
+			return err
+		}
+		return nil
+	}
+	if db.manifest.uncertain || db.manifest.writer.Size() >= db.opts.MaxManifestFileSize {
+		return fresh()
+	}
+	_, err := db.manifest.writer.AddRecord(edit.Encode())
+	if err != nil {
+		err = fmt.Errorf("bloomkv: write manifest: %w", err)
+	} else if err = db.manifest.writer.Sync(); err != nil {
+		err = fmt.Errorf("bloomkv: sync manifest: %w", err)
+	}
+	if err == nil {
+		return nil
+	}
+	db.manifest.uncertain = true
+	if ferr := fresh(); ferr != nil {
+		return fmt.Errorf("%w (and starting a fresh manifest failed: %v)", err, ferr)
+	}
 	return nil
 }
 
