@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/compaction"
+	"github.com/bloomkv/bloomkv/filter"
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/iterator"
 	"github.com/bloomkv/bloomkv/internal/manifest"
@@ -123,6 +124,11 @@ func (db *DB) Compact(start, end []byte) error {
 		return err
 	}
 	db.mu.compacting = true
+	// Close waits for background work through bgWG; a manual compaction
+	// counts as such, so Close cannot release the directory under it. The
+	// Add happens under db.mu with closing unset, so it precedes Close's
+	// Wait (Close sets closing, then takes db.mu).
+	db.bgWG.Add(1)
 	db.mu.Unlock()
 	defer func() {
 		db.mu.Lock()
@@ -130,6 +136,7 @@ func (db *DB) Compact(start, end []byte) error {
 		db.mu.bgCond.Broadcast()
 		db.mu.Unlock()
 		db.deleteObsoleteFiles(false)
+		db.bgWG.Done()
 	}()
 
 	db.mu.Lock()
@@ -146,15 +153,24 @@ func (db *DB) Compact(start, end []byte) error {
 		v := db.mu.current
 		v.ref()
 		db.mu.Unlock()
-		var c *compaction.Compaction
+		var cs []*compaction.Compaction
 		if level < maxLevel {
-			c = compaction.PickRange(v.Version, level, start, end)
+			if c := compaction.PickRange(v.Version, level, start, end); c != nil {
+				cs = append(cs, c)
+			}
 		} else {
-			c = db.staleFilterCompaction(v.Version, level, start, end)
+			cs = db.staleFilterCompactions(v.Version, level, start, end)
 		}
 		var err error
-		if c != nil {
-			err = db.runCompaction(c, v, true)
+		for _, c := range cs {
+			if db.closing.Load() {
+				err = ErrClosed
+			} else if err = db.runCompaction(c, v, true); errors.Is(err, errCompactionAborted) {
+				err = ErrClosed
+			}
+			if err != nil {
+				break
+			}
 		}
 		v.unref()
 		if err != nil {
@@ -164,20 +180,28 @@ func (db *DB) Compact(start, end []byte) error {
 	return nil
 }
 
-// staleFilterCompaction returns an in-place compaction of the files of the
+// staleFilterCompactions returns in-place compactions of the files of the
 // bottom level in [start, end] whose filters were written with settings
-// other than the current ones, or nil.
-func (db *DB) staleFilterCompaction(v *manifest.Version, level int, start, end []byte) *compaction.Compaction {
-	var stale []*manifest.FileMetadata
-	for _, f := range v.Overlaps(level, start, end) {
-		if db.filterIsStale(f) {
-			stale = append(stale, f)
+// other than the current ones: one per run of adjacent stale files, so that
+// no output can overlap a file left alone between two stale ones.
+func (db *DB) staleFilterCompactions(v *manifest.Version, level int, start, end []byte) []*compaction.Compaction {
+	var out []*compaction.Compaction
+	var run []*manifest.FileMetadata
+	flush := func() {
+		if len(run) > 0 {
+			out = append(out, &compaction.Compaction{Level: level, OutputLevel: level, Inputs: [2][]*manifest.FileMetadata{run}})
+			run = nil
 		}
 	}
-	if len(stale) == 0 {
-		return nil
+	for _, f := range v.Overlaps(level, start, end) {
+		if db.filterIsStale(f) {
+			run = append(run, f)
+		} else {
+			flush()
+		}
 	}
-	return &compaction.Compaction{Level: level, OutputLevel: level, Inputs: [2][]*manifest.FileMetadata{stale}}
+	flush()
+	return out
 }
 
 func (db *DB) filterIsStale(f *manifest.FileMetadata) bool {
@@ -188,7 +212,8 @@ func (db *DB) filterIsStale(f *manifest.FileMetadata) bool {
 	defer release()
 	p := r.Properties()
 	want := int64(db.opts.filterBits())
-	return max(0, p.BloomBitsPerKey) != want || (want > 0 && p.FilterKeyName != db.opts.FilterKeyName)
+	return max(0, p.BloomBitsPerKey) != want ||
+		(want > 0 && (p.FilterKeyName != db.opts.FilterKeyName || filter.Variant(p.FilterVariant) != db.opts.FilterVariant))
 }
 
 // runCompaction merges c's inputs into new tables of c.OutputLevel and
@@ -277,6 +302,9 @@ func (db *DB) runCompaction(c *compaction.Compaction, v *version, manual bool) e
 	if c.Level > 0 && c.Level != c.OutputLevel {
 		_, hi := compaction.KeyRange(c.Inputs[0])
 		edit.CompactPointers = []manifest.CompactPointer{{Level: c.Level, Key: append([]byte(nil), hi...)}}
+	}
+	if db.closing.Load() {
+		return errCompactionAborted
 	}
 	db.manifestMu.Lock()
 	err := db.logAndApply(edit)

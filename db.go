@@ -51,6 +51,9 @@ type DB struct {
 		// appended to the old one and no file is deleted (the edit may
 		// name a table that looks unreferenced).
 		uncertain bool
+		// logNum is the log number the durable manifest records: logs at
+		// or above it may hold writes not yet in tables.
+		logNum uint64
 	}
 
 	versions *liveVersions
@@ -167,6 +170,7 @@ func (db *DB) sstWriterOptions() sstable.WriterOptions {
 		BloomBitsPerKey: db.opts.filterBits(),
 		FilterKey:       db.opts.FilterKey,
 		FilterKeyName:   db.opts.FilterKeyName,
+		FilterVariant:   db.opts.FilterVariant,
 	}
 }
 

@@ -2,23 +2,34 @@ package bloomkv
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/sstable"
 )
+
+// readNow asks get and newIterator to read at the latest sequence.
+const readNow = ^uint64(0)
 
 // Get returns a copy of the value of key, or ErrNotFound.
 func (db *DB) Get(key []byte) ([]byte, error) {
 	if db.closed.Load() {
 		return nil, ErrClosed
 	}
-	return db.get(key, db.visibleSeq.Load())
+	return db.get(key, readNow)
 }
 
-// get reads key as of sequence seq. The sequence is taken before the read
-// state: every write <= seq is in the state loaded after it (a memtable is
-// only dropped from the read state once its table is in the version).
+// get reads key as of sequence seq, or, when seq is readNow, as of now. For "now"
+// the read state is loaded first and the sequence second: the pinned
+// version already holds every version that compactions kept up to then,
+// which is all a read at any later sequence needs, and the pinned memtables
+// hold a prefix of the writes up to the sequence (a write in a newer
+// memtable is newer than all of them). The other order would let a
+// compaction drop the version a read at an older unregistered sequence
+// needs. A snapshot's sequence is registered, so compactions keep its
+// versions.
 func (db *DB) get(key []byte, seq uint64) ([]byte, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
@@ -26,6 +37,14 @@ func (db *DB) get(key []byte, seq uint64) ([]byte, error) {
 	db.counters.gets.Add(1)
 	s := db.loadReadState()
 	defer s.unref()
+	if seq == readNow {
+		seq = db.visibleSeq.Load()
+	}
+	return db.getFrom(s, key, seq)
+}
+
+// getFrom looks key up in read state s as of sequence seq.
+func (db *DB) getFrom(s *readState, key []byte, seq uint64) ([]byte, error) {
 
 	if v, kind, ok := s.mem.Get(key, seq); ok {
 		db.counters.memtableHits.Add(1)
@@ -79,6 +98,9 @@ func copyValue(v []byte) []byte { return append(make([]byte, 0, len(v)), v...) }
 func (db *DB) getFromTable(f *manifest.FileMetadata, key []byte, seq uint64) ([]byte, base.Kind, bool, error) {
 	db.counters.tablesProbed.Add(1)
 	r, release, err := db.tableCache.Find(f.FileNum, int64(f.Size))
+	if errors.Is(err, sstable.ErrTableCacheClosed) {
+		return nil, 0, false, ErrClosed // Close ran while this Get was under way
+	}
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("bloomkv: get: %w", err)
 	}

@@ -26,9 +26,11 @@ func (db *DB) NewIterator(o *IterOptions) *Iterator {
 	if db.closed.Load() {
 		return &Iterator{err: ErrClosed}
 	}
-	return db.newIterator(o, db.visibleSeq.Load())
+	return db.newIterator(o, readNow)
 }
 
+// newIterator reads as of seq, or as of now when seq is readNow (loaded after the
+// read state, as get explains).
 func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 	var lower, upper []byte
 	if o != nil {
@@ -36,6 +38,9 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 		lower, upper = cloneOrNil(o.LowerBound), cloneOrNil(o.UpperBound)
 	}
 	s := db.loadReadState()
+	if seq == readNow {
+		seq = db.visibleSeq.Load()
+	}
 	iters := []base.InternalIterator{s.mem.NewIter()}
 	for _, m := range s.imm {
 		iters = append(iters, m.NewIter())

@@ -1,6 +1,8 @@
 package bloomkv
 
 import (
+	"errors"
+	"fmt"
 	"sort"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -34,6 +36,9 @@ func (l *levelIter) open(i int) bool {
 	}
 	f := l.files[i]
 	r, release, err := l.tc.Find(f.FileNum, int64(f.Size))
+	if errors.Is(err, sstable.ErrTableCacheClosed) {
+		err = fmt.Errorf("%w: %w", ErrClosed, err) // the DB closed under this iterator
+	}
 	if err != nil {
 		l.err = err
 		return false

@@ -33,6 +33,9 @@ func (db *DB) deleteObsoleteFiles(atOpen bool) {
 	db.manifestMu.Lock()
 	manifestNum := db.manifest.num
 	uncertain := db.manifest.uncertain
+	// Keep every log the durable manifest may still ask a recovery for,
+	// even when memory has moved past it.
+	minLog = min(minLog, db.manifest.logNum)
 	db.manifestMu.Unlock()
 	if uncertain {
 		// A failed manifest write may have recorded tables that no live

@@ -265,7 +265,7 @@ func (db *DB) replayLog(num uint64, edit *manifest.VersionEdit) (uint64, error) 
 			maxSeq = max(maxSeq, seq)
 		})
 		if err != nil {
-			return 0, fmt.Errorf("bloomkv: log %s: %w", name, err)
+			return 0, fmt.Errorf("bloomkv: log %s: record at offset %d: %w", name, r.RecordOffset(), err)
 		}
 		if mem.ApproximateSize() >= int64(db.opts.MemtableSize) {
 			if err := flush(); err != nil {

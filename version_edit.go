@@ -38,6 +38,7 @@ func (db *DB) writeNewManifest(state *manifest.ManifestState) error {
 		_ = db.manifest.writer.Close()
 	}
 	db.manifest.file, db.manifest.writer, db.manifest.num = f, w, num
+	db.manifest.logNum = state.LogNum
 	db.manifest.uncertain = false
 	return nil
 }
@@ -108,12 +109,17 @@ func (db *DB) logAndApply(edit *manifest.VersionEdit) error {
 // stops file deletion until a later edit installs a fresh manifest.
 // REQUIRES: manifestMu held; db.mu not held.
 func (db *DB) recordEdit(edit *manifest.VersionEdit, nv *manifest.Version, pointers map[int][]byte) error {
+	if db.manifest.writer == nil {
+		return ErrClosed // Close has released the manifest
+	}
 	fresh := func() error {
-		logNum := edit.LogNum
-		if !edit.HasLogNum {
-			db.mu.Lock()
-			logNum = db.minLogNumLocked()
-			db.mu.Unlock()
+		// Without a log number of its own the edit keeps the durable one:
+		// the in-memory oldest log can still be older than what an earlier
+		// flush edit made durable (the flush drops its memtable only after
+		// its edit is written), and that log may then be deleted.
+		logNum := db.manifest.logNum
+		if edit.HasLogNum {
+			logNum = edit.LogNum
 		}
 		state := &manifest.ManifestState{Version: nv, LogNum: logNum, LastSeq: edit.LastSeq, CompactPointers: pointers}
 		if err := db.writeNewManifest(state); err != nil {
@@ -133,6 +139,9 @@ func (db *DB) recordEdit(edit *manifest.VersionEdit, nv *manifest.Version, point
 		err = fmt.Errorf("bloomkv: sync manifest: %w", err)
 	}
 	if err == nil {
+		if edit.HasLogNum {
+			db.manifest.logNum = edit.LogNum
+		}
 		return nil
 	}
 	db.manifest.uncertain = true

@@ -64,6 +64,9 @@ func (b *BlockBuilder) AddHash(h uint64) {
 // NumKeys returns the number of distinct keys added so far.
 func (b *BlockBuilder) NumKeys() int { return len(b.hashes) }
 
+// Variant returns the layout the builder writes.
+func (b *BlockBuilder) Variant() Variant { return b.variant }
+
 // Finish encodes the filter block and resets the builder.
 func (b *BlockBuilder) Finish() []byte {
 	n := uint64(len(b.hashes))

@@ -1,6 +1,10 @@
 package sstable
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/bloomkv/bloomkv/filter"
+)
 
 // Compression says how a table's data and index blocks are stored. The
 // values double as the block trailer's type byte and are part of the
@@ -52,6 +56,9 @@ type WriterOptions struct {
 	// when FilterKey is (an unnamed extractor could be mistaken for the
 	// whole key and cause false negatives).
 	FilterKeyName string
+	// FilterVariant is the filter block layout: filter.VariantStandard
+	// (the zero value means it) or filter.VariantBlocked (cache-local).
+	FilterVariant filter.Variant
 }
 
 func (o WriterOptions) withDefaults() WriterOptions {

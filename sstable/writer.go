@@ -56,7 +56,15 @@ func NewWriter(f vfs.File, o WriterOptions) *Writer {
 		err:   o.validate(),
 	}
 	if o.BloomBitsPerKey > 0 {
-		w.filter = filter.NewBlockBuilder(o.BloomBitsPerKey)
+		variant := o.FilterVariant
+		if variant == 0 {
+			variant = filter.VariantStandard
+		}
+		fb, err := filter.NewBlockBuilderVariant(o.BloomBitsPerKey, variant)
+		if err != nil && w.err == nil {
+			w.err = fmt.Errorf("bloomkv/sstable: %w", err)
+		}
+		w.filter = fb
 	}
 	w.props = Properties{
 		FormatVersion:   FormatVersion,
@@ -252,7 +260,7 @@ func (w *Writer) writeMeta() {
 	ft.version = FormatVersion
 	if w.filter != nil {
 		w.props.FilterKeyCount = uint64(w.filter.NumKeys())
-		w.props.FilterVariant = uint8(filter.VariantStandard)
+		w.props.FilterVariant = uint8(w.filter.Variant())
 		// Filter bits look random: compressing them would only cost CPU.
 		ft.filter = w.writeBlock(w.filter.Finish(), NoCompression)
 		w.props.FilterSize = ft.filter.size + blockTrailerLen

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bloomkv/bloomkv/filter"
 	"golang.org/x/term"
 )
 
@@ -31,34 +32,35 @@ func isFill(name string) bool { return name == fillSeq || name == fillRandom }
 // config holds every flag. Field comments give the flag names; the flag
 // help texts in newFlagSet are the user-facing documentation.
 type config struct {
-	benchmarks       []string // -benchmarks, fills first then reads in listed order
-	num              int      // -num
-	reads            int      // -reads
-	keySize          int      // -key_size
-	valueSize        int      // -value_size
-	bloomBits        int      // -bloom_bits; <= 0 disables
-	cacheSize        int64    // -cache_size; < 0 disables
-	blockSize        int      // -block_size
-	writeBufferSize  int      // -write_buffer_size (memtable)
-	targetFileSize   int64    // -target_file_size_base
-	levelBaseBytes   int64    // -max_bytes_for_level_base
-	l0Trigger        int      // -level0_file_num_compaction_trigger
-	compression      string   // -compression
-	compressionRatio float64  // -compression_ratio
-	sync             bool     // -sync
-	db               string   // -db
-	useExistingDB    bool     // -use_existing_db
-	seed             uint64   // -seed
-	hitRatio         float64  // -hit_ratio
-	scanLength       int      // -scan_length
-	threads          int      // -threads
-	batchSize        int      // -batch_size
-	compareFilters   bool     // -compare_filters
-	sweep            []int    // -sweep, as given (0 = no filter)
-	jsonPath         string   // -json
-	csvPath          string   // -csv
-	plotPath         string   // -plot
-	progress         bool     // -progress
+	benchmarks       []string       // -benchmarks, fills first then reads in listed order
+	num              int            // -num
+	reads            int            // -reads
+	keySize          int            // -key_size
+	valueSize        int            // -value_size
+	bloomBits        int            // -bloom_bits; <= 0 disables
+	cacheSize        int64          // -cache_size; < 0 disables
+	blockSize        int            // -block_size
+	writeBufferSize  int            // -write_buffer_size (memtable)
+	targetFileSize   int64          // -target_file_size_base
+	levelBaseBytes   int64          // -max_bytes_for_level_base
+	l0Trigger        int            // -level0_file_num_compaction_trigger
+	compression      string         // -compression
+	filterVariant    filter.Variant // -filter_variant
+	compressionRatio float64        // -compression_ratio
+	sync             bool           // -sync
+	db               string         // -db
+	useExistingDB    bool           // -use_existing_db
+	seed             uint64         // -seed
+	hitRatio         float64        // -hit_ratio
+	scanLength       int            // -scan_length
+	threads          int            // -threads
+	batchSize        int            // -batch_size
+	compareFilters   bool           // -compare_filters
+	sweep            []int          // -sweep, as given (0 = no filter)
+	jsonPath         string         // -json
+	csvPath          string         // -csv
+	plotPath         string         // -plot
+	progress         bool           // -progress
 
 	// flagValues is every flag's final value, by flag name, for the JSON
 	// "config" object.
@@ -74,7 +76,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	c := &config{}
 	fs := flag.NewFlagSet("kvbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var benchmarks, sweep, compression string
+	var benchmarks, sweep, compression, variant string
 	var seed int64
 	fs.StringVar(&benchmarks, "benchmarks", "fillrandom,readrandom,readmissing",
 		"comma list of workloads: fillseq, fillrandom (each key once, in key order / a random order), "+
@@ -93,6 +95,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.Int64Var(&c.levelBaseBytes, "max_bytes_for_level_base", 0, "size target of level 1 in bytes (0 = engine default, 10 MiB); small values give small data sets a deep tree")
 	fs.IntVar(&c.l0Trigger, "level0_file_num_compaction_trigger", 0, "level-0 tables that trigger a compaction (0 = engine default, 4)")
 	fs.StringVar(&compression, "compression", "snappy", "data block compression: snappy or none")
+	fs.StringVar(&variant, "filter_variant", "standard", "filter block layout: standard, or blocked (each key's probes in one 64-byte cache line: faster, a somewhat higher FP rate)")
 	fs.Float64Var(&c.compressionRatio, "compression_ratio", 0.5, "fraction of each value that is random (the rest repeats it), so values compress to about this ratio")
 	fs.BoolVar(&c.sync, "sync", false, "fsync the write-ahead log on every write")
 	fs.StringVar(&c.db, "db", "", "database directory to create (must be empty or missing) or, with -use_existing_db, to reuse; kept after the run. Default: a temporary directory, removed at exit")
@@ -123,6 +126,14 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		c.reads = c.num
 	}
 	c.compression = compression
+	switch variant {
+	case "standard":
+		c.filterVariant = filter.VariantStandard
+	case "blocked":
+		c.filterVariant = filter.VariantBlocked
+	default:
+		return nil, fmt.Errorf("-filter_variant %q: want standard or blocked", variant)
+	}
 
 	c.flagValues = map[string]any{}
 	fs.VisitAll(func(f *flag.Flag) {

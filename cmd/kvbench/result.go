@@ -47,6 +47,7 @@ type result struct {
 	BytesReadPerGet            *float64 `json:"bytes_read_per_get"`
 	FPRateMeasured             *float64 `json:"fp_rate_measured"`
 	FPRateTheory               *float64 `json:"fp_rate_theory"`
+	FilterVariant              string   `json:"filter_variant,omitempty"` // "standard" or "blocked"; empty without filters
 	CacheHitRate               *float64 `json:"cache_hit_rate"`
 
 	// The tables the workload read (gauges at its end).
@@ -59,7 +60,7 @@ type result struct {
 
 // newResult combines a workload run with the metrics it cost. bits is the
 // bits-per-key setting the tables were written with (<= 0: no filters).
-func newResult(run *workloadRun, pass string, bits int, consulted bool, d bloomkv.Metrics) *result {
+func newResult(run *workloadRun, pass string, bits int, variant filter.Variant, consulted bool, d bloomkv.Metrics) *result {
 	lat := summarize(run.hist)
 	r := &result{
 		Benchmark:        run.name,
@@ -98,13 +99,13 @@ func newResult(run *workloadRun, pass string, bits int, consulted bool, d bloomk
 	// exact for hits, misses and mixes alike.
 	r.FPRateMeasured = ratio(d.FilterFalsePositives, d.FilterNegatives+d.FilterFalsePositives)
 	r.CacheHitRate = ratio(d.BlockCacheHits, d.BlockCacheHits+d.BlockCacheMisses)
-	r.setFilterShape(bits, d)
+	r.setFilterShape(bits, variant, d)
 	return r
 }
 
 // setFilterShape records the filter memory and the bits per key actually
 // spent, and the theoretical FP rate of filters of that shape.
-func (r *result) setFilterShape(bits int, m bloomkv.Metrics) {
+func (r *result) setFilterShape(bits int, variant filter.Variant, m bloomkv.Metrics) {
 	r.FilterBytes = m.FilterBytes
 	r.FilterKeys = m.FilterKeys
 	r.FilesPerLevel = filesPerLevel(m)
@@ -118,7 +119,13 @@ func (r *result) setFilterShape(bits int, m bloomkv.Metrics) {
 		r.FPRateTheory = &one
 	case m.FilterKeys > 0:
 		r.FilterProbes = filter.NumProbes(float64(bits))
-		fp := filter.TheoreticalFPR(uint64(m.FilterBytes)*8, m.FilterKeys, r.FilterProbes)
+		theory := filter.TheoreticalFPR
+		r.FilterVariant = "standard"
+		if variant == filter.VariantBlocked {
+			theory = filter.BlockedTheoreticalFPR
+			r.FilterVariant = "blocked"
+		}
+		fp := theory(uint64(m.FilterBytes)*8, m.FilterKeys, r.FilterProbes)
 		r.FPRateTheory = &fp
 	}
 }

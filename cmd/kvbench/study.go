@@ -135,6 +135,7 @@ func (s *study) options(bits int, ignoreFilters bool) *bloomkv.Options {
 		BlockSize:       s.cfg.blockSize,
 		Compression:     compression,
 		BloomBitsPerKey: tableBits(bits),
+		FilterVariant:   s.cfg.filterVariant,
 		BlockCacheSize:  cache,
 		Sync:            s.cfg.sync,
 		IgnoreFilters:   ignoreFilters,
@@ -234,7 +235,7 @@ func (s *study) load(db *bloomkv.DB) error {
 		if err != nil {
 			return err
 		}
-		s.rep.Results = append(s.rep.Results, newResult(run, "load", s.cfg.bloomBits, true, db.Metrics().Sub(m0)))
+		s.rep.Results = append(s.rep.Results, newResult(run, "load", s.cfg.bloomBits, s.cfg.filterVariant, true, db.Metrics().Sub(m0)))
 	}
 	settleStart := time.Now()
 	// Flush so that every Get is answered by tables, the thing studied.
@@ -308,7 +309,7 @@ func (s *study) readPass(db *bloomkv.DB, pass string, bits int, consulted bool) 
 		if err != nil {
 			return err
 		}
-		s.rep.Results = append(s.rep.Results, newResult(run, pass, bits, consulted, db.Metrics().Sub(m0)))
+		s.rep.Results = append(s.rep.Results, newResult(run, pass, bits, s.cfg.filterVariant, consulted, db.Metrics().Sub(m0)))
 	}
 	return nil
 }

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"io"
+	"math"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestBlockedFilterVariant runs the read workloads on tables with
+// cache-local filter blocks and checks that the report says so and that the
+// measured false-positive rate is near the blocked variant's theory.
+func TestBlockedFilterVariant(t *testing.T) {
+	jsonPath := filepath.Join(t.TempDir(), "b.json")
+	args := append(slices.Clone(tinyTree), "-reads", "40000", "-filter_variant", "blocked", "-json", jsonPath,
+		"-benchmarks", "fillrandom,readmissing")
+	runOK(t, args...)
+	doc := readJSON(t, jsonPath)
+	if v := doc["config"].(map[string]any)["filter_variant"]; v != "blocked" {
+		t.Fatalf("config.filter_variant = %v", v)
+	}
+	seen := false
+	for _, r := range resultsOf(t, doc) {
+		if r["benchmark"] != "readmissing" {
+			continue
+		}
+		seen = true
+		if r["filter_variant"] != "blocked" {
+			t.Fatalf("result filter_variant = %v", r["filter_variant"])
+		}
+		measured, theory := r["fp_rate_measured"].(float64), r["fp_rate_theory"].(float64)
+		probes := 40000 * r["tables_probed_per_get"].(float64)
+		sd := math.Sqrt(theory * (1 - theory) / probes)
+		t.Logf("blocked: measured %.4f, theory %.4f (sd %.4f over %.0f probes)", measured, theory, sd, probes)
+		if math.Abs(measured-theory) > 5*sd+0.1*theory {
+			t.Fatalf("measured FP %.5f far from blocked theory %.5f", measured, theory)
+		}
+	}
+	if !seen {
+		t.Fatal("no readmissing result")
+	}
+}
+
+func TestFilterVariantFlagRejectsUnknown(t *testing.T) {
+	if _, err := parseConfig([]string{"-filter_variant", "fancy"}, io.Discard); err == nil {
+		t.Fatal("-filter_variant fancy accepted")
+	}
+}
