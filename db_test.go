@@ -10,6 +10,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/bloomkv/bloomkv/filter"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
@@ -136,7 +137,7 @@ type openSnapshot struct {
 // memtables and tables (so that many tables, flushes and compactions
 // happen), checking every read against a map, reopening now and then.
 func TestRandomizedAgainstModel(t *testing.T) {
-	for _, fsKind := range []string{"mem", "os"} {
+	for _, fsKind := range []string{"mem", "os", "mem-random-options"} {
 		t.Run(fsKind, func(t *testing.T) {
 			seed := uint64(1)
 			if s := os.Getenv("BLOOMKV_SEED"); s != "" {
@@ -151,6 +152,10 @@ func TestRandomizedAgainstModel(t *testing.T) {
 				fs, dir = vfs.Default, t.TempDir()
 			}
 			opts := tinyOptions(fs)
+			randomize := fsKind == "mem-random-options"
+			if randomize {
+				randomizeOptions(rng, opts)
+			}
 			db := mustOpen(t, dir, opts)
 			defer func() { db.Close() }()
 			m := model{}
@@ -260,6 +265,11 @@ func TestRandomizedAgainstModel(t *testing.T) {
 					if err := db.Close(); err != nil {
 						t.Fatal(err)
 					}
+					if randomize {
+						// Reopening with other filter, block and cache settings
+						// must never lose a key: old tables stay readable.
+						randomizeOptions(rng, opts)
+					}
 					db = mustOpen(t, dir, opts)
 				default:
 					if err := db.WaitForCompactions(); err != nil {
@@ -284,6 +294,23 @@ func TestRandomizedAgainstModel(t *testing.T) {
 					total.Flushes, total.Compactions, total.TablesProbed)
 			}
 		})
+	}
+}
+
+// randomizeOptions picks table, filter and cache settings, including a
+// ROW-style extractor over the keys' first three bytes under one of two
+// names (tables written under the other name must be read without their
+// filter).
+func randomizeOptions(rng *rand.Rand, o *Options) {
+	o.Compression = []Compression{SnappyCompression, NoCompression}[rng.IntN(2)]
+	o.BloomBitsPerKey = []int{-1, 1, 4, 10, 20}[rng.IntN(5)]
+	o.FilterVariant = []filter.Variant{filter.VariantStandard, filter.VariantBlocked}[rng.IntN(2)]
+	o.BlockSize = []int{64, 256, 4096}[rng.IntN(3)]
+	o.BlockCacheSize = []int64{-1, 1 << 10, 64 << 10}[rng.IntN(3)]
+	o.FilterKey, o.FilterKeyName = nil, ""
+	if rng.IntN(2) == 0 {
+		o.FilterKey = func(k []byte) []byte { return k[:min(3, len(k))] }
+		o.FilterKeyName = []string{"prefix3", "prefix3-renamed"}[rng.IntN(2)]
 	}
 }
 
