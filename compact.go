@@ -97,7 +97,9 @@ func (db *DB) compactionLoop() {
 // first key, nil end = to the last) down through every level and returns
 // when done. Tables in the range whose filters were written with other
 // settings are rewritten too, so afterwards every table in the range has a
-// filter per the current Options. Compact(nil, nil) leaves one sorted run.
+// filter per the current Options. Compact(nil, nil) leaves one sorted run,
+// in the shallowest level at or below the deepest non-empty one whose size
+// target holds it, so background compaction leaves it alone.
 func (db *DB) Compact(start, end []byte) error {
 	if db.closed.Load() {
 		return ErrClosed
@@ -148,11 +150,19 @@ func (db *DB) Compact(start, end []byte) error {
 			maxLevel = l
 		}
 	}
+	o := db.compactionOptions()
 	for level := 0; level <= maxLevel; level++ {
 		db.mu.Lock()
 		v := db.mu.current
 		v.ref()
 		db.mu.Unlock()
+		if level == maxLevel && start == nil && end == nil && level < manifest.NumLevels-1 &&
+			float64(v.LevelBytes(level)) >= o.LevelMaxBytes(level) {
+			// Everything now sits in one level that is over its size
+			// target: background compaction would start splitting the run
+			// again at once. Push it down to a level that holds it.
+			maxLevel++
+		}
 		var cs []*compaction.Compaction
 		if level < maxLevel {
 			if c := compaction.PickRange(v.Version, level, start, end); c != nil {
