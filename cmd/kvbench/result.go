@@ -47,7 +47,7 @@ type result struct {
 	BytesReadPerGet            *float64 `json:"bytes_read_per_get"`
 	FPRateMeasured             *float64 `json:"fp_rate_measured"`
 	FPRateTheory               *float64 `json:"fp_rate_theory"`
-	FilterVariant              string   `json:"filter_variant,omitempty"` // "standard" or "blocked"; empty without filters
+	FilterVariant              string   `json:"filter_variant"` // "standard" or "blocked"; "" without filters
 	CacheHitRate               *float64 `json:"cache_hit_rate"`
 
 	// The tables the workload read (gauges at its end).
