@@ -47,3 +47,29 @@ func TestFilterVariantFlagRejectsUnknown(t *testing.T) {
 		t.Fatal("-filter_variant fancy accepted")
 	}
 }
+
+// TestReusedDBReportsTheTablesFilters reads a database filled with 10
+// bits/key while asking for 4: labels and theory must describe the tables
+// (10 bits/key), with a warning.
+func TestReusedDBReportsTheTablesFilters(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	runOK(t, "-num", "20000", "-reads", "100", "-progress=false", "-db", dir, "-benchmarks", "fillrandom", "-bloom_bits", "10")
+	jsonPath := filepath.Join(t.TempDir(), "r.json")
+	runOK(t, "-num", "20000", "-reads", "20000", "-progress=false", "-db", dir, "-use_existing_db",
+		"-benchmarks", "readmissing", "-bloom_bits", "4", "-json", jsonPath)
+	doc := readJSON(t, jsonPath)
+	if w, _ := doc["warnings"].([]any); len(w) == 0 {
+		t.Error("no warning that the tables spend other bits per key than asked")
+	}
+	for _, r := range resultsOf(t, doc) {
+		if r["benchmark"] != "readmissing" {
+			continue
+		}
+		if r["bloom_bits"].(float64) != 10 {
+			t.Errorf("bloom_bits reported %v, the tables have 10", r["bloom_bits"])
+		}
+		if th := r["fp_rate_theory"].(float64); th > 0.012 || th < 0.006 {
+			t.Errorf("fp_rate_theory %.4f is not that of 10 bits/key", th)
+		}
+	}
+}
