@@ -127,7 +127,7 @@ type Block struct {
 }
 
 // DecodeBlock validates an encoded filter block and returns a view of it.
-// Malformed input yields an error wrapping base.ErrCorruption; callers add
+// Malformed input yields an error wrapping ErrCorruption; callers add
 // the file and offset.
 func DecodeBlock(data []byte) (Block, error) {
 	if len(data) < blockTrailerLen {

@@ -72,7 +72,7 @@
 // MarshalBinary/UnmarshalBinary and WriteTo/ReadFrom in one versioned,
 // checksummed format, described in encoding.go with each type's body in
 // its *_codec.go; decoding rejects damaged input with an error wrapping
-// base.ErrCorruption.
+// ErrCorruption.
 //
 // # Invariants
 //

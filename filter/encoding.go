@@ -29,7 +29,7 @@ import (
 // stored as uint64. Reserved fields and unused trailing bits must be zero.
 // Decoders check the magic, version, kind, length and checksum before they
 // look at the body, then check the body's own fields for consistency, and
-// reject anything else with an error wrapping base.ErrCorruption that names
+// reject anything else with an error wrapping ErrCorruption that names
 // the kind and the byte offset. These constants and layouts never change; a
 // new layout gets a new version number.
 const (

@@ -3,7 +3,14 @@ package filter
 import (
 	"errors"
 	"fmt"
+
+	"github.com/bloomkv/bloomkv/internal/base"
 )
+
+// ErrCorruption is wrapped by every error that rejects damaged or foreign
+// encoded input (UnmarshalBinary, ReadFrom, DecodeBlock). It is the same
+// value as bloomkv.ErrCorruption, so one errors.Is check serves both.
+var ErrCorruption = base.ErrCorruption
 
 // ErrInvalidArgument is returned (wrapped) by constructors given a size or
 // error rate they cannot honour, such as fpp outside (0, 1).
