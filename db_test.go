@@ -102,7 +102,7 @@ func checkIter(t *testing.T, rng *rand.Rand, it *Iterator, m model, lower, upper
 			pos = len(keys) - 1
 			expect(it.Last(), "Last")
 		case r == 2:
-			k := fmt.Sprintf("k%04d", rng.IntN(300))
+			k := fmt.Sprintf("k%04d", rng.IntN(modelKeySpace))
 			target := k
 			if lower != nil && string(lower) > target {
 				target = string(lower)
@@ -126,6 +126,16 @@ func checkIter(t *testing.T, rng *rand.Rand, it *Iterator, m model, lower, upper
 	if err := it.Error(); err != nil {
 		t.Fatalf("%s: iterator error %v", what, err)
 	}
+}
+
+// modelKeySpace is the number of distinct keys the model test uses: large
+// enough, with tiny tables, for a tree of several levels.
+const modelKeySpace = 2000
+
+type openIter struct {
+	it           *Iterator
+	m            model
+	lower, upper []byte
 }
 
 type openSnapshot struct {
@@ -152,6 +162,7 @@ func TestRandomizedAgainstModel(t *testing.T) {
 				fs, dir = vfs.Default, t.TempDir()
 			}
 			opts := tinyOptions(fs)
+			opts.LBaseMaxBytes, opts.TargetFileSize = 8<<10, 4<<10 // a deeper tree
 			randomize := fsKind == "mem-random-options"
 			if randomize {
 				randomizeOptions(rng, opts)
@@ -161,11 +172,13 @@ func TestRandomizedAgainstModel(t *testing.T) {
 			m := model{}
 			var snaps []openSnapshot
 			var total Metrics // counters summed over reopens
+			var iters []openIter
+			deepest := 0 // deepest level seen holding tables
 			steps := 6000
 			if testing.Short() {
 				steps = 2000
 			}
-			key := func() string { return fmt.Sprintf("k%04d", rng.IntN(300)) }
+			key := func() string { return fmt.Sprintf("k%04d", rng.IntN(modelKeySpace)) }
 			for step := 0; step < steps; step++ {
 				switch r := rng.IntN(100); {
 				case r < 40:
@@ -218,8 +231,23 @@ func TestRandomizedAgainstModel(t *testing.T) {
 					}
 					it := db.NewIterator(&IterOptions{LowerBound: lower, UpperBound: upper})
 					checkIter(t, rng, it, m, lower, upper, fmt.Sprintf("step %d iter [%q,%q)", step, lower, upper))
-					if err := it.Close(); err != nil {
+					if rng.IntN(3) == 0 {
+						// Keep it open: later steps write, flush and compact
+						// under it, and it must keep its point in time.
+						iters = append(iters, openIter{it, m.clone(), lower, upper})
+					} else if err := it.Close(); err != nil {
 						t.Fatal(err)
+					}
+					if len(iters) > 0 && rng.IntN(2) == 0 {
+						i := rng.IntN(len(iters))
+						o := iters[i]
+						checkIter(t, rng, o.it, o.m, o.lower, o.upper, fmt.Sprintf("step %d held iter", step))
+						if rng.IntN(3) == 0 {
+							if err := o.it.Close(); err != nil {
+								t.Fatal(err)
+							}
+							iters = append(iters[:i], iters[i+1:]...)
+						}
 					}
 				case r < 86:
 					snaps = append(snaps, openSnapshot{db.NewSnapshot(), m.clone()})
@@ -258,6 +286,12 @@ func TestRandomizedAgainstModel(t *testing.T) {
 						s.s.Close()
 					}
 					snaps = nil
+					for _, o := range iters {
+						if err := o.it.Close(); err != nil {
+							t.Fatal(err)
+						}
+					}
+					iters = nil
 					before := db.Metrics()
 					total.Flushes += before.Flushes
 					total.Compactions += before.Compactions
@@ -276,7 +310,16 @@ func TestRandomizedAgainstModel(t *testing.T) {
 						t.Fatal(err)
 					}
 					checkInvariants(t, db)
+					for l, lm := range db.Metrics().Levels {
+						if lm.Files > 0 {
+							deepest = max(deepest, l)
+						}
+					}
 				}
+			}
+			for _, o := range iters {
+				checkIter(t, rng, o.it, o.m, o.lower, o.upper, "final held iter")
+				o.it.Close()
 			}
 			for k := range m {
 				checkGet(t, db.Get, m, k, "final")
@@ -289,6 +332,10 @@ func TestRandomizedAgainstModel(t *testing.T) {
 			total.Flushes += met.Flushes
 			total.Compactions += met.Compactions
 			total.TablesProbed += met.TablesProbed
+			t.Logf("deepest level holding tables: L%d", deepest)
+			if deepest < 2 {
+				t.Fatalf("tree too shallow for the test to mean much: deepest level L%d", deepest)
+			}
 			if total.Flushes == 0 || total.Compactions == 0 || total.TablesProbed == 0 {
 				t.Fatalf("workload too small to exercise tables: %d flushes, %d compactions, %d tables probed",
 					total.Flushes, total.Compactions, total.TablesProbed)
@@ -479,9 +526,17 @@ func TestCallerSlicesNotRetained(t *testing.T) {
 func TestClosedDB(t *testing.T) {
 	db := mustOpen(t, "/db", &Options{FS: vfs.NewMem()})
 	db.Put([]byte("a"), []byte("1"))
+	db.Put([]byte("b"), []byte("2"))
 	snap := db.NewSnapshot()
+	open := db.NewIterator(nil)
+	if !open.First() {
+		t.Fatal("iterator before Close is empty")
+	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
+	}
+	if open.Next() || !errors.Is(open.Error(), ErrClosed) {
+		t.Errorf("iterator opened before Close: Next after Close gave error %v, want ErrClosed", open.Error())
 	}
 	if err := db.Close(); !errors.Is(err, ErrClosed) {
 		t.Errorf("second Close: %v", err)

@@ -104,12 +104,16 @@ func (db *DB) flushOldestLocked() error {
 		edit := &manifest.VersionEdit{HasLogNum: true, LogNum: nextLog}
 		if meta != nil {
 			edit.NewFiles = []manifest.NewFileEntry{{Level: 0, Meta: meta}}
+		}
+		db.manifestMu.Lock()
+		err = db.logAndApply(edit)
+		db.manifestMu.Unlock()
+		if err == nil && meta != nil {
+			// Counted once installed: a retried flush writes its table again.
 			db.counters.flushBytes.Add(meta.Size)
 			db.counters.levelCompOut[0].Add(meta.Size)
 		}
-		db.manifestMu.Lock()
-		defer db.manifestMu.Unlock()
-		return db.logAndApply(edit)
+		return err
 	}()
 
 	db.mu.Lock()

@@ -15,6 +15,7 @@ type IterOptions struct{ LowerBound, UpperBound []byte }
 // next move. An Iterator is not safe for concurrent use; Close it to release
 // the tables it pins.
 type Iterator struct {
+	db     *DB
 	vis    *iterator.Visible
 	state  *readState
 	err    error
@@ -54,7 +55,7 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 			iters = append(iters, newLevelIter(db.tableCache, s.v.Levels[level]))
 		}
 	}
-	return &Iterator{vis: iterator.NewVisible(iterator.NewMerging(iters...), seq, lower, upper), state: s}
+	return &Iterator{db: db, vis: iterator.NewVisible(iterator.NewMerging(iters...), seq, lower, upper), state: s}
 }
 
 func cloneOrNil(b []byte) []byte {
@@ -64,7 +65,15 @@ func cloneOrNil(b []byte) []byte {
 	return append([]byte{}, b...)
 }
 
-func (it *Iterator) usable() bool { return it.err == nil && !it.closed }
+// usable reports whether the iterator may move: not closed, no error, and
+// its DB still open (after DB.Close every move fails with ErrClosed, even
+// where the answer is still in memory).
+func (it *Iterator) usable() bool {
+	if it.err == nil && it.db != nil && it.db.closed.Load() {
+		it.err = ErrClosed
+	}
+	return it.err == nil && !it.closed
+}
 
 // First moves to the first key; it reports whether the iterator is valid.
 func (it *Iterator) First() bool { return it.usable() && it.vis.First() }
