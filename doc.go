@@ -14,6 +14,17 @@
 // first; for each table whose key range covers the key the filter is probed
 // and the table skipped on a negative.
 //
+// # Durability
+//
+// A write that returned nil survives a crash of the process (kill -9) at any
+// instant; with Options.Sync it also survives losing the operating system.
+// After a crash the database holds exactly a prefix of the acknowledged
+// writes (plus possibly some in flight), and every Batch is all or nothing.
+// A torn record at the very end of the write-ahead log is a crash artefact
+// and is dropped; damage anywhere else in a log, table or manifest is
+// reported as an error wrapping ErrCorruption that names the file and
+// offset, never skipped silently and never returned as wrong data.
+//
 // # Invariants
 //
 //   - Every write gets a unique sequence number; a read at sequence s sees
