@@ -27,6 +27,9 @@ type DB struct {
 
 	readStats sstable.ReadStats
 	counters  dbCounters
+	// filterStats caches each live table's filterStats (fileNum -> value);
+	// entries go when the table's file is deleted.
+	filterStats sync.Map
 
 	// visibleSeq: every write with a sequence <= visibleSeq is fully in a
 	// memtable (or a table). Reads use it as their point in time.

@@ -209,15 +209,11 @@ func (db *DB) Metrics() Metrics {
 		m.Levels[l].Files = len(s.v.Levels[l])
 		m.Levels[l].Bytes = s.v.LevelBytes(l)
 		for _, f := range s.v.Levels[l] {
-			r, release, err := db.tableCache.Find(f.FileNum, int64(f.Size))
-			if err != nil {
-				continue
+			fs, ok := db.tableFilterStats(f.FileNum, int64(f.Size))
+			if ok {
+				m.FilterBytes += fs.bytes
+				m.FilterKeys += fs.keys
 			}
-			m.FilterBytes += int64(r.FilterMemory())
-			if blk, ok := r.Filter(); ok {
-				m.FilterKeys += uint64(blk.NumKeys())
-			}
-			release()
 		}
 	}
 	m.MemtableBytes = s.mem.ApproximateSize()
@@ -229,4 +225,29 @@ func (db *DB) Metrics() Metrics {
 	}
 	m.TableCacheOpen = db.tableCache.Len()
 	return m
+}
+
+// filterStats is what a table's filter costs: tables are immutable, so it
+// is read once per table (Metrics is called often, e.g. by kvbench's
+// progress display, and must not open every table each time).
+type filterStats struct {
+	bytes int64
+	keys  uint64
+}
+
+func (db *DB) tableFilterStats(fileNum uint64, size int64) (filterStats, bool) {
+	if v, ok := db.filterStats.Load(fileNum); ok {
+		return v.(filterStats), true
+	}
+	r, release, err := db.tableCache.Find(fileNum, size)
+	if err != nil {
+		return filterStats{}, false
+	}
+	defer release()
+	fs := filterStats{bytes: int64(r.FilterMemory())}
+	if blk, ok := r.Filter(); ok {
+		fs.keys = uint64(blk.NumKeys())
+	}
+	db.filterStats.Store(fileNum, fs)
+	return fs, true
 }

@@ -68,6 +68,7 @@ func (db *DB) deleteObsoleteFiles(atOpen bool) {
 			continue
 		}
 		if t == base.FileTypeTable {
+			db.filterStats.Delete(num)
 			db.tableCache.Evict(num)
 			if db.blockCache != nil {
 				db.blockCache.EvictFile(num)
