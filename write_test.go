@@ -5,13 +5,35 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bloomkv/bloomkv/vfs"
 )
+
+// slowSyncFS makes every file sync take a millisecond.
+type slowSyncFS struct{ vfs.FS }
+
+type slowSyncFile struct{ vfs.File }
+
+func (fs slowSyncFS) Create(name string) (vfs.File, error) {
+	f, err := fs.FS.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	return slowSyncFile{f}, nil
+}
+
+func (f slowSyncFile) Sync() error {
+	time.Sleep(time.Millisecond)
+	return f.File.Sync()
+}
 
 // TestGroupCommit runs concurrent synced writers and checks that log
 // records (and fsyncs) are shared between writes, and that every write is
 // readable afterwards.
 func TestGroupCommit(t *testing.T) {
-	db := mustOpen(t, t.TempDir(), &Options{Sync: true})
+	// A sync that takes a millisecond, as on a real disk (t.TempDir may be
+	// a tmpfs where fsync is free), so that writers queue behind it.
+	db := mustOpen(t, t.TempDir(), &Options{Sync: true, FS: slowSyncFS{vfs.Default}})
 	defer db.Close()
 	const writers, perWriter = 8, 100
 	var wg sync.WaitGroup
