@@ -232,6 +232,29 @@ func TestLeveledShape(t *testing.T) {
 	if deep < 2 || m.Compactions == 0 || m.WriteAmplification() <= 1 {
 		t.Fatalf("expected a multi-level tree with compactions: deepest %d, %d compactions, write-amp %.2f", deep, m.Compactions, m.WriteAmplification())
 	}
+
+	// Absent keys inside the key range: every level holding tables is
+	// probed, and the per-level read counters add up to the totals.
+	before := db.Metrics()
+	for i := 0; i < 2000; i++ {
+		if _, err := db.Get([]byte(fmt.Sprintf("key%06d~", i*10))); !errors.Is(err, ErrNotFound) {
+			t.Fatal(err)
+		}
+	}
+	d := db.Metrics().Sub(before)
+	var probed, negatives, fps, blocks uint64
+	for l, lm := range d.Levels {
+		if lm.Files > 0 && lm.TablesProbed == 0 {
+			t.Errorf("level %d holds %d tables but was never probed", l, lm.Files)
+		}
+		if lm.FilterNegatives+lm.FilterFalsePositives != lm.TablesProbed || lm.DataBlockReads != lm.FilterFalsePositives {
+			t.Errorf("level %d: %d probes = %d negatives + %d false positives? blocks %d", l, lm.TablesProbed, lm.FilterNegatives, lm.FilterFalsePositives, lm.DataBlockReads)
+		}
+		probed, negatives, fps, blocks = probed+lm.TablesProbed, negatives+lm.FilterNegatives, fps+lm.FilterFalsePositives, blocks+lm.DataBlockReads
+	}
+	if probed != d.TablesProbed || negatives != d.FilterNegatives || fps != d.FilterFalsePositives || blocks != d.DataBlockReads {
+		t.Fatalf("per-level read counters do not add up to the totals: %d/%d/%d/%d vs %+v", probed, negatives, fps, blocks, d)
+	}
 }
 
 // TestManifestRewrittenWhenLarge checks that the manifest is replaced by a

@@ -25,7 +25,9 @@ type DB struct {
 	blockCache *sstable.BlockCache // nil when disabled
 	tableCache *sstable.TableCache
 
-	readStats sstable.ReadStats
+	// readStats count the point-lookup work per level, where it happens
+	// (the SSTable reader and block cache); Metrics sums them.
+	readStats [manifest.NumLevels]sstable.ReadStats
 	counters  dbCounters
 	// filterStats caches each live table's filterStats (fileNum -> value);
 	// entries go when the table's file is deleted.

@@ -61,7 +61,7 @@ func (db *DB) getFrom(s *readState, key []byte, seq uint64) ([]byte, error) {
 		if !fileCovers(f, key) {
 			continue
 		}
-		if v, kind, ok, err := db.getFromTable(f, key, seq); err != nil || ok {
+		if v, kind, ok, err := db.getFromTable(f, 0, key, seq); err != nil || ok {
 			if err != nil {
 				return nil, err
 			}
@@ -73,7 +73,7 @@ func (db *DB) getFrom(s *readState, key []byte, seq uint64) ([]byte, error) {
 		if f == nil {
 			continue
 		}
-		if v, kind, ok, err := db.getFromTable(f, key, seq); err != nil || ok {
+		if v, kind, ok, err := db.getFromTable(f, level, key, seq); err != nil || ok {
 			if err != nil {
 				return nil, err
 			}
@@ -95,8 +95,8 @@ func valueOrNotFound(v []byte, kind base.Kind) ([]byte, error) {
 // copyValue returns a copy the caller owns (non-nil, also when empty).
 func copyValue(v []byte) []byte { return append(make([]byte, 0, len(v)), v...) }
 
-func (db *DB) getFromTable(f *manifest.FileMetadata, key []byte, seq uint64) ([]byte, base.Kind, bool, error) {
-	db.counters.tablesProbed.Add(1)
+func (db *DB) getFromTable(f *manifest.FileMetadata, level int, key []byte, seq uint64) ([]byte, base.Kind, bool, error) {
+	db.counters.levelProbes[level].Add(1)
 	r, release, err := db.tableCache.Find(f.FileNum, int64(f.Size))
 	if errors.Is(err, sstable.ErrTableCacheClosed) {
 		return nil, 0, false, ErrClosed // Close ran while this Get was under way
@@ -105,7 +105,7 @@ func (db *DB) getFromTable(f *manifest.FileMetadata, key []byte, seq uint64) ([]
 		return nil, 0, false, fmt.Errorf("bloomkv: get: %w", err)
 	}
 	defer release()
-	v, kind, ok, err := r.Get(key, seq, !db.opts.IgnoreFilters, &db.readStats)
+	v, kind, ok, err := r.Get(key, seq, !db.opts.IgnoreFilters, &db.readStats[level])
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("bloomkv: get: %w", err)
 	}

@@ -67,6 +67,13 @@ type LevelMetrics struct {
 	CompactionBytesIn  uint64
 	CompactionBytesOut uint64
 	Compactions        uint64
+	// Point-lookup work in this level's tables (the totals of Metrics are
+	// their sums): where the filters save reads, level by level.
+	TablesProbed         uint64
+	FilterNegatives      uint64
+	FilterFalsePositives uint64
+	DataBlockReads       uint64
+	BytesRead            uint64
 }
 
 // WriteAmplification returns (bytes written to logs and tables) / (bytes of
@@ -88,6 +95,11 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 			d.Levels[i].CompactionBytesIn -= earlier.Levels[i].CompactionBytesIn
 			d.Levels[i].CompactionBytesOut -= earlier.Levels[i].CompactionBytesOut
 			d.Levels[i].Compactions -= earlier.Levels[i].Compactions
+			d.Levels[i].TablesProbed -= earlier.Levels[i].TablesProbed
+			d.Levels[i].FilterNegatives -= earlier.Levels[i].FilterNegatives
+			d.Levels[i].FilterFalsePositives -= earlier.Levels[i].FilterFalsePositives
+			d.Levels[i].DataBlockReads -= earlier.Levels[i].DataBlockReads
+			d.Levels[i].BytesRead -= earlier.Levels[i].BytesRead
 		}
 	}
 	d.Gets -= earlier.Gets
@@ -117,17 +129,19 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 // String prints a per-level table and the read and write counters.
 func (m Metrics) String() string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "level  files        size   comp-in  comp-out  compactions\n")
+	fmt.Fprintf(&sb, "level  files        size   comp-in  comp-out  compactions |   probed  filter-neg  filter-fp   blocks\n")
 	var files int
 	var bytes int64
 	for i, l := range m.Levels {
-		fmt.Fprintf(&sb, "%5d %6d %11s %9s %9s %12d\n", i, l.Files, humanBytes(uint64(l.Bytes)),
-			humanBytes(l.CompactionBytesIn), humanBytes(l.CompactionBytesOut), l.Compactions)
+		fmt.Fprintf(&sb, "%5d %6d %11s %9s %9s %12d | %8d %11d %10d %8d\n", i, l.Files, humanBytes(uint64(l.Bytes)),
+			humanBytes(l.CompactionBytesIn), humanBytes(l.CompactionBytesOut), l.Compactions,
+			l.TablesProbed, l.FilterNegatives, l.FilterFalsePositives, l.DataBlockReads)
 		files += l.Files
 		bytes += l.Bytes
 	}
-	fmt.Fprintf(&sb, "total %6d %11s %9s %9s %12d\n", files, humanBytes(uint64(bytes)),
-		humanBytes(m.CompactionBytesRead), humanBytes(m.CompactionBytesWritten), m.Compactions)
+	fmt.Fprintf(&sb, "total %6d %11s %9s %9s %12d | %8d %11d %10d %8d\n", files, humanBytes(uint64(bytes)),
+		humanBytes(m.CompactionBytesRead), humanBytes(m.CompactionBytesWritten), m.Compactions,
+		m.TablesProbed, m.FilterNegatives, m.FilterFalsePositives, m.DataBlockReads)
 	fmt.Fprintf(&sb, "gets %d: tables probed %d, filter negatives %d, false positives %d, data blocks %d (cache hits %d, misses %d), bytes read %s, memtable hits %d\n",
 		m.Gets, m.TablesProbed, m.FilterNegatives, m.FilterFalsePositives, m.DataBlockReads,
 		m.BlockCacheHits, m.BlockCacheMisses, humanBytes(m.BytesRead), m.MemtableHits)
@@ -157,11 +171,12 @@ func humanBytes(n uint64) string {
 // dbCounters are the DB's own atomics (the SSTable reader keeps the
 // per-block ones in sstable.ReadStats).
 type dbCounters struct {
-	gets, tablesProbed, memtableHits             atomic.Uint64
+	gets, memtableHits                           atomic.Uint64
 	flushes, compactions                         atomic.Uint64
 	writeStalls, writeStallNanos, writeSlowdowns atomic.Uint64
 	userBytes, walBytes, flushBytes              atomic.Uint64
 	walRecords, walSyncs                         atomic.Uint64
+	levelProbes                                  [manifest.NumLevels]atomic.Uint64
 	levelCompIn, levelCompOut, levelCompactions  [manifest.NumLevels]atomic.Uint64
 }
 
@@ -170,15 +185,7 @@ func (db *DB) Metrics() Metrics {
 	var m Metrics
 	c := &db.counters
 	m.Gets = c.gets.Load()
-	m.TablesProbed = c.tablesProbed.Load()
 	m.MemtableHits = c.memtableHits.Load()
-	rs := &db.readStats
-	m.FilterNegatives = rs.FilterNegatives.Load()
-	m.FilterFalsePositives = rs.FilterFalsePositives.Load()
-	m.DataBlockReads = rs.DataBlockReads.Load()
-	m.BlockCacheHits = rs.BlockCacheHits.Load()
-	m.BlockCacheMisses = rs.BlockCacheMisses.Load()
-	m.BytesRead = rs.BytesRead.Load()
 	m.Flushes = c.flushes.Load()
 	m.Compactions = c.compactions.Load()
 	m.WriteStalls = c.writeStalls.Load()
@@ -192,6 +199,19 @@ func (db *DB) Metrics() Metrics {
 
 	m.Levels = make([]LevelMetrics, manifest.NumLevels)
 	for l := range m.Levels {
+		lm, rs := &m.Levels[l], &db.readStats[l]
+		lm.TablesProbed = c.levelProbes[l].Load()
+		lm.FilterNegatives = rs.FilterNegatives.Load()
+		lm.FilterFalsePositives = rs.FilterFalsePositives.Load()
+		lm.DataBlockReads = rs.DataBlockReads.Load()
+		lm.BytesRead = rs.BytesRead.Load()
+		m.TablesProbed += lm.TablesProbed
+		m.FilterNegatives += lm.FilterNegatives
+		m.FilterFalsePositives += lm.FilterFalsePositives
+		m.DataBlockReads += lm.DataBlockReads
+		m.BytesRead += lm.BytesRead
+		m.BlockCacheHits += rs.BlockCacheHits.Load()
+		m.BlockCacheMisses += rs.BlockCacheMisses.Load()
 		m.Levels[l].CompactionBytesIn = c.levelCompIn[l].Load()
 		m.Levels[l].CompactionBytesOut = c.levelCompOut[l].Load()
 		m.Levels[l].Compactions = c.levelCompactions[l].Load()

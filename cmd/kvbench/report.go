@@ -22,6 +22,7 @@ func printReport(w io.Writer, rep *report) error {
 	default:
 		writeLatency(&sb, rep.Results)
 		writeCosts(&sb, rep.Results)
+		writeLevels(&sb, rep.Results)
 		if cfg.compareFilters {
 			writeComparisons(&sb, rep.Comparisons)
 		}
@@ -151,6 +152,41 @@ func writeCosts(sb *strings.Builder, results []*result) {
 	if n == 0 {
 		return
 	}
+	_ = t.write(sb)
+	sb.WriteString("\n")
+}
+
+// writeLevels shows, per read workload, where Gets went level by level:
+// tables probed per Get, and data blocks read per Get after the filters.
+func writeLevels(sb *strings.Builder, results []*result) {
+	deepest := -1
+	for _, r := range results {
+		for l, p := range r.TablesProbedPerGetByLevel {
+			if p > 0 {
+				deepest = max(deepest, l)
+			}
+		}
+	}
+	if deepest < 0 {
+		return
+	}
+	t := &table{}
+	head := []string{"probed -> blocks"}
+	for l := 0; l <= deepest; l++ {
+		head = append(head, fmt.Sprintf("L%d", l))
+	}
+	t.add(head...)
+	for _, r := range results {
+		if len(r.TablesProbedPerGetByLevel) == 0 {
+			continue
+		}
+		row := []string{label(r)}
+		for l := 0; l <= deepest; l++ {
+			row = append(row, fmt.Sprintf("%.3f -> %.3f", r.TablesProbedPerGetByLevel[l], r.DataBlocksPerGetByLevel[l]))
+		}
+		t.add(row...)
+	}
+	sb.WriteString("per level: tables probed per Get -> data blocks read per Get\n")
 	_ = t.write(sb)
 	sb.WriteString("\n")
 }

@@ -56,6 +56,11 @@ type result struct {
 	FilterBitsPerKey float64 `json:"filter_bits_per_key"`
 	FilterProbes     int     `json:"filter_probes"`
 	FilesPerLevel    []int   `json:"files_per_level"`
+	// Per level (index = level), per Get: where lookups went and what the
+	// filters saved there.
+	TablesProbedPerGetByLevel    []float64 `json:"tables_probed_per_get_by_level"`
+	FilterNegativesPerGetByLevel []float64 `json:"filter_negatives_per_get_by_level"`
+	DataBlocksPerGetByLevel      []float64 `json:"data_blocks_per_get_by_level"`
 }
 
 // newResult combines a workload run with the metrics it cost. bits is the
@@ -87,6 +92,14 @@ func newResult(run *workloadRun, pass string, bits int, variant filter.Variant, 
 		BlockCacheMisses:     d.BlockCacheMisses,
 		BytesRead:            d.BytesRead,
 		MemtableHits:         d.MemtableHits,
+	}
+	if d.Gets > 0 {
+		for _, l := range d.Levels {
+			g := float64(d.Gets)
+			r.TablesProbedPerGetByLevel = append(r.TablesProbedPerGetByLevel, float64(l.TablesProbed)/g)
+			r.FilterNegativesPerGetByLevel = append(r.FilterNegativesPerGetByLevel, float64(l.FilterNegatives)/g)
+			r.DataBlocksPerGetByLevel = append(r.DataBlocksPerGetByLevel, float64(l.DataBlockReads)/g)
+		}
 	}
 	r.TablesProbedPerGet = ratio(d.TablesProbed, d.Gets)
 	r.FilterNegativesPerGet = ratio(d.FilterNegatives, d.Gets)
