@@ -359,17 +359,18 @@ func (out *compactionOutputs) add(ikey, value []byte) error {
 	}
 	if out.w == nil {
 		db := out.db
-		db.mu.Lock()
-		out.num = db.allocFileNumLocked()
-		db.mu.pendingOutputs[out.num] = struct{}{}
-		db.mu.Unlock()
+		num, err := db.allocFileNum(true)
+		if err != nil {
+			return fmt.Errorf("bloomkv: compaction: %w", err)
+		}
+		out.num = num
 		out.nums = append(out.nums, out.num)
 		name := db.path(base.FileTypeTable, out.num)
 		f, err := db.fs.Create(name)
 		if err != nil {
 			return fmt.Errorf("bloomkv: compaction: create %s: %w", name, err)
 		}
-		out.w = sstable.NewWriter(f, db.sstWriterOptions())
+		out.w = sstable.NewWriter(f, db.sstWriterOptions(out.num))
 	}
 	out.lastUkey = append(out.lastUkey[:0], ukey...)
 	if err := out.w.Add(ikey, value); err != nil {
@@ -417,7 +418,7 @@ func (out *compactionOutputs) cleanup() {
 		_ = out.w.Abort()
 	}
 	db.manifestMu.Lock()
-	uncertain := db.manifest.uncertain
+	uncertain := db.vs.Uncertain()
 	db.manifestMu.Unlock()
 	// With the manifest uncertain, a failed edit may still have named these
 	// outputs; leave them to file collection once a fresh manifest settles it.

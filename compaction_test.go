@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
@@ -257,6 +258,12 @@ func TestLeveledShape(t *testing.T) {
 	}
 }
 
+func (db *DB) manifestNum() uint64 {
+	db.manifestMu.Lock()
+	defer db.manifestMu.Unlock()
+	return db.vs.ManifestNum()
+}
+
 // TestManifestRewrittenWhenLarge checks that the manifest is replaced by a
 // fresh snapshot past MaxManifestFileSize and that old ones are deleted.
 func TestManifestRewrittenWhenLarge(t *testing.T) {
@@ -264,13 +271,13 @@ func TestManifestRewrittenWhenLarge(t *testing.T) {
 	o := tinyOptions(fs)
 	o.MaxManifestFileSize = 1 << 10
 	db := mustOpen(t, "/db", o)
-	first := db.manifest.num
+	first := db.manifestNum()
 	for i := 0; i < 30; i++ {
 		putRange(t, db, i*50, i*50+50, "v")
 		db.Flush()
 	}
 	db.WaitForCompactions()
-	if db.manifest.num == first {
+	if db.manifestNum() == first {
 		t.Fatal("manifest never rewritten")
 	}
 	db.Close()
@@ -291,23 +298,47 @@ func TestManifestRewrittenWhenLarge(t *testing.T) {
 	}
 }
 
-// TestOrphansRemovedAtOpen leaves files a crash could leave and checks
-// that Open deletes them.
+// TestOrphansRemovedAtOpen leaves files a crash could leave (numbers the
+// manifest reserved, not live) and foreign files (numbers the engine never
+// handed out) and checks that Open deletes the former only, and keeps the
+// foreign ones across later opens too.
 func TestOrphansRemovedAtOpen(t *testing.T) {
 	fs := vfs.NewMem()
 	db := mustOpen(t, "/db", tinyOptions(fs))
 	putRange(t, db, 0, 100, "v")
 	db.Close()
-	for _, name := range []string{"000999.sst", "000998.tmp"} {
+	name, err := manifest.ReadCurrent(fs, "/db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := manifest.ReadManifest(fs, "/db/"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reserved := st.NextFileNum - 1 // reserved by the manifest, never used yet
+	orphans := []string{base.MakeFilename(base.FileTypeTable, reserved), base.MakeFilename(base.FileTypeTemp, reserved-1)}
+	foreign := []string{"999999.sst", "999998.tmp", "MANIFEST-999997", "999996.log"}
+	for _, name := range append(append([]string(nil), orphans...), foreign...) {
 		f, _ := fs.Create("/db/" + name)
 		f.Write([]byte("junk"))
 		f.Close()
 	}
-	db = mustOpen(t, "/db", tinyOptions(fs))
-	defer db.Close()
-	for _, name := range []string{"000999.sst", "000998.tmp"} {
-		if _, err := fs.Stat("/db/" + name); err == nil {
-			t.Errorf("orphan %s survived Open", name)
+	for round := 0; round < 3; round++ {
+		db = mustOpen(t, "/db", tinyOptions(fs))
+		putRange(t, db, 100, 200, "w")
+		if err := db.Compact(nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		for _, name := range orphans {
+			if _, err := fs.Stat("/db/" + name); err == nil {
+				t.Errorf("round %d: orphan %s survived Open", round, name)
+			}
+		}
+		for _, name := range foreign {
+			if _, err := fs.Stat("/db/" + name); err != nil {
+				t.Errorf("round %d: foreign file %s was removed: %v", round, name, err)
+			}
 		}
 	}
 }

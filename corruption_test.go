@@ -324,9 +324,12 @@ func TestCorruptionFilterNeverHidesKeys(t *testing.T) {
 
 // ---- write-ahead log ----
 
-// buildLogDB writes batches 1..n and closes the database, leaving them in
-// one write-ahead log (the memtable is large enough never to flush).
-func buildLogDB(t *testing.T, n int) (*vfs.MemFS, string, []byte) {
+// buildLogDB writes batches 1..n, which stay in one write-ahead log (the
+// memtable is large enough never to flush). With crashed, the
+// image is taken as a kill -9 would leave it (the database was never
+// closed); otherwise after a clean Close, which records in the manifest
+// that every write is durable.
+func buildLogDB(t *testing.T, n int, crashed bool) (*vfs.MemFS, string, []byte) {
 	t.Helper()
 	fs := vfs.NewMem()
 	db := mustOpen(t, "/db", &Options{FS: fs})
@@ -335,28 +338,32 @@ func buildLogDB(t *testing.T, n int) (*vfs.MemFS, string, []byte) {
 			t.Fatal(err)
 		}
 	}
+	img := fs
+	if crashed {
+		img = fs.ProcessCrashClone()
+	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	logs := filesOfType(t, fs, base.FileTypeLog)
+	logs := filesOfType(t, img, base.FileTypeLog)
 	if len(logs) != 1 {
 		t.Fatalf("logs: %v", logs)
 	}
-	data := readMemFile(t, fs, "/db/"+logs[0])
+	data := readMemFile(t, img, "/db/"+logs[0])
 	if len(data) < 3*32<<10 {
 		t.Fatalf("log of %d bytes is too small to damage in the middle", len(data))
 	}
-	return fs, logs[0], data
+	return img, logs[0], data
 }
 
 func TestCorruptionLog(t *testing.T) {
 	const batches = 1000
-	fs, logName, data := buildLogDB(t, batches)
+	fs, logName, data := buildLogDB(t, batches, true)
 	lastBlock := len(data) / (32 << 10) * (32 << 10)
 
 	t.Run("flip mid-file", func(t *testing.T) {
-		// Damage with whole blocks after it is not a torn tail.
-		for _, off := range []int{0, 3, 6, 7, 500, 32<<10 - 1, 32 << 10, 40000, lastBlock - 100} {
+		// Damage with intact records after it is not a torn tail.
+		for _, off := range []int{0, 3, 6, 7, 500, 32<<10 - 1, 32 << 10, 40000, lastBlock - 100, lastBlock + 20} {
 			_, err := Open("/db", &Options{FS: withDamage(t, fs, logName, flipAt(off))})
 			expectCorruption(t, err, logName, fmt.Sprintf("flip@%d", off))
 			if !strings.Contains(err.Error(), "offset") {
@@ -365,9 +372,10 @@ func TestCorruptionLog(t *testing.T) {
 		}
 	})
 	t.Run("tail", func(t *testing.T) {
-		// Truncations and damage in the last block cannot be told from a
-		// crash: the database opens with a prefix of the batches (or, for
-		// a flip, may report corruption), never anything else.
+		// After a crash, truncations and damage in the last record cannot be
+		// told from a torn write: the database opens with a prefix of the
+		// batches (or, for a flip, may report corruption), never anything
+		// else.
 		cases := map[string]func([]byte) []byte{
 			"zeros appended":   func(b []byte) []byte { return append(b, make([]byte, 100)...) },
 			"garbage appended": func(b []byte) []byte { return append(b, bytes.Repeat([]byte{0xa5}, 30)...) },
@@ -375,7 +383,7 @@ func TestCorruptionLog(t *testing.T) {
 		for _, n := range []int{0, 1, 6, 7, 100, 32 << 10, 32<<10 + 3, 50000, lastBlock, len(data) - 1} {
 			cases[fmt.Sprintf("truncate@%d", n)] = truncateTo(n)
 		}
-		for _, off := range []int{lastBlock + 1, lastBlock + 20, len(data) - 1} {
+		for _, off := range []int{len(data) - 20, len(data) - 1} {
 			cases[fmt.Sprintf("flip@%d", off)] = flipAt(off)
 		}
 		for name, fn := range cases {
@@ -392,7 +400,34 @@ func TestCorruptionLog(t *testing.T) {
 			if strings.HasSuffix(name, "appended") && p != batches {
 				t.Fatalf("%s: recovered 1..%d of %d", name, p, batches)
 			}
+			if strings.HasPrefix(name, "flip") && p != batches-1 {
+				t.Fatalf("%s: recovered 1..%d of %d; a flip in the last record drops just that record", name, p, batches)
+			}
 			db.Close()
+		}
+	})
+	t.Run("tail after a clean close", func(t *testing.T) {
+		// Close recorded every write as durable: nothing may be missing, so
+		// a cut or damaged end is corruption, not a torn tail.
+		fs, logName, data := buildLogDB(t, batches, false)
+		for _, fn := range map[string]func([]byte) []byte{
+			"truncate@0":     truncateTo(0),
+			"truncate@1":     truncateTo(1),
+			"truncate@end-1": truncateTo(len(data) - 1),
+			"flip@end-1":     flipAt(len(data) - 1),
+		} {
+			_, err := Open("/db", &Options{FS: withDamage(t, fs, logName, fn)})
+			if !errors.Is(err, ErrCorruption) {
+				t.Fatalf("damaged end after a clean close: Open: %v; want corruption", err)
+			}
+		}
+		// Deleting the log loses its writes: corruption too.
+		img := fs.ProcessCrashClone()
+		if err := img.Remove("/db/" + logName); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open("/db", &Options{FS: img}); !errors.Is(err, ErrCorruption) {
+			t.Fatalf("deleted log after a clean close: Open: %v; want corruption", err)
 		}
 	})
 }

@@ -24,6 +24,11 @@ type DB struct {
 	dirLock    io.Closer
 	blockCache *sstable.BlockCache // nil when disabled
 	tableCache *sstable.TableCache
+	// dbID is the database identity, written into every table.
+	dbID []byte
+	// foreignNums are the numbers of files in the directory the engine did
+	// not write (manifest.VersionEdit.ForeignFiles): never handed out.
+	foreignNums map[uint64]struct{}
 
 	// readStats count the point-lookup work per level, where it happens
 	// (the SSTable reader and block cache); Metrics sums them.
@@ -46,20 +51,7 @@ type DB struct {
 	// manifestMu serializes version edits: one logAndApply at a time, from
 	// reading the base version to installing the new one.
 	manifestMu sync.Mutex
-	manifest   struct { // guarded by manifestMu
-		file   vfs.File
-		writer *wal.Writer
-		num    uint64
-		// uncertain: a write or sync of the manifest (or of CURRENT)
-		// failed, so the files on disk may or may not hold the edit being
-		// written. Until a fresh manifest is installed, nothing is
-		// appended to the old one and no file is deleted (the edit may
-		// name a table that looks unreferenced).
-		uncertain bool
-		// logNum is the log number the durable manifest records: logs at
-		// or above it may hold writes not yet in tables.
-		logNum uint64
-	}
+	vs         *manifest.VersionSet // guarded by manifestMu
 
 	versions *liveVersions
 
@@ -71,29 +63,35 @@ type DB struct {
 
 		writers []*writer // write queue; writers[0] is the leader
 
-		mem     *memTable
-		imm     []*memTable // oldest first, waiting to be flushed
-		log     *wal.Writer
-		logFile vfs.File
+		mem *memTable
+		imm []*memTable // oldest first, waiting to be flushed
+		log *wal.Writer
 
-		lastSeq     uint64 // last sequence assigned to a write
-		nextFileNum uint64
-		current     *version
+		lastSeq uint64 // last sequence assigned to a write
+		// syncedSeq: every write up to it is synced to a log (or in a
+		// table). Recovery must find all of them.
+		syncedSeq uint64
+		// nextFileNum is the next file number to hand out; fileNumLimit the
+		// durable manifest's NextFileNum: numbers below it are reserved, so
+		// the engine only ever writes files numbered below what the
+		// manifest records (see allocFileNum).
+		nextFileNum  uint64
+		fileNumLimit uint64
+		current      *version
 		// compactPointers: per level, the largest key of the last
 		// compaction, so that compactions go round robin over the key space.
 		compactPointers map[int][]byte
 
 		snapshots list.List // of *Snapshot, oldest first
 
-		bgErr              error
-		flushing           bool
-		compacting         bool
-		obsoletePending    bool
-		manualWaiting      int
-		flushedMemID       uint64              // ids of memtables flushed so far
-		nextMemID          uint64              // id of the next memtable made
-		pendingOutputs     map[uint64]struct{} // files being written
-		compactionAttempts int                 // consecutive failed compactions
+		bgErr           error
+		flushing        bool
+		compacting      bool
+		obsoletePending bool
+		manualWaiting   int
+		flushedMemID    uint64              // ids of memtables flushed so far
+		nextMemID       uint64              // id of the next memtable made
+		pendingOutputs  map[uint64]struct{} // files being written
 	}
 	bgWG sync.WaitGroup
 }
@@ -103,6 +101,10 @@ type memTable struct {
 	*memtable.Memtable
 	logNum uint64
 	id     uint64
+	// lastSeq is the last sequence of its writes, set when it is made
+	// immutable (no write joins it after that). Its writes are the
+	// sequences after the previous memtable's lastSeq up to this one.
+	lastSeq uint64
 }
 
 func (db *DB) newMemTableLocked(logNum uint64) *memTable {
@@ -112,12 +114,6 @@ func (db *DB) newMemTableLocked(logNum uint64) *memTable {
 
 func (db *DB) path(t base.FileType, num uint64) string {
 	return db.fs.PathJoin(db.dirname, base.MakeFilename(t, num))
-}
-
-func (db *DB) allocFileNumLocked() uint64 {
-	n := db.mu.nextFileNum
-	db.mu.nextFileNum++
-	return n
 }
 
 // Close waits for running background work to stop, syncs the write-ahead
@@ -142,17 +138,33 @@ func (db *DB) Close() error {
 			firstErr = err
 		}
 	}
+	logSynced := false
+	if db.mu.log != nil && db.mu.bgErr == nil {
+		err := db.mu.log.Sync()
+		keep(err)
+		if logSynced = err == nil; logSynced {
+			db.mu.syncedSeq = db.mu.lastSeq
+		}
+	}
 	if db.mu.log != nil {
-		keep(db.mu.log.Sync())
 		keep(db.mu.log.Close())
 		db.mu.log = nil
 	}
 	db.mu.Unlock()
 	db.manifestMu.Lock()
-	if db.manifest.writer != nil {
-		keep(db.manifest.writer.Close())
-		db.manifest.writer = nil
+	manifestNum := db.vs.ManifestNum()
+	if logSynced {
+		// Record that every write is durable, so that a later Open can tell
+		// a log deleted or cut short from one that was never written.
+		keep(db.logAndApply(&manifest.VersionEdit{}))
 	}
+	rolled := db.vs.ManifestNum() != manifestNum
+	db.manifestMu.Unlock()
+	if rolled {
+		db.deleteObsoleteFiles(false) // the manifest it replaced
+	}
+	db.manifestMu.Lock()
+	keep(db.vs.Close())
 	db.manifestMu.Unlock()
 	keep(db.tableCache.Close())
 	keep(db.dirLock.Close())
@@ -164,7 +176,7 @@ func (db *DB) Close() error {
 
 // sstWriterOptions returns the options every new table is written with:
 // the current filter settings, so compaction rebuilds filters with them.
-func (db *DB) sstWriterOptions() sstable.WriterOptions {
+func (db *DB) sstWriterOptions(fileNum uint64) sstable.WriterOptions {
 	c := sstable.SnappyCompression
 	if db.opts.Compression == NoCompression {
 		c = sstable.NoCompression
@@ -176,6 +188,8 @@ func (db *DB) sstWriterOptions() sstable.WriterOptions {
 		FilterKey:       db.opts.FilterKey,
 		FilterKeyName:   db.opts.FilterKeyName,
 		FilterVariant:   db.opts.FilterVariant,
+		FileNum:         fileNum,
+		DBID:            db.dbID,
 	}
 }
 
@@ -187,7 +201,7 @@ func (db *DB) writeTable(num uint64, it base.InternalIterator) (*manifest.FileMe
 	if err != nil {
 		return nil, fmt.Errorf("bloomkv: create table %s: %w", name, err)
 	}
-	w := sstable.NewWriter(f, db.sstWriterOptions())
+	w := sstable.NewWriter(f, db.sstWriterOptions(num))
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		if err := w.Add(it.Key(), it.Value()); err != nil {

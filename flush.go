@@ -86,22 +86,30 @@ func (db *DB) flushLoop() {
 // REQUIRES: db.mu held; it is released during the I/O.
 func (db *DB) flushOldestLocked() error {
 	m := db.mu.imm[0]
-	num := db.allocFileNumLocked()
-	db.mu.pendingOutputs[num] = struct{}{}
+	// imm[0] stays put while we work (only this goroutine removes from
+	// imm), and so does the log of the memtable after it.
 	nextLog := db.mu.mem.logNum
 	if len(db.mu.imm) > 1 {
 		nextLog = db.mu.imm[1].logNum
 	}
 	db.mu.Unlock()
 
+	var num uint64
 	err := func() error {
+		var err error
+		if num, err = db.allocFileNum(true); err != nil {
+			return err
+		}
 		it := m.NewIter()
 		meta, err := db.writeTable(num, it)
 		_ = it.Close()
 		if err != nil {
 			return err
 		}
-		edit := &manifest.VersionEdit{HasLogNum: true, LogNum: nextLog}
+		edit := &manifest.VersionEdit{
+			HasLogNum: true, LogNum: nextLog,
+			HasFlushedSeq: true, FlushedSeq: m.lastSeq,
+		}
 		if meta != nil {
 			edit.NewFiles = []manifest.NewFileEntry{{Level: 0, Meta: meta}}
 		}

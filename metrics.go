@@ -43,9 +43,13 @@ type Metrics struct {
 	WALBytesWritten  uint64 // bytes appended to write-ahead logs
 	// WALRecords counts log records; group commit makes it smaller than
 	// the number of writes when writers overlap.
-	WALRecords        uint64
-	WALSyncs          uint64
-	FlushBytesWritten uint64 // bytes of tables written by flushes
+	WALRecords uint64
+	WALSyncs   uint64
+	// WALRecoveryDroppedBytes counts the log bytes Open dropped: a torn
+	// tail of the newest log, and in point-in-time recovery everything
+	// after the first damage. Nonzero means writes may be missing.
+	WALRecoveryDroppedBytes uint64
+	FlushBytesWritten       uint64 // bytes of tables written by flushes
 	// CompactionBytesRead/Written total the per-level figures.
 	CompactionBytesRead    uint64
 	CompactionBytesWritten uint64
@@ -149,6 +153,9 @@ func (m Metrics) String() string {
 		humanBytes(m.UserBytesWritten), humanBytes(m.WALBytesWritten), m.WALRecords, m.WALSyncs, humanBytes(m.FlushBytesWritten),
 		humanBytes(m.CompactionBytesWritten), m.WriteAmplification(), m.Flushes, m.WriteStalls,
 		m.WriteStallTime.Round(time.Microsecond), m.WriteSlowdowns)
+	if m.WALRecoveryDroppedBytes > 0 {
+		fmt.Fprintf(&sb, "recovery dropped %s of write-ahead log\n", humanBytes(m.WALRecoveryDroppedBytes))
+	}
 	fmt.Fprintf(&sb, "memory: filters %s (%d keys), block cache %s, memtables %s, open tables %d\n",
 		humanBytes(uint64(m.FilterBytes)), m.FilterKeys, humanBytes(uint64(m.BlockCacheBytes)),
 		humanBytes(uint64(m.MemtableBytes)), m.TableCacheOpen)
@@ -176,6 +183,7 @@ type dbCounters struct {
 	writeStalls, writeStallNanos, writeSlowdowns atomic.Uint64
 	userBytes, walBytes, flushBytes              atomic.Uint64
 	walRecords, walSyncs                         atomic.Uint64
+	walRecoveryDroppedBytes                      atomic.Uint64
 	levelProbes                                  [manifest.NumLevels]atomic.Uint64
 	levelCompIn, levelCompOut, levelCompactions  [manifest.NumLevels]atomic.Uint64
 }
@@ -195,6 +203,7 @@ func (db *DB) Metrics() Metrics {
 	m.WALBytesWritten = c.walBytes.Load()
 	m.WALRecords = c.walRecords.Load()
 	m.WALSyncs = c.walSyncs.Load()
+	m.WALRecoveryDroppedBytes = c.walRecoveryDroppedBytes.Load()
 	m.FlushBytesWritten = c.flushBytes.Load()
 
 	m.Levels = make([]LevelMetrics, manifest.NumLevels)

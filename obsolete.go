@@ -31,11 +31,11 @@ func (db *DB) deleteObsoleteFiles(atOpen bool) {
 	db.mu.Unlock()
 	db.versions.addLiveFiles(live)
 	db.manifestMu.Lock()
-	manifestNum := db.manifest.num
-	uncertain := db.manifest.uncertain
+	manifestNum := db.vs.ManifestNum()
+	uncertain := db.vs.Uncertain()
 	// Keep every log the durable manifest may still ask a recovery for,
 	// even when memory has moved past it.
-	minLog = min(minLog, db.manifest.logNum)
+	minLog = min(minLog, db.vs.State().LogNum)
 	db.manifestMu.Unlock()
 	if uncertain {
 		// A failed manifest write may have recorded tables that no live

@@ -5,23 +5,25 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
+	"slices"
+	"strings"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
-	"github.com/bloomkv/bloomkv/memtable"
 	"github.com/bloomkv/bloomkv/sstable"
+	"github.com/bloomkv/bloomkv/vfs"
 	"github.com/bloomkv/bloomkv/wal"
 )
 
 // Open opens the database in dir, creating it when missing. A nil opts
 // means defaults. Only one DB may hold a directory at a time: a second Open
-// of the same directory, from this process or another, fails.
+// of the same directory, from this process or another, fails with an error
+// wrapping ErrLocked.
 //
-// Recovery: Open reads CURRENT and replays the manifest it names, replays
-// every write-ahead log not yet flushed into level-0 tables (dropping a torn
-// tail, refusing real damage with ErrCorruption), writes a fresh manifest,
-// starts a new log, and deletes files no longer needed.
+// Recovery: Open reads CURRENT and replays the manifest it names, checks
+// the write-ahead logs not yet flushed (see WALRecoveryMode for what damage
+// it accepts), records their writes in level-0 tables, starts a new log, and
+// deletes files no longer needed -- only files it wrote itself.
 func Open(dir string, opts *Options) (*DB, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -51,6 +53,11 @@ func Open(dir string, opts *Options) (*DB, error) {
 		FilterKeyName: o.FilterKeyName,
 	})
 	if err := db.recover(); err != nil {
+		db.manifestMu.Lock()
+		if db.vs != nil {
+			_ = db.vs.Close()
+		}
+		db.manifestMu.Unlock()
 		_ = db.tableCache.Close()
 		_ = lock.Close()
 		return nil, err
@@ -65,119 +72,144 @@ func Open(dir string, opts *Options) (*DB, error) {
 	return db, nil
 }
 
-// recover loads the manifest and logs and starts a new manifest and log.
-// It runs before any other goroutine can see db.
+// recover loads the manifest, checks and replays the logs, and starts a new
+// log. It runs before any other goroutine can see db, but takes the locks
+// that the methods it shares with running databases expect.
+//
+// Nothing is written until every log has been checked, so a database that
+// Open refuses is left exactly as it was found.
 func (db *DB) recover() error {
-	state, manifestName, err := db.loadManifestState()
-	if err != nil {
-		return err
-	}
 	names, err := db.fs.List(db.dirname)
 	if err != nil {
 		return fmt.Errorf("bloomkv: list %s: %w", db.dirname, err)
 	}
+	state, manifestName, err := db.loadManifestState(names)
+	if err != nil {
+		return err
+	}
 	if err := db.checkManifestFiles(state, manifestName, names); err != nil {
 		return err
 	}
-	db.mu.nextFileNum = max(state.NextFileNum, 2)
+
+	// Every number the engine ever handed out is below the durable
+	// state.NextFileNum (it reserves numbers in the manifest before use), so
+	// a file at or above it was not written by the engine: it is foreign,
+	// and stays untouched. A manifest without a database identity predates
+	// reservations: its logs past NextFileNum may be live, and are replayed.
+	reserving := state.DBID != nil
+	foreign := map[string]struct{}{}
+	present := map[string]struct{}{}
+	for _, n := range names {
+		present[n] = struct{}{}
+	}
+	for _, n := range state.ForeignFiles {
+		if _, ok := present[n]; ok {
+			foreign[n] = struct{}{}
+		}
+	}
 	var logs []uint64
+	maxNum := uint64(0)
 	for _, name := range names {
 		t, num, ok := base.ParseFilename(name)
-		if !ok {
+		if !ok || t == base.FileTypeCurrent || t == base.FileTypeLock {
 			continue
 		}
-		db.mu.nextFileNum = max(db.mu.nextFileNum, num+1)
-		if t == base.FileTypeLog && num >= state.LogNum {
+		maxNum = max(maxNum, num)
+		beyond := manifestName != "" && num >= state.NextFileNum
+		if t == base.FileTypeLog && num >= state.LogNum && (!beyond || !reserving) {
 			logs = append(logs, num)
+		} else if beyond {
+			foreign[name] = struct{}{}
 		}
 	}
-	sort.Slice(logs, func(i, j int) bool { return logs[i] < logs[j] })
+	slices.Sort(logs)
 
-	edit := &manifest.VersionEdit{}
-	lastSeq := state.LastSeq
-	for _, num := range logs {
-		seq, err := db.replayLog(num, edit)
-		if err != nil {
-			return err
-		}
-		lastSeq = max(lastSeq, seq)
+	plan, err := db.checkLogs(state, logs)
+	if err != nil {
+		return err
 	}
 
-	b := manifest.NewBuilder(state.Version)
-	if err := b.Apply(edit); err != nil {
-		return fmt.Errorf("bloomkv: recover %s: %w", db.dirname, err)
+	// From here on the directory changes. First a snapshot of the state as
+	// found, with the identity, the foreign files and fresh numbers
+	// reserved past everything present: what recovery writes next is then
+	// recognizably the engine's own.
+	db.foreignNums = map[uint64]struct{}{}
+	opening := *state
+	opening.ForeignFiles = nil
+	for name := range foreign {
+		opening.ForeignFiles = append(opening.ForeignFiles, name)
+		_, num, _ := base.ParseFilename(name)
+		db.foreignNums[num] = struct{}{}
 	}
-	v, err := b.Finish()
+	slices.Sort(opening.ForeignFiles)
+	if opening.DBID == nil {
+		opening.DBID = manifest.NewDBID()
+	}
+	db.dbID = opening.DBID
+	db.mu.nextFileNum = max(state.NextFileNum, 2)
+	if manifestName == "" {
+		// A new database: numbers past any leftover of an interrupted
+		// creation (loadManifestState vouched for them).
+		db.mu.nextFileNum = max(db.mu.nextFileNum, maxNum+1)
+	}
+	db.mu.fileNumLimit = db.mu.nextFileNum
+	db.mu.lastSeq = max(state.LastSeq, plan.lastSeq)
+	db.mu.syncedSeq = state.SyncedSeq
+	db.mu.compactPointers = state.CompactPointers
+	db.vs = manifest.NewVersionSet(db.fs, db.dirname, db.opts.MaxManifestFileSize, &opening)
+	db.mu.current = db.versions.newVersion(state.Version)
+	db.manifestMu.Lock()
+	err = db.vs.WriteSnapshot(&opening, db.allocManifestNum)
+	if err == nil {
+		db.mu.fileNumLimit = db.vs.State().NextFileNum
+	}
+	db.manifestMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("bloomkv: recover %s: %w", db.dirname, err)
 	}
 
-	logNum := db.allocFileNumLocked()
+	edit := &manifest.VersionEdit{}
+	if err := db.replayLogs(plan, edit); err != nil {
+		return err
+	}
+	logNum, err := db.allocFileNum(false)
+	if err != nil {
+		return err
+	}
 	logName := db.path(base.FileTypeLog, logNum)
 	logFile, err := db.fs.Create(logName)
 	if err != nil {
 		return fmt.Errorf("bloomkv: create log %s: %w", logName, err)
 	}
-	db.mu.lastSeq = lastSeq
-	db.visibleSeq.Store(lastSeq)
-	db.mu.compactPointers = state.CompactPointers
-	if db.mu.compactPointers == nil {
-		db.mu.compactPointers = map[int][]byte{}
-	}
-	newState := &manifest.ManifestState{
-		Version:         v,
-		LogNum:          logNum,
-		LastSeq:         lastSeq,
-		CompactPointers: db.mu.compactPointers,
-	}
-	if err := db.writeNewManifest(newState); err != nil {
+	// The new log's directory entry is made durable by logAndApply before
+	// the manifest names it, and before any write is acknowledged into it.
+	edit.HasLogNum, edit.LogNum = true, logNum
+	edit.HasFlushedSeq, edit.FlushedSeq = true, db.mu.lastSeq
+	db.mu.syncedSeq = db.mu.lastSeq // everything recovered is in tables now
+	db.mu.mem = db.newMemTableLocked(logNum)
+	db.updateReadStateLocked()
+	db.manifestMu.Lock()
+	err = db.logAndApply(edit)
+	db.manifestMu.Unlock()
+	if err != nil {
 		_ = logFile.Close()
 		return err
 	}
-	// The new log's directory entry must be durable before writes are
-	// acknowledged into it; writeNewManifest synced the directory after it.
-	db.mu.logFile = logFile
 	db.mu.log = wal.NewWriter(logFile)
-	db.mu.mem = db.newMemTableLocked(logNum)
-	db.mu.current = db.versions.newVersion(v)
-	db.updateReadStateLocked()
+	db.visibleSeq.Store(db.mu.lastSeq)
+	db.moveDroppedLogs(plan)
 	return nil
 }
 
 // loadManifestState replays the manifest CURRENT names and returns its
 // state and name ("" for a new database).
-func (db *DB) loadManifestState() (*manifest.ManifestState, string, error) {
+func (db *DB) loadManifestState(names []string) (*manifest.ManifestState, string, error) {
 	name, err := manifest.ReadCurrent(db.fs, db.dirname)
 	if errors.Is(err, os.ErrNotExist) {
-		// A new database, unless its files say otherwise. CURRENT is
-		// only ever replaced atomically once it exists, so a manifest
-		// without it is left by a first Open that failed or crashed
-		// before installing CURRENT: it names no table and no write was
-		// acknowledged, so it may be ignored (and is deleted below) as
-		// long as no table or log data is present.
-		names, lerr := db.fs.List(db.dirname)
-		if lerr != nil {
-			return nil, "", fmt.Errorf("bloomkv: list %s: %w", db.dirname, lerr)
+		if err := db.checkNewDirectory(names); err != nil {
+			return nil, "", err
 		}
-		var manifestName, logWithData string
-		for _, n := range names {
-			t, _, ok := base.ParseFilename(n)
-			switch {
-			case !ok:
-			case t == base.FileTypeTable:
-				return nil, "", base.CorruptionErrorf("bloomkv: %s holds %s but no CURRENT file", db.dirname, n)
-			case t == base.FileTypeManifest:
-				manifestName = n
-			case t == base.FileTypeLog:
-				if fi, serr := db.fs.Stat(db.fs.PathJoin(db.dirname, n)); serr != nil || fi.Size() > 0 {
-					logWithData = n
-				}
-			}
-		}
-		if manifestName != "" && logWithData != "" {
-			return nil, "", base.CorruptionErrorf("bloomkv: %s holds %s and %s but no CURRENT file", db.dirname, manifestName, logWithData)
-		}
-		return &manifest.ManifestState{Version: &manifest.Version{}, NextFileNum: 2}, "", nil
+		return &manifest.ManifestState{Version: &manifest.Version{}, NextFileNum: 2, HasFlushedSeq: true}, "", nil
 	}
 	if err != nil {
 		return nil, "", err
@@ -189,6 +221,71 @@ func (db *DB) loadManifestState() (*manifest.ManifestState, string, error) {
 		return nil, "", base.CorruptionErrorf("bloomkv: %s: CURRENT names %s, which does not exist", db.dirname, name)
 	}
 	return state, name, err
+}
+
+// checkNewDirectory decides whether a directory without CURRENT may become a
+// new database. CURRENT is only ever replaced atomically once it exists, so
+// its absence means either a new directory or one the engine does not own
+// (or whose CURRENT was lost). Open then refuses anything that holds data:
+// a table, a non-empty log, a manifest that names tables. What it accepts is
+// what a first Open that died before writing CURRENT leaves behind -- empty
+// logs, manifests of an empty database (or with no intact edit yet) and the
+// temporary file naming one of them -- none of which holds a write.
+func (db *DB) checkNewDirectory(names []string) error {
+	refuse := func(name, why string) error {
+		return base.CorruptionErrorf("bloomkv: %s has no CURRENT file but holds %s (%s): this is not a new database; "+
+			"if it is a bloomkv database whose CURRENT was lost, run `kvtool repair %s`", db.dirname, name, why, db.dirname)
+	}
+	for _, n := range names {
+		t, num, ok := base.ParseFilename(n)
+		if !ok {
+			continue // not a database file name: never touched
+		}
+		path := db.fs.PathJoin(db.dirname, n)
+		switch t {
+		case base.FileTypeTable:
+			return refuse(n, "a table")
+		case base.FileTypeLog:
+			fi, err := db.fs.Stat(path)
+			if err != nil {
+				return fmt.Errorf("bloomkv: stat %s: %w", path, err)
+			}
+			if fi.Size() > 0 {
+				return refuse(n, fmt.Sprintf("a log of %d bytes", fi.Size()))
+			}
+		case base.FileTypeManifest:
+			s, err := manifest.ReadManifest(db.fs, path)
+			if manifest.HoldsNoEdits(err) {
+				continue // a creation that died before its first edit
+			}
+			if err != nil {
+				return refuse(n, "a manifest that does not replay")
+			}
+			for _, files := range s.Version.Levels {
+				if len(files) > 0 {
+					return refuse(n, "a manifest that names tables")
+				}
+			}
+		case base.FileTypeTemp:
+			// SetCurrent's temporary file: it must name its own manifest.
+			// A crash while writing it may have cut it short.
+			content, err := readSmallFile(db.fs, path, 64)
+			if err != nil || !strings.HasPrefix(base.MakeFilename(base.FileTypeManifest, num)+"\n", string(content)) {
+				return refuse(n, "a temporary file the engine did not write")
+			}
+		}
+	}
+	return nil
+}
+
+// readSmallFile returns up to limit bytes of the named file.
+func readSmallFile(fs vfs.FS, name string, limit int64) ([]byte, error) {
+	f, err := fs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit))
 }
 
 // checkManifestFiles refuses to open a database whose manifest relies on
@@ -221,57 +318,4 @@ func (db *DB) checkManifestFiles(state *manifest.ManifestState, manifestName str
 		}
 	}
 	return nil
-}
-
-// replayLog applies log num to memtables, flushing them to level-0 tables
-// recorded in edit as they fill. It returns the largest sequence seen.
-func (db *DB) replayLog(num uint64, edit *manifest.VersionEdit) (uint64, error) {
-	name := db.path(base.FileTypeLog, num)
-	f, err := db.fs.Open(name)
-	if err != nil {
-		return 0, fmt.Errorf("bloomkv: open log %s: %w", name, err)
-	}
-	defer f.Close()
-	r := wal.NewReader(f, name)
-	mem := memtable.New()
-	var maxSeq uint64
-	flush := func() error {
-		if mem.Empty() {
-			return nil
-		}
-		it := mem.NewIter()
-		meta, err := db.writeTable(db.allocFileNumLocked(), it)
-		_ = it.Close()
-		if err != nil {
-			return err
-		}
-		if meta != nil {
-			edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: meta})
-			db.counters.flushBytes.Add(meta.Size)
-		}
-		mem = memtable.New()
-		return nil
-	}
-	for {
-		rec, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return 0, err
-		}
-		err = decodeBatch(rec, func(seq uint64, op batchOp) {
-			mem.Add(seq, op.kind, op.key, op.value)
-			maxSeq = max(maxSeq, seq)
-		})
-		if err != nil {
-			return 0, fmt.Errorf("bloomkv: log %s: record at offset %d: %w", name, r.RecordOffset(), err)
-		}
-		if mem.ApproximateSize() >= int64(db.opts.MemtableSize) {
-			if err := flush(); err != nil {
-				return 0, err
-			}
-		}
-	}
-	return maxSeq, flush()
 }

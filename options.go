@@ -2,6 +2,7 @@ package bloomkv
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/bloomkv/bloomkv/filter"
 	"github.com/bloomkv/bloomkv/vfs"
@@ -99,6 +100,14 @@ type Options struct {
 	// happen). Compact still works. For tests and studies.
 	DisableAutomaticCompactions bool
 
+	// WALRecovery says what Open does with damage in the write-ahead logs
+	// (default WALRecoverTolerateTornTail; see WALRecoveryMode).
+	WALRecovery WALRecoveryMode
+	// Logger receives what the engine has to report that is not an error
+	// of a call: above all, data dropped by recovery. Default
+	// slog.Default().
+	Logger *slog.Logger
+
 	// FS is the file system (default the operating system's). Tests use
 	// vfs.NewMem and vfs.NewErrorFS.
 	FS vfs.FS
@@ -140,6 +149,9 @@ func (o *Options) withDefaults() (Options, error) {
 	if r.FS == nil {
 		r.FS = vfs.Default
 	}
+	if r.Logger == nil {
+		r.Logger = slog.Default()
+	}
 	if r.FilterVariant == 0 {
 		r.FilterVariant = filter.VariantStandard
 	}
@@ -163,6 +175,8 @@ func (o *Options) withDefaults() (Options, error) {
 		return bad("BloomBitsPerKey %d above 64", r.BloomBitsPerKey)
 	case r.FilterVariant != filter.VariantStandard && r.FilterVariant != filter.VariantBlocked:
 		return bad("FilterVariant %d unknown", r.FilterVariant)
+	case r.WALRecovery < WALRecoverTolerateTornTail || r.WALRecovery > WALRecoverPointInTime:
+		return bad("WALRecovery %d unknown", int(r.WALRecovery))
 	case r.L0CompactionThreshold < 1:
 		return bad("L0CompactionThreshold %d below 1", r.L0CompactionThreshold)
 	case r.L0SlowdownWritesThreshold < r.L0CompactionThreshold:

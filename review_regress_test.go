@@ -176,12 +176,14 @@ func TestFreshManifestKeepsDurableLogNum(t *testing.T) {
 	}
 	m := db.mu.imm[0]
 	nextLog := db.mu.mem.logNum
-	num := db.allocFileNumLocked()
-	db.mu.pendingOutputs[num] = struct{}{}
 	t0 := db.mu.current.Levels[0][0]
 	db.mu.Unlock()
 
 	// Step 1: the first half of flushOldestLocked, verbatim.
+	num, err := db.allocFileNum(true)
+	if err != nil {
+		t.Fatal(err)
+	}
 	it := m.NewIter()
 	meta, err := db.writeTable(num, it)
 	_ = it.Close()
@@ -190,6 +192,7 @@ func TestFreshManifestKeepsDurableLogNum(t *testing.T) {
 	}
 	db.manifestMu.Lock()
 	err = db.logAndApply(&manifest.VersionEdit{HasLogNum: true, LogNum: nextLog,
+		HasFlushedSeq: true, FlushedSeq: m.lastSeq,
 		NewFiles: []manifest.NewFileEntry{{Level: 0, Meta: meta}}})
 	db.manifestMu.Unlock()
 	if err != nil {
@@ -199,12 +202,12 @@ func TestFreshManifestKeepsDurableLogNum(t *testing.T) {
 	// Step 2: a compaction (here the trivial move runCompaction would make)
 	// lands while the manifest is full, so it is written as a fresh one.
 	db.manifestMu.Lock()
-	db.opts.MaxManifestFileSize = 1 // "the manifest is full"
+	db.vs.SetMaxSize(1) // "the manifest is full"
 	err = db.logAndApply(&manifest.VersionEdit{
 		DeletedFiles: []manifest.DeletedFileEntry{{Level: 0, FileNum: t0.FileNum}},
 		NewFiles:     []manifest.NewFileEntry{{Level: 1, Meta: t0}},
 	})
-	db.opts.MaxManifestFileSize = 4 << 20
+	db.vs.SetMaxSize(4 << 20)
 	db.manifestMu.Unlock()
 	if err != nil {
 		t.Fatal(err)

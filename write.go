@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/vfs"
 	"github.com/bloomkv/bloomkv/wal"
 )
 
@@ -130,6 +131,9 @@ func (db *DB) lead(w *writer) error {
 			db.setBgErrLocked(fmt.Errorf("bloomkv: write-ahead log write failed: %w", err))
 		} else {
 			db.visibleSeq.Store(last)
+			if db.opts.Sync {
+				db.mu.syncedSeq = last
+			}
 			db.counters.userBytes.Add(uint64(len(rep) - batchHeaderLen))
 		}
 	}
@@ -242,21 +246,43 @@ func (db *DB) makeRoomForWriteLocked(force bool) error {
 
 // switchMemtableLocked makes the memtable immutable, starts a new log and
 // memtable, and wakes the flusher.
+//
+// The old log is synced before the new one takes a write, so that only the
+// newest log can ever have a torn tail: recovery treats damage anywhere in
+// an older log as corruption, never as a crash artefact.
 // REQUIRES: db.mu held by the write leader.
 func (db *DB) switchMemtableLocked() error {
-	num := db.allocFileNumLocked()
-	name := db.path(base.FileTypeLog, num)
 	oldLog := db.mu.log
+	sealedSeq := db.mu.lastSeq // no write is in flight: we are the leader
 	db.mu.Unlock()
-	f, err := db.fs.Create(name)
-	if err == nil && db.opts.Sync {
-		// Make the new log's directory entry durable before acknowledging
-		// synced writes in it.
-		err = db.syncDir()
+	var name string
+	num, err := db.allocFileNum(false)
+	if err == nil {
+		name = db.path(base.FileTypeLog, num)
+		if err = oldLog.Sync(); err != nil {
+			err = fmt.Errorf("bloomkv: sync write-ahead log before switching: %w", err)
+			db.mu.Lock()
+			// After a failed fsync the kernel may have dropped the dirty
+			// pages: the log's contents are unknown. Stop writes.
+			db.setBgErrLocked(err)
+			return err
+		}
+	}
+	var f vfs.File
+	if err == nil {
+		f, err = db.fs.Create(name)
+		if err == nil && db.opts.Sync {
+			// Make the new log's directory entry durable before acknowledging
+			// synced writes in it.
+			err = db.syncDir()
+		}
+		if err != nil {
+			err = fmt.Errorf("bloomkv: create log %s: %w", name, err)
+		}
 	}
 	if err == nil {
-		// The old log's records were all written (and synced when Options.Sync
-		// asks), so a failed close loses nothing acknowledged.
+		// The old log's records were all written and synced, so a failed
+		// close loses nothing acknowledged.
 		_ = oldLog.Close()
 	}
 	db.mu.Lock()
@@ -265,12 +291,13 @@ func (db *DB) switchMemtableLocked() error {
 			_ = f.Close()
 			_ = db.fs.Remove(name)
 		}
-		return fmt.Errorf("bloomkv: create log %s: %w", name, err)
+		return err
 	}
+	db.mu.syncedSeq = max(db.mu.syncedSeq, sealedSeq)
+	db.mu.mem.lastSeq = sealedSeq
 	db.mu.imm = append(db.mu.imm, db.mu.mem)
 	db.mu.mem = db.newMemTableLocked(num)
 	db.mu.log = wal.NewWriter(f)
-	db.mu.logFile = f
 	db.updateReadStateLocked()
 	db.mu.bgCond.Broadcast()
 	return nil

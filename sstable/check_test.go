@@ -124,7 +124,7 @@ func TestPropertiesRoundTrip(t *testing.T) {
 		DataSize: 5, IndexSize: 6, FilterSize: 7, SmallestKey: []byte("a\x00\x00\x00\x00\x00\x00\x00\x01"),
 		LargestKey: []byte("b\x00\x00\x00\x00\x00\x00\x00\x01"), SmallestSeq: 1, LargestSeq: base.MaxSeq,
 		FilterVariant: 1, BloomBitsPerKey: -3, FilterKeyCount: 9, FilterKeyName: "row", Compression: SnappyCompression,
-		BlockSize: 4096, RestartInterval: 16,
+		BlockSize: 4096, RestartInterval: 16, FileNum: 77, DBID: []byte("0123abcd"),
 	}
 	got, err := decodeProperties(p.encode(), testLoc)
 	if err != nil {

@@ -59,6 +59,10 @@ type WriterOptions struct {
 	// FilterVariant is the filter block layout: filter.VariantStandard
 	// (the zero value means it) or filter.VariantBlocked (cache-local).
 	FilterVariant filter.Variant
+	// FileNum and DBID are recorded in the properties so that a reader can
+	// tell the table from any other (see Reader.CheckIdentity). Optional.
+	FileNum uint64
+	DBID    []byte
 }
 
 func (o WriterOptions) withDefaults() WriterOptions {

@@ -29,6 +29,12 @@ type Properties struct {
 	Compression             Compression
 	BlockSize               uint64 // configured target data-block size
 	RestartInterval         uint64
+	// FileNum and DBID identify the table: its file number and the
+	// identity of the database it was written for. Both are optional (0 and
+	// nil for tables written without them); when present, opening the table
+	// under another number or for another database is corruption.
+	FileNum uint64
+	DBID    []byte
 }
 
 // Property tags, in the order they are encoded. They are part of the
@@ -54,8 +60,14 @@ const (
 	tagCompression
 	tagBlockSize
 	tagRestartInterval
+	tagFileNum
+	tagDBID
 	numPropertyTags = iota
 )
+
+// optionalPropertyTags may be absent: they are newer than the format and
+// written only when set. Every other known tag is required.
+const optionalPropertyTags = 2
 
 // propertyField binds a tag to a field. kind is 'u' (uvarint), 'i' (zigzag
 // varint) or 'b' (raw bytes).
@@ -63,9 +75,11 @@ type propertyField struct {
 	tag  uint64
 	name string
 	kind byte
-	u    *uint64
-	i    *int64
-	b    *[]byte
+	// optional fields are written only when nonzero and may be missing.
+	optional bool
+	u        *uint64
+	i        *int64
+	b        *[]byte
 }
 
 // fields lists p's fields by tag. Numbers narrower than 64 bits are staged
@@ -97,6 +111,8 @@ func (p *Properties) fields(s *propertyScratch) []propertyField {
 		{tag: tagCompression, name: "Compression", kind: 'u', u: &s.compression},
 		{tag: tagBlockSize, name: "BlockSize", kind: 'u', u: &p.BlockSize},
 		{tag: tagRestartInterval, name: "RestartInterval", kind: 'u', u: &p.RestartInterval},
+		{tag: tagFileNum, name: "FileNum", kind: 'u', u: &p.FileNum, optional: true},
+		{tag: tagDBID, name: "DBID", kind: 'b', b: &p.DBID, optional: true},
 	}
 }
 
@@ -111,6 +127,9 @@ func (p *Properties) encode() []byte {
 	}
 	var out, val []byte
 	for _, f := range p.fields(&s) {
+		if f.optional && (f.u != nil && *f.u == 0 || f.b != nil && len(*f.b) == 0) {
+			continue
+		}
 		val = val[:0]
 		switch f.kind {
 		case 'u':
@@ -155,14 +174,16 @@ func decodeProperties(data []byte, loc location) (Properties, error) {
 			if err := decodePropertyValue(f, val); err != nil {
 				return Properties{}, loc.corruptf("property %s at block offset %d: %v", f.name, off, err)
 			}
-			seen++
+			if !f.optional {
+				seen++
+			}
 		}
 		off += n + m + int(vlen)
 	}
-	if seen != numPropertyTags {
+	if seen != numPropertyTags-optionalPropertyTags {
 		var missing []string
 		for _, f := range fields {
-			if f.tag > lastTag {
+			if f.tag > lastTag && !f.optional {
 				missing = append(missing, f.name)
 			}
 		}
@@ -215,5 +236,8 @@ func (p *Properties) String() string {
 		p.FilterVariant, p.BloomBitsPerKey, p.FilterKeyCount, p.FilterKeyName)
 	fmt.Fprintf(&sb, "compression:        %s\n", p.Compression)
 	fmt.Fprintf(&sb, "block size/restart: %d / %d\n", p.BlockSize, p.RestartInterval)
+	if p.FileNum != 0 || len(p.DBID) > 0 {
+		fmt.Fprintf(&sb, "identity:           file %06d of database %q\n", p.FileNum, p.DBID)
+	}
 	return sb.String()
 }

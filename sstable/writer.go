@@ -73,6 +73,8 @@ func NewWriter(f vfs.File, o WriterOptions) *Writer {
 		Compression:     o.Compression,
 		BlockSize:       uint64(o.BlockSize),
 		RestartInterval: uint64(o.RestartInterval),
+		FileNum:         o.FileNum,
+		DBID:            append([]byte(nil), o.DBID...),
 	}
 	return w
 }

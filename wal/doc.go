@@ -78,20 +78,27 @@
 // else is corruption.
 //
 // The rule: when the reader stops at a fragment it cannot accept, at offset
-// X, it looks at every block boundary at or after X. If any of them starts a
-// fragment with a valid checksum (known type, payload inside the file,
-// checksum matching), the log goes on past the damage, so the damage is
-// corruption at X: Next returns an error wrapping base.ErrCorruption that
-// names the file and X. Otherwise everything after the last whole record
-// (padding included) is a torn tail, and TornTail reports the offset where
-// that record ends.
+// X, it searches the rest of the file, at every byte offset from X on, for
+// an intact fragment (known type, payload inside its block and the file,
+// checksum matching). If there is one, the log goes on past the damage, so
+// the damage is corruption at X: Next returns a *CorruptionError (wrapping
+// base.ErrCorruption) that names the file and X. Otherwise everything after
+// the last whole record (padding included) is a torn tail, and TornTail
+// reports the offset where that record ends.
 //
 // Consequences: a truncated log always reads as a prefix of its records; a
-// damaged byte followed by at least one further block that begins with an
-// intact fragment is reported as corruption; damage in the last block (or in
-// a record that runs to the end of the file) cannot be told from a crash and
-// is dropped as a torn tail. A log that ends inside block padding is torn,
-// since the writer writes padding together with the fragment after it.
+// damaged byte anywhere before the last record is corruption, since the
+// last record is intact; damage inside the last record (or in a record that
+// runs to the end of the file) cannot be told from a crash and drops just
+// that record. A log that ends inside block padding is torn, since the
+// writer writes padding together with the fragment after it. A record whose
+// payload itself embeds intact fragments (a log stored as a value) can make
+// a torn tail look like corruption: the reader errs on the side of an error.
+//
+// A strict reader (SetStrict) takes nothing for a torn tail: a log must end
+// exactly after its last whole record. Recovery reads every log but the
+// newest strictly (older logs were synced before a newer one took a write),
+// and all of them when asked for absolute consistency.
 //
 // # Invariants
 //

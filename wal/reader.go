@@ -13,6 +13,8 @@ import (
 type Reader struct {
 	r    io.Reader // constant after construction
 	name string    // constant after construction; used in errors
+	// strict: no damage is taken for a torn tail (see SetStrict).
+	strict bool
 
 	// block holds the bytes of the current block read so far: BlockSize of
 	// them, or fewer for the file's last block.
@@ -41,6 +43,18 @@ type Reader struct {
 func NewReader(r io.Reader, name string) *Reader {
 	return &Reader{r: r, name: name, block: make([]byte, 0, BlockSize)}
 }
+
+// SetStrict makes the reader take no damage for a torn tail: a log that does
+// not end cleanly after its last whole record is corruption too. Recovery
+// reads every log but the newest this way (an older log was synced and
+// closed before a newer one took a write), and every log when asked for
+// absolute consistency. Call it before the first Next.
+func (r *Reader) SetStrict() { r.strict = true }
+
+// EndOfLastRecord returns the offset just past the last record Next
+// returned (0 before the first): everything from there on was not read as
+// a record.
+func (r *Reader) EndOfLastRecord() int64 { return r.recordEnd }
 
 // TornTail reports whether the reader dropped a torn tail, and at which
 // offset: the end of the last whole record, from where every byte was
@@ -198,26 +212,32 @@ func (r *Reader) readBlock() error {
 }
 
 // stop ends reading at a fragment the reader cannot accept, at offset at.
-// It applies the torn-tail rule of doc.go: if a block boundary at or after
-// at starts a fragment with a valid checksum, the log goes on past the damage
-// and this is corruption; otherwise everything after the last whole record is
-// a torn tail, dropped, and the reader reports io.EOF.
+// It applies the torn-tail rule of doc.go: if an intact fragment starts
+// anywhere at or after at, the log goes on past the damage and this is
+// corruption; otherwise everything after the last whole record is a torn
+// tail, dropped, and the reader reports io.EOF. A strict reader reports
+// corruption either way.
 func (r *Reader) stop(at int64, reason string) error {
-	corrupt, err := r.validFragmentFrom(at)
+	if r.strict {
+		return &CorruptionError{File: r.name, Offset: at, Reason: reason}
+	}
+	corrupt, err := r.intactFragmentFrom(at)
 	if err != nil {
 		return err
 	}
 	if corrupt {
-		return base.CorruptionErrorf("bloomkv/wal: %s at offset %d: %s", r.name, at, reason)
+		return &CorruptionError{File: r.name, Offset: at, Reason: reason, IntactAfter: true}
 	}
 	r.torn, r.tornOffset = true, r.recordEnd
 	return io.EOF
 }
 
-// validFragmentFrom reports whether any block boundary at or after offset at
-// starts a valid fragment. It consumes the rest of the file.
-func (r *Reader) validFragmentFrom(at int64) (bool, error) {
-	if at == r.blockStart && validFragmentAt(r.block) {
+// intactFragmentFrom reports whether an intact fragment starts at any
+// offset at or after at (at lies in the current block). It consumes the
+// rest of the file. Fragments never cross a block boundary, so each block
+// is searched on its own.
+func (r *Reader) intactFragmentFrom(at int64) (bool, error) {
+	if intactFragmentIn(r.block, int(at-r.blockStart)) {
 		return true, nil
 	}
 	for {
@@ -227,8 +247,29 @@ func (r *Reader) validFragmentFrom(at int64) (bool, error) {
 		if len(r.block) == 0 {
 			return false, nil
 		}
-		if validFragmentAt(r.block) {
+		if intactFragmentIn(r.block, 0) {
 			return true, nil
 		}
 	}
 }
+
+// CorruptionError reports damage in a log that cannot be a crash's torn
+// tail. It wraps base.ErrCorruption.
+type CorruptionError struct {
+	File   string
+	Offset int64 // where the first fragment the reader could not accept starts
+	Reason string
+	// IntactAfter: an intact fragment follows the damage (so the damage
+	// is not at the end of the log).
+	IntactAfter bool
+}
+
+func (e *CorruptionError) Error() string {
+	after := ""
+	if e.IntactAfter {
+		after = " (intact records follow)"
+	}
+	return fmt.Sprintf("bloomkv/wal: %s at offset %d: %s%s: %v", e.File, e.Offset, e.Reason, after, base.ErrCorruption)
+}
+
+func (e *CorruptionError) Unwrap() error { return base.ErrCorruption }

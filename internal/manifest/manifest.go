@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"sort"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -18,8 +19,72 @@ type ManifestState struct {
 	LogNum      uint64 // logs with number < LogNum are obsolete
 	NextFileNum uint64
 	LastSeq     uint64
+	// FlushedSeq and SyncedSeq: see VersionEdit. Zero in manifests written
+	// before they existed, which recovery then cannot check as closely.
+	FlushedSeq, SyncedSeq uint64
+	// HasFlushedSeq says FlushedSeq was recorded (a new database records 0).
+	HasFlushedSeq bool
+	// DBID is the database identity (nil in manifests that predate it).
+	DBID []byte
+	// ForeignFiles: see VersionEdit. Never modified in place.
+	ForeignFiles []string
 	// CompactPointers maps a level to its round-robin compaction position.
+	// A State never modifies a map it has handed out: apply copies it.
 	CompactPointers map[int][]byte
+}
+
+// apply records the effect of e (already applied to the version, giving
+// v) on the counters of s. It is the one place that says what each field
+// of an edit means for the state, for replay and for new edits alike.
+func (s *ManifestState) apply(e *VersionEdit, v *Version) {
+	s.Version = v
+	if e.HasLogNum {
+		s.LogNum = e.LogNum
+	}
+	if e.HasNextFileNum {
+		s.NextFileNum = max(s.NextFileNum, e.NextFileNum)
+	}
+	if e.HasLastSeq {
+		s.LastSeq = max(s.LastSeq, e.LastSeq)
+	}
+	if e.HasFlushedSeq {
+		s.FlushedSeq, s.HasFlushedSeq = e.FlushedSeq, true
+	}
+	if e.HasSyncedSeq {
+		s.SyncedSeq = e.SyncedSeq
+	}
+	if e.DBID != nil {
+		s.DBID = e.DBID
+	}
+	if e.ForeignFiles != nil {
+		s.ForeignFiles = e.ForeignFiles
+	}
+	if len(e.CompactPointers) > 0 {
+		s.CompactPointers = maps.Clone(s.CompactPointers)
+		if s.CompactPointers == nil {
+			s.CompactPointers = make(map[int][]byte)
+		}
+		for _, cp := range e.CompactPointers {
+			s.CompactPointers[cp.Level] = cp.Key
+		}
+	}
+	for _, nf := range e.NewFiles {
+		s.NextFileNum = max(s.NextFileNum, nf.Meta.FileNum+1)
+		s.LastSeq = max(s.LastSeq, nf.Meta.LargestSeq)
+	}
+	for _, d := range e.DeletedFiles {
+		s.NextFileNum = max(s.NextFileNum, d.FileNum+1)
+	}
+	// The log LogNum names is live, so its number is taken too.
+	s.NextFileNum = max(s.NextFileNum, s.LogNum+1)
+	s.SyncedSeq = max(s.SyncedSeq, s.FlushedSeq)
+}
+
+// clone returns a copy of s that shares the (immutable) version, identity
+// and compact-pointer map.
+func (s *ManifestState) clone() *ManifestState {
+	c := *s
+	return &c
 }
 
 // ReadManifest replays the MANIFEST at path. Damage is an error wrapping
@@ -40,9 +105,8 @@ func ReadManifest(fs vfs.FS, path string) (*ManifestState, error) {
 // replay applies the edits read from r; name is used in errors.
 func replay(r io.Reader, name string) (*ManifestState, error) {
 	wr := wal.NewReader(r, name)
-	s := &ManifestState{CompactPointers: make(map[int][]byte)}
+	s := &ManifestState{Version: &Version{}}
 	b := NewBuilder(nil)
-	var maxFileNum uint64
 	var e VersionEdit
 	edits := 0
 	for {
@@ -64,47 +128,33 @@ func replay(r io.Reader, name string) (*ManifestState, error) {
 			return nil, base.CorruptionErrorf("bloomkv/manifest: %s at offset %d: %s", name, off, err)
 		}
 		edits++
-		if e.HasLogNum {
-			s.LogNum = e.LogNum
-		}
-		if e.HasNextFileNum {
-			s.NextFileNum = e.NextFileNum
-		}
-		if e.HasLastSeq {
-			s.LastSeq = e.LastSeq
-		}
-		for _, cp := range e.CompactPointers {
-			s.CompactPointers[cp.Level] = cp.Key
-		}
-		for _, nf := range e.NewFiles {
-			maxFileNum = max(maxFileNum, nf.Meta.FileNum)
-			s.LastSeq = max(s.LastSeq, nf.Meta.LargestSeq)
-		}
-		for _, d := range e.DeletedFiles {
-			maxFileNum = max(maxFileNum, d.FileNum)
-		}
+		s.apply(&e, nil)
 	}
 	if edits == 0 {
-		return nil, base.CorruptionErrorf("bloomkv/manifest: %s at offset 0: no version edits", name)
+		return nil, &noEditsError{base.CorruptionErrorf("bloomkv/manifest: %s at offset 0: no version edits", name)}
 	}
 	v, err := b.finish()
 	if err != nil {
 		return nil, base.CorruptionErrorf("bloomkv/manifest: %s at offset %d: after replaying %d edits: %s", name, wr.RecordOffset(), edits, err)
 	}
 	s.Version = v
-	// The log LogNum names is live, so its number is taken too.
-	s.NextFileNum = max(s.NextFileNum, maxFileNum+1, s.LogNum+1)
+	if s.CompactPointers == nil {
+		s.CompactPointers = make(map[int][]byte)
+	}
 	return s, nil
 }
 
 // SnapshotEdit returns the edit that recreates s (for starting a new
-// manifest): its counters, its compact pointers by level, and every live
-// file as a new file, level by level.
+// manifest): its counters and identity, its compact pointers by level, and
+// every live file as a new file, level by level.
 func SnapshotEdit(s *ManifestState) *VersionEdit {
 	e := &VersionEdit{
 		HasLogNum: true, LogNum: s.LogNum,
 		HasNextFileNum: true, NextFileNum: s.NextFileNum,
 		HasLastSeq: true, LastSeq: s.LastSeq,
+		HasFlushedSeq: s.HasFlushedSeq, FlushedSeq: s.FlushedSeq,
+		HasSyncedSeq: s.SyncedSeq > 0, SyncedSeq: s.SyncedSeq,
+		DBID: s.DBID, ForeignFiles: s.ForeignFiles,
 	}
 	levels := make([]int, 0, len(s.CompactPointers))
 	for l := range s.CompactPointers {
@@ -122,4 +172,18 @@ func SnapshotEdit(s *ManifestState) *VersionEdit {
 		}
 	}
 	return e
+}
+
+// noEditsError: the manifest holds no intact edit (it is empty, or its
+// first record was torn).
+type noEditsError struct{ error }
+
+func (e *noEditsError) Unwrap() error { return e.error }
+
+// HoldsNoEdits reports whether err is ReadManifest's error for a manifest
+// that holds no intact edit at all: an empty file, or one whose first
+// record is a torn tail -- what a crash while creating it leaves.
+func HoldsNoEdits(err error) bool {
+	var ne *noEditsError
+	return errors.As(err, &ne)
 }

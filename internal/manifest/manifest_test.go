@@ -124,7 +124,7 @@ func TestReadManifestCorruption(t *testing.T) {
 		bad     int // index of the record the error must name
 		want    string
 	}{
-		{"undecodable edit", [][]byte{recs[0], {0x09}, recs[1]}, 1, "version edit byte 0: unknown tag 9"},
+		{"undecodable edit", [][]byte{recs[0], {0x63}, recs[1]}, 1, "version edit byte 0: unknown tag 99"},
 		{"first edit not a snapshot", [][]byte{recs[1], recs[0]}, 0, "first edit is not a snapshot"},
 		{"first edit lacks log number", [][]byte{snapshotOnly.Encode()}, 0, "first edit is not a snapshot"},
 		{"delete of absent file", [][]byte{recs[0], recs[1], (&VersionEdit{DeletedFiles: []DeletedFileEntry{{3, 10}}}).Encode(), recs[2]}, 2, "deleting file 000010 from level 3"},

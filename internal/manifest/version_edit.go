@@ -3,7 +3,12 @@ package manifest
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/bloomkv/bloomkv/internal/base"
 )
+
+// maxDBIDLen bounds a database identity (NewDBID makes 32 hex digits).
+const maxDBIDLen = 64
 
 // NewFileEntry adds a table to a level.
 type NewFileEntry struct {
@@ -35,7 +40,28 @@ type VersionEdit struct {
 	NextFileNum    uint64
 
 	HasLastSeq bool
-	LastSeq    uint64
+	LastSeq    uint64 // the largest sequence number assigned so far
+
+	// FlushedSeq: every write with a sequence up to FlushedSeq is in tables;
+	// the live logs (LogNum and later) continue from FlushedSeq+1 without a
+	// gap. Recovery checks that they do.
+	HasFlushedSeq bool
+	FlushedSeq    uint64
+
+	// SyncedSeq: every write with a sequence up to SyncedSeq was synced to a
+	// log or is in tables, so recovery must find all of them; logs that end
+	// earlier were truncated or deleted.
+	HasSyncedSeq bool
+	SyncedSeq    uint64
+
+	// DBID is the database's identity, chosen at creation and written into
+	// every table; only snapshot edits carry it.
+	DBID []byte
+
+	// ForeignFiles names files in the directory that the engine did not
+	// write (found at open with numbers it never handed out): never deleted,
+	// their numbers never used. Only snapshot edits carry them.
+	ForeignFiles []string
 
 	CompactPointers []CompactPointer
 	DeletedFiles    []DeletedFileEntry
@@ -51,6 +77,10 @@ const (
 	tagCompactPointer = 4
 	tagDeletedFile    = 5
 	tagNewFile        = 6
+	tagFlushedSeq     = 7
+	tagSyncedSeq      = 8
+	tagDBID           = 9
+	tagForeignFile    = 10
 )
 
 // Encode returns the edit's encoding (see doc.go). An edit that Validate
@@ -68,6 +98,22 @@ func (e *VersionEdit) Encode() []byte {
 	if e.HasLastSeq {
 		b = binary.AppendUvarint(b, tagLastSeq)
 		b = binary.AppendUvarint(b, e.LastSeq)
+	}
+	if e.HasFlushedSeq {
+		b = binary.AppendUvarint(b, tagFlushedSeq)
+		b = binary.AppendUvarint(b, e.FlushedSeq)
+	}
+	if e.HasSyncedSeq {
+		b = binary.AppendUvarint(b, tagSyncedSeq)
+		b = binary.AppendUvarint(b, e.SyncedSeq)
+	}
+	if e.DBID != nil {
+		b = binary.AppendUvarint(b, tagDBID)
+		b = appendBytes(b, e.DBID)
+	}
+	for _, name := range e.ForeignFiles {
+		b = binary.AppendUvarint(b, tagForeignFile)
+		b = appendBytes(b, []byte(name))
 	}
 	for _, cp := range e.CompactPointers {
 		b = binary.AppendUvarint(b, tagCompactPointer)
@@ -113,6 +159,17 @@ func (e *VersionEdit) Validate() error {
 }
 
 func (e *VersionEdit) validate() error {
+	if e.HasFlushedSeq && e.FlushedSeq > base.MaxSeq || e.HasSyncedSeq && e.SyncedSeq > base.MaxSeq {
+		return fmt.Errorf("sequence out of range (flushed %d, synced %d)", e.FlushedSeq, e.SyncedSeq)
+	}
+	if len(e.DBID) > maxDBIDLen {
+		return fmt.Errorf("database identity of %d bytes (at most %d)", len(e.DBID), maxDBIDLen)
+	}
+	for _, name := range e.ForeignFiles {
+		if err := checkForeignName(name); err != nil {
+			return err
+		}
+	}
 	for _, cp := range e.CompactPointers {
 		if err := checkLevel(cp.Level); err != nil {
 			return fmt.Errorf("compact pointer: %w", err)
@@ -140,6 +197,15 @@ func (e *VersionEdit) validate() error {
 func checkLevel(level int) error {
 	if level < 0 || level >= NumLevels {
 		return fmt.Errorf("level %d out of range [0, %d)", level, NumLevels)
+	}
+	return nil
+}
+
+// checkForeignName checks a foreign file name: a base name the engine's
+// file-name parser recognizes (other names are never touched anyway).
+func checkForeignName(name string) error {
+	if _, _, ok := base.ParseFilename(name); !ok || len(name) > 255 {
+		return fmt.Errorf("foreign file %q is not a database file name", name)
 	}
 	return nil
 }

@@ -59,6 +59,34 @@ func (e *VersionEdit) decode(b []byte) *editDecodeError {
 			}
 			e.HasLastSeq = true
 			e.LastSeq, err = d.uvarint("last sequence")
+		case tagFlushedSeq:
+			if e.HasFlushedSeq {
+				return &editDecodeError{tagOff, "flushed sequence set twice"}
+			}
+			e.HasFlushedSeq = true
+			e.FlushedSeq, err = d.uvarint("flushed sequence")
+		case tagSyncedSeq:
+			if e.HasSyncedSeq {
+				return &editDecodeError{tagOff, "synced sequence set twice"}
+			}
+			e.HasSyncedSeq = true
+			e.SyncedSeq, err = d.uvarint("synced sequence")
+		case tagDBID:
+			if e.DBID != nil {
+				return &editDecodeError{tagOff, "database identity set twice"}
+			}
+			e.DBID, err = d.bytes("database identity")
+			if err == nil && len(e.DBID) > maxDBIDLen {
+				err = &editDecodeError{tagOff, fmt.Sprintf("database identity of %d bytes (at most %d)", len(e.DBID), maxDBIDLen)}
+			}
+		case tagForeignFile:
+			var name []byte
+			if name, err = d.bytes("foreign file"); err == nil {
+				if verr := checkForeignName(string(name)); verr != nil {
+					err = &editDecodeError{tagOff, verr.Error()}
+				}
+				e.ForeignFiles = append(e.ForeignFiles, string(name))
+			}
 		case tagCompactPointer:
 			var cp CompactPointer
 			if cp.Level, err = d.level(); err == nil {
@@ -81,6 +109,9 @@ func (e *VersionEdit) decode(b []byte) *editDecodeError {
 		if err != nil {
 			return err
 		}
+	}
+	if e.HasFlushedSeq && e.FlushedSeq > base.MaxSeq || e.HasSyncedSeq && e.SyncedSeq > base.MaxSeq {
+		return &editDecodeError{len(b), fmt.Sprintf("sequence out of range (flushed %d, synced %d)", e.FlushedSeq, e.SyncedSeq)}
 	}
 	return nil
 }

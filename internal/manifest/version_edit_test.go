@@ -101,7 +101,7 @@ func TestEditDamageRejected(t *testing.T) {
 		data []byte
 		want string
 	}{
-		{"unknown tag", cat(good[:4], []byte{0x07, 0x01}), "byte 4: unknown tag 7"},
+		{"unknown tag", cat(good[:4], []byte{0x63, 0x01}), "byte 4: unknown tag 99"},
 		{"tag zero", []byte{0x00}, "byte 0: unknown tag 0"},
 		{"truncated varint", []byte{0x01, 0x80}, "byte 1: log number: truncated varint"},
 		{"overlong varint", cat([]byte{0x02}, bytes.Repeat([]byte{0xff}, 10), []byte{0x01}), "byte 1: next file number: varint overflows"},
