@@ -92,6 +92,8 @@ type DB struct {
 		flushedMemID    uint64              // ids of memtables flushed so far
 		nextMemID       uint64              // id of the next memtable made
 		pendingOutputs  map[uint64]struct{} // files being written
+		// flushPaused (a test hook) keeps immutable memtables unflushed.
+		flushPaused bool
 	}
 	bgWG sync.WaitGroup
 }

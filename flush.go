@@ -54,7 +54,7 @@ func (db *DB) flushLoop() {
 	defer db.mu.Unlock()
 	failures := 0
 	for {
-		for !db.closing.Load() && (len(db.mu.imm) == 0 || db.mu.bgErr != nil) {
+		for !db.closing.Load() && (len(db.mu.imm) == 0 || db.mu.bgErr != nil || db.mu.flushPaused) {
 			db.mu.bgCond.Wait()
 		}
 		if db.closing.Load() {

@@ -90,15 +90,28 @@ func (db *DB) checkLogs(state *manifest.ManifestState, logs []uint64) (*recovery
 	if state.HasFlushedSeq {
 		next = state.FlushedSeq + 1
 	}
+	sizes := make([]int64, len(logs))
+	// The newest log is the newest that is not empty: an empty log after it
+	// holds nothing, and is what a recovery that failed after starting its
+	// new log leaves (the older log was synced before a newer one ever took
+	// a write, so an empty newer log says nothing about the older's end).
+	newest := len(logs) - 1
+	for i, num := range logs {
+		name := db.path(base.FileTypeLog, num)
+		fi, err := db.fs.Stat(name)
+		if err != nil {
+			return nil, fmt.Errorf("bloomkv: stat log %s: %w", name, err)
+		}
+		sizes[i] = fi.Size()
+	}
+	for newest > 0 && sizes[newest] == 0 {
+		newest--
+	}
 	stopped := false // point-in-time: damage found, the rest is dropped
 	for i, num := range logs {
 		lp := logPlan{num: num, name: db.path(base.FileTypeLog, num)}
-		lp.strict = mode != WALRecoverTolerateTornTail || i < len(logs)-1
-		fi, err := db.fs.Stat(lp.name)
-		if err != nil {
-			return nil, fmt.Errorf("bloomkv: stat log %s: %w", lp.name, err)
-		}
-		lp.size, lp.keepEnd = fi.Size(), fi.Size()
+		lp.strict = mode != WALRecoverTolerateTornTail || i < newest
+		lp.size, lp.keepEnd = sizes[i], sizes[i]
 		if stopped {
 			lp.keepEnd = 0
 			plan.logs = append(plan.logs, lp)
@@ -113,7 +126,7 @@ func (db *DB) checkLogs(state *manifest.ManifestState, logs []uint64) (*recovery
 				"log", lp.name, "offset", at, "error", err)
 			return nil
 		}
-		err = db.readLog(&lp, -1, func(r *wal.Reader, rec []byte) (bool, error) {
+		err := db.readLog(&lp, -1, func(r *wal.Reader, rec []byte) (bool, error) {
 			seq, count, err := checkBatchRecord(rec)
 			if err == nil && next != 0 && seq != next {
 				err = fmt.Errorf("sequence gap: the record starts at sequence %d, expected %d", seq, next)
