@@ -31,8 +31,9 @@ var (
 	colorMixed    = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
 )
 
-// writePlot draws the sweep chart to path (.png or .svg).
-func writePlot(path string, rep *report) error {
+// writePlot draws the sweep chart to w, in the format path's extension
+// names (.png or .svg).
+func writePlot(w io.Writer, path string, rep *report) error {
 	fp, err := fpPanel(rep)
 	if err != nil {
 		return err
@@ -57,10 +58,8 @@ func writePlot(path string, rep *report) error {
 	for i, row := range plot.Align(panels, tiles, dc) {
 		panels[i][0].Draw(row[0])
 	}
-	return writeFile(path, func(w io.Writer) error {
-		_, err := canvas.WriteTo(w)
-		return err
-	})
+	_, err = canvas.WriteTo(w)
+	return err
 }
 
 // sweepResults returns the sweep results of one workload, in setting order.

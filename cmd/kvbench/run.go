@@ -4,14 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"time"
 )
 
-// run is the whole command: it parses args, runs the study, prints the
-// report to stdout and writes the -json, -csv and -plot files. It returns
-// the process exit code: 0 success, 1 a failed run, 2 bad flags.
+// run is the whole command: it parses args, opens the -json, -csv and
+// -plot files, runs the study, prints the report to stdout and fills the
+// files. It returns the process exit code: 0 success, 1 a failed run, 2 bad
+// flags (an output file that cannot be opened for writing among them: that
+// is found before the benchmark starts, not after it).
 func run(args []string, stdout, stderr io.Writer) int {
 	cfg, err := parseConfig(args, stderr)
 	if errors.Is(err, errHelp) {
@@ -21,54 +22,45 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kvbench: %v\n", err)
 		return 2
 	}
+	outs, err := openOutFiles(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "kvbench: %v\n", err)
+		return 2
+	}
+	defer outs.abandon()
 	rep, err := execute(cfg, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "kvbench: %v\n", err)
 		return 1
 	}
-	if err := writeOutputs(cfg, rep, stdout); err != nil {
+	if err := writeOutputs(outs, rep, stdout); err != nil {
 		fmt.Fprintf(stderr, "kvbench: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-// writeOutputs prints the text report and writes the requested files.
-func writeOutputs(cfg *config, rep *report, stdout io.Writer) error {
+// writeOutputs prints the text report and fills the requested files.
+func writeOutputs(outs *outFiles, rep *report, stdout io.Writer) error {
 	if err := printReport(stdout, rep); err != nil {
 		return err
 	}
-	if cfg.jsonPath != "" {
-		if err := writeFile(cfg.jsonPath, func(w io.Writer) error { return writeJSON(w, rep) }); err != nil {
-			return fmt.Errorf("-json: %w", err)
+	if o := outs.json; o != nil {
+		if err := o.write(func(w io.Writer) error { return writeJSON(w, rep) }); err != nil {
+			return err
 		}
 	}
-	if cfg.csvPath != "" {
-		if err := writeFile(cfg.csvPath, func(w io.Writer) error { return writeCSV(w, rep.Results) }); err != nil {
-			return fmt.Errorf("-csv: %w", err)
+	if o := outs.csv; o != nil {
+		if err := o.write(func(w io.Writer) error { return writeCSV(w, rep.Results) }); err != nil {
+			return err
 		}
 	}
-	if cfg.plotPath != "" {
-		if err := writePlot(cfg.plotPath, rep); err != nil {
-			return fmt.Errorf("-plot: %w", err)
+	if o := outs.plot; o != nil {
+		if err := o.write(func(w io.Writer) error { return writePlot(w, o.path, rep) }); err != nil {
+			return err
 		}
 	}
 	return nil
-}
-
-// writeFile creates path and fills it with write, reporting the first
-// error of writing or closing.
-func writeFile(path string, write func(io.Writer) error) (err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	return write(f)
 }
 
 // runInfo says where and when the figures were taken.

@@ -28,6 +28,9 @@ type checkReport struct {
 	// OK is true when check exits 0: no errors (and, with -strict, no
 	// warnings).
 	OK bool `json:"ok"`
+	// noManifest says, for the text report, why no manifest was replayed
+	// (Manifest is nil then); the reason itself is an error finding.
+	noManifest string
 }
 
 // manifestInfo summarizes the manifest CURRENT names.
@@ -102,6 +105,10 @@ func check(fs vfs.FS, dir string) *checkReport {
 	}
 
 	state, hist := loadManifest(fs, dir, listing, rep, &out)
+	// Only a manifest that replays says which files are obsolete, and only
+	// then can Open proceed to delete or trim them. Without one, Open
+	// fails, so no finding may promise what it would do.
+	replayed := state != nil
 	var logNum uint64
 	if state != nil {
 		logNum = state.LogNum
@@ -117,7 +124,7 @@ func check(fs vfs.FS, dir string) *checkReport {
 
 	haveLogNum := false
 	for _, f := range listing.logs {
-		rep.Logs = append(rep.Logs, checkLog(fs, dir, f, state == nil || f.num >= logNum, &out))
+		rep.Logs = append(rep.Logs, checkLog(fs, dir, f, !replayed || f.num >= logNum, replayed, &out))
 		haveLogNum = haveLogNum || f.num == logNum
 	}
 	if state != nil {
@@ -131,17 +138,22 @@ func check(fs vfs.FS, dir string) *checkReport {
 		out.errorf(base.MakeFilename(base.FileTypeLog, logNum),
 			"missing: the manifest's log number names this log, the oldest one whose writes are not in tables yet")
 	}
-	current := ""
-	if rep.Manifest != nil {
-		current = rep.Manifest.Name
-	}
-	for _, f := range listing.manifests {
-		if f.name != current {
-			out.notef(f.name, "manifest not named by CURRENT (an older one, or a rewrite a crash interrupted); the next Open deletes it")
+	if replayed {
+		// Without a replayed manifest there is no telling which manifest
+		// is the live one (CURRENT may name the damaged one, or be
+		// damaged itself), so none is called obsolete.
+		for _, f := range listing.manifests {
+			if f.name != rep.Manifest.Name {
+				out.notef(f.name, "manifest not named by CURRENT (an older one, or a rewrite a crash interrupted); the next Open deletes it")
+			}
 		}
 	}
 	for _, f := range listing.temps {
-		out.notef(f.name, "temporary file (%d bytes), never live; the next Open deletes it", f.size)
+		if replayed {
+			out.notef(f.name, "temporary file (%d bytes), never live; the next Open deletes it", f.size)
+		} else {
+			out.notef(f.name, "temporary file (%d bytes), never live", f.size)
+		}
 	}
 	for _, name := range listing.foreign {
 		out.notef(name, "not a bloomkv file; ignored")
@@ -150,8 +162,8 @@ func check(fs vfs.FS, dir string) *checkReport {
 }
 
 // loadManifest reads CURRENT and replays the manifest it names. It returns
-// nil state when either cannot be read (the reason is an error finding);
-// the history is nil then too.
+// nil state when either cannot be read (the reason is an error finding, and
+// rep.noManifest says it for the text report); the history is nil then too.
 func loadManifest(fs vfs.FS, dir string, listing *dirListing, rep *checkReport, out *findings) (*manifest.ManifestState, *history) {
 	currentName := base.MakeFilename(base.FileTypeCurrent, 0)
 	name, err := manifest.ReadCurrent(fs, dir)
@@ -161,6 +173,7 @@ func loadManifest(fs vfs.FS, dir string, listing *dirListing, rep *checkReport, 
 		} else {
 			out.errorf(currentName, "%v", err)
 		}
+		rep.noManifest = "none replayed: CURRENT cannot be read (see findings); tables checked on their own"
 		return nil, nil
 	}
 	path := fs.PathJoin(dir, name)
@@ -168,8 +181,10 @@ func loadManifest(fs vfs.FS, dir string, listing *dirListing, rep *checkReport, 
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			out.errorf(name, "missing: CURRENT names it, but it is not in the directory")
+			rep.noManifest = name + ": missing (see findings); tables checked on their own"
 		} else {
-			out.errorf(name, "%v", err)
+			out.errorf(name, "does not replay, so Open fails: %v", err)
+			rep.noManifest = name + ": does not replay (see findings); tables checked on their own"
 		}
 		return nil, nil
 	}

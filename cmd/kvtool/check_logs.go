@@ -29,8 +29,9 @@ type logResult struct {
 
 // checkLog reads every record of a log and decodes it as a write batch.
 // Damage in a live log is an error; in an obsolete log, whose contents are
-// in tables already, a warning.
-func checkLog(fs vfs.FS, dir string, f dirFile, live bool, out *findings) logResult {
+// in tables already, a warning. opens says the manifest replayed, so the
+// next Open gets as far as the logs (and drops a torn tail).
+func checkLog(fs vfs.FS, dir string, f dirFile, live, opens bool, out *findings) logResult {
 	res := logResult{File: f.name, Live: live, Bytes: f.size, Status: "ok"}
 	sev := sevError
 	if !live {
@@ -80,8 +81,12 @@ func checkLog(fs vfs.FS, dir string, f dirFile, live bool, out *findings) logRes
 	if torn, off := r.TornTail(); torn {
 		res.Status = "torn tail"
 		res.TornTailOffset = &off
-		out.notef(f.name, "torn tail: the %d bytes from offset %d on are a partial write (a crash artefact); the next Open drops them",
-			f.size-off, off)
+		then := "; the next Open drops them"
+		if !opens {
+			then = ""
+		}
+		out.notef(f.name, "torn tail: the %d bytes from offset %d on are a partial write (a crash artefact)%s",
+			f.size-off, off, then)
 	}
 	return res
 }

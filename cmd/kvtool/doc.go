@@ -44,8 +44,11 @@
 //
 // Findings have a severity: ERROR (damage or an inconsistency that loses or
 // misreads data), WARN (orphaned tables, damage in an obsolete log) and NOTE
-// (harmless facts worth knowing). When the manifest cannot be read, check
-// still verifies every table on disk on its own.
+// (harmless facts worth knowing). When the manifest cannot be read (CURRENT
+// is missing or damaged, or the manifest it names does not replay), that is
+// an error finding, and check still verifies every table and log on disk on
+// its own; it then calls no file obsolete, since only the manifest says which
+// are, and promises nothing of the next Open, which fails.
 //
 // # Exit codes
 //

@@ -124,6 +124,8 @@ func renderCheckDetails(w io.Writer, rep *checkReport) {
 	if m := rep.Manifest; m != nil {
 		fmt.Fprintf(w, "\nmanifest  %s: %s, %s; log number %d, next file number %d, last sequence %d\n",
 			m.Name, plural(m.Edits, "edit"), humanBytes(m.Bytes), m.LogNum, m.NextFileNum, m.LastSeq)
+	} else if rep.noManifest != "" {
+		fmt.Fprintf(w, "\nmanifest  %s\n", rep.noManifest)
 	}
 	if len(rep.Levels) > 0 {
 		fmt.Fprintln(w)
@@ -157,7 +159,12 @@ func renderCheckDetails(w io.Writer, rep *checkReport) {
 		row(t, "LOG", "STATE", "SIZE", "RECORDS", "OPS", "SEQUENCES", "STATUS")
 		for _, l := range rep.Logs {
 			state := "live"
-			if !l.Live {
+			switch {
+			case rep.Manifest == nil:
+				// Only the manifest's log number tells live from
+				// obsolete; check treats every log as live then.
+				state = "-"
+			case !l.Live:
 				state = "obsolete"
 			}
 			seqs := "-"
