@@ -78,8 +78,9 @@
 //	tag uvarint | length uvarint | value (length bytes)
 //
 // Numbers are uvarint values filling their record, except BloomBitsPerKey
-// (varint); keys and names are raw bytes. All tags below (decimal) are required;
-// readers skip unknown tags, which leaves room for later additions.
+// (varint); keys and names are raw bytes. Tags 01-20 (decimal) are required;
+// 21 and 22 are optional (written only when set); readers skip unknown tags,
+// which leaves room for later additions.
 //
 //	01 FormatVersion   08 IndexSize        15 BloomBitsPerKey (as configured)
 //	02 NumEntries      09 FilterSize       16 FilterKeyCount
@@ -88,8 +89,16 @@
 //	05 RawKeyBytes     12 SmallestSeq      19 BlockSize
 //	06 RawValueBytes   13 LargestSeq       20 RestartInterval
 //	07 DataSize        14 FilterVariant (0 = no filter)
+//	21 FileNum (the table's own file number)
+//	22 DBID (the identity of the database it was written for)
 //
 // Sizes include trailers; DataSize is where the data blocks end.
+//
+// Identity: a table put in another's place (an older copy, a table of
+// another database, one renamed) reads without any checksum error, so
+// Reader.CheckIdentity compares what the table says of itself -- FileNum,
+// DBID, key and sequence ranges -- with what the manifest says of it; the
+// table cache checks every table it opens for the engine.
 //
 // # Footer (64 bytes, at the end of the file)
 //

@@ -38,9 +38,13 @@
 //	| 5   | deleted file     | level, file number                             |
 //	| 6   | new file         | level, file number, size, smallest (bytes),    |
 //	|     |                  | largest (bytes), smallest seq, largest seq     |
+//	| 7   | flushed sequence | FlushedSeq: every write up to it is in tables  |
+//	| 8   | synced sequence  | SyncedSeq: every write up to it was synced     |
+//	| 9   | database id      | DBID (bytes, at most 64; snapshots only)       |
+//	| 10  | foreign file     | a file name (bytes; snapshots only)            |
 //	+-----+------------------+------------------------------------------------+
 //
-// Tags 1-3 appear at most once. The encoder writes fields in tag order
+// Tags 1-3 and 7-9 appear at most once. The encoder writes fields in tag order
 // (then in slice order); the decoder accepts any order. Levels are < 7;
 // smallest and largest are internal keys (user key + 8-byte little-endian
 // trailer, see package base); a new file must pass the per-file checks
@@ -72,6 +76,33 @@
 // damage, an edit that does not decode, or one that deletes a file that is
 // not live or adds one that is, is ErrCorruption naming the file and the
 // record's offset.
+//
+// What the counters promise, and recovery checks:
+//
+//   - NextFileNum: every file number the engine has handed out, or may hand
+//     out before its next edit, is below it. The engine reserves numbers
+//     ahead (bloomkv's allocFileNum writes an edit when the reservation runs
+//     out), so a file numbered at or above it was not written by the engine.
+//   - LogNum: logs numbered below it are obsolete.
+//   - FlushedSeq: every write with a sequence up to it is in tables; the
+//     live logs hold the writes after it, in sequence order, without a gap.
+//   - SyncedSeq: every write up to it was synced to a log (or is in
+//     tables): recovery that does not find all of them reports corruption.
+//   - DBID: chosen at creation and written into every table's properties,
+//     so a table of another database is recognized.
+//   - ForeignFiles: database-looking files found in the directory with
+//     numbers the engine never handed out. They are never deleted, and
+//     their numbers never used.
+//
+// # The version set
+//
+// VersionSet is the one writer of manifests. It replays the manifest at
+// open, validates each edit, appends it and syncs it, rolls over to a fresh
+// manifest (a snapshot edit) when the current one is large or a write
+// failed, and points CURRENT at the manifest in use. A failed append may or
+// may not have reached the disk; the set then retries the edit at once as a
+// fresh manifest and, until one is installed, reports itself uncertain so
+// that no file is deleted.
 //
 // # CURRENT
 //
