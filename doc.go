@@ -20,10 +20,13 @@
 // instant; with Options.Sync it also survives losing the operating system.
 // After a crash the database holds exactly a prefix of the acknowledged
 // writes (plus possibly some in flight), and every Batch is all or nothing.
-// A torn record at the very end of the write-ahead log is a crash artefact
-// and is dropped; damage anywhere else in a log, table or manifest is
-// reported as an error wrapping ErrCorruption that names the file and
-// offset, never skipped silently and never returned as wrong data.
+// A torn record at the very end of the newest write-ahead log is a crash
+// artefact and is dropped (Options.WALRecovery chooses stricter or more
+// forgiving rules; see WALRecoveryMode); damage anywhere else in a log, table
+// or manifest is reported as an error wrapping ErrCorruption that names the
+// file and offset, never skipped silently and never returned as wrong data.
+// A table put in another's place is corruption too: each records its own
+// identity. The engine never deletes or changes a file it did not write.
 //
 // # Invariants
 //
@@ -34,7 +37,11 @@
 //     sequence numbers than entries in older ones; level-0 tables are ordered
 //     newest first; levels >= 1 are sorted and non-overlapping.
 //   - A table, log or manifest file is deleted only when no live version,
-//     iterator, snapshot or in-progress flush/compaction needs it.
+//     iterator, snapshot or in-progress flush/compaction needs it, and only
+//     if its number was handed out by the engine (below the manifest's
+//     NextFileNum, and not a recorded foreign file).
+//   - Only the newest log can be torn: a log is synced before the next one
+//     takes a write.
 //   - No I/O is done while holding DB.mu, except brief metadata reads.
 //
 // Lock order: manifestMu -> mu -> readStateMu. Nothing takes manifestMu while
