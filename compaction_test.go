@@ -317,7 +317,12 @@ func TestOrphansRemovedAtOpen(t *testing.T) {
 	}
 	reserved := st.NextFileNum - 1 // reserved by the manifest, never used yet
 	orphans := []string{base.MakeFilename(base.FileTypeTable, reserved), base.MakeFilename(base.FileTypeTemp, reserved-1)}
-	foreign := []string{"999999.sst", "999998.tmp", "MANIFEST-999997", "999996.log"}
+	// Foreign files just past the reservation: the engine's numbers soon
+	// pass theirs, and it must skip them rather than reuse or delete them.
+	foreign := []string{"999999.sst", "999998.tmp", "MANIFEST-999997", "999996.log",
+		base.MakeFilename(base.FileTypeTable, st.NextFileNum+2),
+		base.MakeFilename(base.FileTypeTemp, st.NextFileNum+3),
+		base.MakeFilename(base.FileTypeLog, st.NextFileNum+5)}
 	for _, name := range append(append([]string(nil), orphans...), foreign...) {
 		f, _ := fs.Create("/db/" + name)
 		f.Write([]byte("junk"))

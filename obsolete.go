@@ -15,7 +15,8 @@ func (db *DB) noteObsolete() {
 
 // deleteObsoleteFiles removes tables no live version references, logs older
 // than the oldest one still needed, manifests older than the current one
-// and, when atOpen, leftover temporary files.
+// and, when atOpen, leftover temporary files -- only files whose numbers the
+// engine handed out (below nextFileNum, not foreign).
 // REQUIRES: db.mu not held.
 func (db *DB) deleteObsoleteFiles(atOpen bool) {
 	live := map[uint64]struct{}{}
@@ -51,6 +52,9 @@ func (db *DB) deleteObsoleteFiles(atOpen bool) {
 		t, num, ok := base.ParseFilename(name)
 		if !ok || num >= nextFileNum && t != base.FileTypeCurrent && t != base.FileTypeLock {
 			continue
+		}
+		if _, foreign := db.foreignNums[num]; foreign && t != base.FileTypeCurrent && t != base.FileTypeLock {
+			continue // not the engine's: never touched
 		}
 		var obsolete bool
 		switch t {
