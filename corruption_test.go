@@ -331,24 +331,7 @@ func TestCorruptionFilterNeverHidesKeys(t *testing.T) {
 // that every write is durable.
 func buildLogDB(t *testing.T, n int, crashed bool) (*vfs.MemFS, string, []byte) {
 	t.Helper()
-	fs := vfs.NewMem()
-	db := mustOpen(t, "/db", &Options{FS: fs})
-	for id := 1; id <= n; id++ {
-		if err := db.Write(genBatch(id)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	img := fs
-	if crashed {
-		img = fs.ProcessCrashClone()
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	logs := filesOfType(t, img, base.FileTypeLog)
-	if len(logs) != 1 {
-		t.Fatalf("logs: %v", logs)
-	}
+	img, logs, _ := multiLogDB(t, 1, n, crashed)
 	data := readMemFile(t, img, "/db/"+logs[0])
 	if len(data) < 3*32<<10 {
 		t.Fatalf("log of %d bytes is too small to damage in the middle", len(data))

@@ -303,17 +303,7 @@ func (db *DB) switchMemtableLocked() error {
 	return nil
 }
 
-func (db *DB) syncDir() error {
-	d, err := db.fs.OpenDir(db.dirname)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+func (db *DB) syncDir() error { return vfs.SyncDir(db.fs, db.dirname) }
 
 // setBgErrLocked records the first background or log error; from then on
 // writes fail with it while reads go on. REQUIRES: db.mu held.

@@ -86,13 +86,5 @@ func SetCurrent(fs vfs.FS, dir string, manifestNum uint64) (err error) {
 	if err := fs.Rename(tmp, current); err != nil {
 		return err
 	}
-	d, err := fs.OpenDir(dir)
-	if err != nil {
-		return err
-	}
-	if err := d.Sync(); err != nil {
-		_ = d.Close()
-		return err
-	}
-	return d.Close()
+	return vfs.SyncDir(fs, dir)
 }

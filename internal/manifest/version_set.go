@@ -185,7 +185,7 @@ func (vs *VersionSet) LogAndApply(edit *VersionEdit, alloc FileNumAllocator) (*V
 	next.apply(edit, nv)
 
 	if len(edit.NewFiles) > 0 || edit.HasLogNum {
-		if err := vs.syncDir(); err != nil {
+		if err := vfs.SyncDir(vs.fs, vs.dir); err != nil {
 			return nil, fmt.Errorf("bloomkv/manifest: sync directory %s: %w", vs.dir, err)
 		}
 	}
@@ -232,16 +232,4 @@ func (vs *VersionSet) Close() error {
 
 func (vs *VersionSet) name() string {
 	return base.MakeFilename(base.FileTypeManifest, vs.num)
-}
-
-func (vs *VersionSet) syncDir() error {
-	d, err := vs.fs.OpenDir(vs.dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
