@@ -2,7 +2,6 @@ package bloomkv
 
 import (
 	"encoding/binary"
-	"fmt"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 )
@@ -98,23 +97,6 @@ func (b *Batch) setErr(err error) {
 func (b *Batch) count() uint32 { return binary.LittleEndian.Uint32(b.rep[8:12]) }
 
 func (b *Batch) setCount(n uint32) { binary.LittleEndian.PutUint32(b.rep[8:12], n) }
-
-func checkKey(key []byte) error {
-	switch {
-	case len(key) == 0:
-		return fmt.Errorf("%w: bloomkv: empty key", ErrInvalidArgument)
-	case len(key) > MaxKeySize:
-		return fmt.Errorf("%w: bloomkv: key of %d bytes exceeds the %d-byte limit", ErrInvalidArgument, len(key), MaxKeySize)
-	}
-	return nil
-}
-
-func checkValue(value []byte) error {
-	if len(value) > MaxValueSize {
-		return fmt.Errorf("%w: bloomkv: value of %d bytes exceeds the %d-byte limit", ErrInvalidArgument, len(value), MaxValueSize)
-	}
-	return nil
-}
 
 // batchOp is one decoded record of a batch.
 type batchOp struct {

@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/filter"
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/iterator"
 	"github.com/bloomkv/bloomkv/internal/manifest"
-	"github.com/bloomkv/bloomkv/sstable"
 )
 
 // errCompactionAborted stops a compaction when the DB closes; it is not a
@@ -81,15 +79,9 @@ func (db *DB) compactionLoop() {
 			failures = 0
 			continue
 		}
-		// Retry a transient failure with backoff; then stop writes with it.
 		// A failed compaction loses nothing: its inputs stay live.
-		if failures++; failures >= 4 {
-			db.setBgErrLocked(err)
-		} else {
-			db.mu.Unlock()
-			time.Sleep(time.Duration(failures) * 20 * time.Millisecond)
-			db.mu.Lock()
-		}
+		failures++
+		db.retryLocked(err, failures, compactionRetryPause)
 	}
 }
 
@@ -226,28 +218,44 @@ func (db *DB) filterIsStale(f *manifest.FileMetadata) bool {
 		(want > 0 && (p.FilterKeyName != db.opts.FilterKeyName || filter.Variant(p.FilterVariant) != db.opts.FilterVariant))
 }
 
-// runCompaction merges c's inputs into new tables of c.OutputLevel and
-// installs the result. v is the version c was picked from (referenced by
-// the caller).
+// runCompaction carries out c, picked from version v (referenced by the
+// caller): a trivial move when c allows one, else a merge of its inputs into
+// new tables of c.OutputLevel; then it installs the result.
 func (db *DB) runCompaction(c *compaction.Compaction, v *version, manual bool) error {
-	o := db.compactionOptions()
-	if !manual && c.IsTrivialMove(o) && !db.filterIsStale(c.Inputs[0][0]) {
-		f := c.Inputs[0][0]
-		edit := &manifest.VersionEdit{
-			DeletedFiles:    []manifest.DeletedFileEntry{{Level: c.Level, FileNum: f.FileNum}},
-			NewFiles:        []manifest.NewFileEntry{{Level: c.OutputLevel, Meta: f}},
-			CompactPointers: []manifest.CompactPointer{{Level: c.Level, Key: append([]byte(nil), base.UserKey(f.Largest)...)}},
-		}
-		db.manifestMu.Lock()
-		err := db.logAndApply(edit)
-		db.manifestMu.Unlock()
-		if err == nil {
-			db.counters.compactions.Add(1)
-			db.counters.levelCompactions[c.OutputLevel].Add(1)
-		}
+	if !manual && c.IsTrivialMove(db.compactionOptions()) && !db.filterIsStale(c.Inputs[0][0]) {
+		return db.installCompaction(c, trivialMoveEdit(c), 0, 0)
+	}
+	out, bytesIn, err := db.executeCompaction(c, v)
+	defer out.cleanup()
+	if err != nil {
 		return err
 	}
+	if db.closing.Load() {
+		return errCompactionAborted
+	}
+	edit, bytesOut := compactionEdit(c, out.metas)
+	if err := db.installCompaction(c, edit, bytesIn, bytesOut); err != nil {
+		return err
+	}
+	out.installed = true
+	return nil
+}
 
+// trivialMoveEdit moves c's single input table down a level unchanged.
+func trivialMoveEdit(c *compaction.Compaction) *manifest.VersionEdit {
+	f := c.Inputs[0][0]
+	return &manifest.VersionEdit{
+		DeletedFiles:    []manifest.DeletedFileEntry{{Level: c.Level, FileNum: f.FileNum}},
+		NewFiles:        []manifest.NewFileEntry{{Level: c.OutputLevel, Meta: f}},
+		CompactPointers: []manifest.CompactPointer{{Level: c.Level, Key: append([]byte(nil), base.UserKey(f.Largest)...)}},
+	}
+}
+
+// executeCompaction merges c's inputs, dropping what no snapshot can see,
+// into new tables. It returns the outputs (the caller cleans them up) and
+// the bytes read.
+func (db *DB) executeCompaction(c *compaction.Compaction, v *version) (*compactionOutputs, uint64, error) {
+	out := &compactionOutputs{db: db, c: c, o: db.compactionOptions()}
 	var iters []base.InternalIterator
 	var bytesIn uint64
 	for _, files := range c.Inputs {
@@ -257,7 +265,7 @@ func (db *DB) runCompaction(c *compaction.Compaction, v *version, manual bool) e
 				for _, it := range iters {
 					_ = it.Close()
 				}
-				return fmt.Errorf("bloomkv: compaction: %w", err)
+				return out, 0, fmt.Errorf("bloomkv: compaction: %w", err)
 			}
 			iters = append(iters, &releasingIter{InternalIterator: r.NewIter(false), release: release})
 			bytesIn += f.Size
@@ -265,7 +273,6 @@ func (db *DB) runCompaction(c *compaction.Compaction, v *version, manual bool) e
 	}
 	merged := iterator.NewMerging(iters...)
 	defer merged.Close()
-	snapshots := db.snapshotSeqs()
 	bottommost := func(ukey []byte) bool {
 		for l := c.OutputLevel + 1; l < manifest.NumLevels; l++ {
 			if len(v.Overlaps(l, ukey, ukey)) > 0 {
@@ -274,26 +281,26 @@ func (db *DB) runCompaction(c *compaction.Compaction, v *version, manual bool) e
 		}
 		return true
 	}
-	ci := compaction.NewCompactionIter(merged, snapshots, bottommost)
-
-	out := &compactionOutputs{db: db, c: c, o: o}
-	defer out.cleanup()
+	ci := compaction.NewCompactionIter(merged, db.snapshotSeqs(), bottommost)
 	n := 0
 	for ok := ci.First(); ok; ok = ci.Next() {
 		if n++; n%1024 == 0 && db.closing.Load() {
-			return errCompactionAborted
+			return out, 0, errCompactionAborted
 		}
 		if err := out.add(ci.Key(), ci.Value()); err != nil {
-			return err
+			return out, 0, err
 		}
 	}
 	if err := ci.Error(); err != nil {
-		return fmt.Errorf("bloomkv: compaction: %w", err)
+		return out, 0, fmt.Errorf("bloomkv: compaction: %w", err)
 	}
-	if err := out.finishTable(); err != nil {
-		return err
-	}
+	return out, bytesIn, out.finishTable()
+}
 
+// compactionEdit replaces c's inputs with the output tables metas and
+// advances the round-robin pointer of c's level. It returns the edit and
+// the bytes written.
+func compactionEdit(c *compaction.Compaction, metas []*manifest.FileMetadata) (*manifest.VersionEdit, uint64) {
 	edit := &manifest.VersionEdit{}
 	for i, files := range c.Inputs {
 		level := c.Level
@@ -305,7 +312,7 @@ func (db *DB) runCompaction(c *compaction.Compaction, v *version, manual bool) e
 		}
 	}
 	var bytesOut uint64
-	for _, m := range out.metas {
+	for _, m := range metas {
 		edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: c.OutputLevel, Meta: m})
 		bytesOut += m.Size
 	}
@@ -313,125 +320,22 @@ func (db *DB) runCompaction(c *compaction.Compaction, v *version, manual bool) e
 		_, hi := compaction.KeyRange(c.Inputs[0])
 		edit.CompactPointers = []manifest.CompactPointer{{Level: c.Level, Key: append([]byte(nil), hi...)}}
 	}
-	if db.closing.Load() {
-		return errCompactionAborted
-	}
+	return edit, bytesOut
+}
+
+// installCompaction records edit and counts the compaction.
+func (db *DB) installCompaction(c *compaction.Compaction, edit *manifest.VersionEdit, bytesIn, bytesOut uint64) error {
 	db.manifestMu.Lock()
 	err := db.logAndApply(edit)
 	db.manifestMu.Unlock()
 	if err != nil {
 		return err
 	}
-	out.installed = true
 	db.counters.compactions.Add(1)
 	db.counters.levelCompactions[c.OutputLevel].Add(1)
 	db.counters.levelCompIn[c.OutputLevel].Add(bytesIn)
 	db.counters.levelCompOut[c.OutputLevel].Add(bytesOut)
 	return nil
-}
-
-// compactionOutputs writes a compaction's output tables, splitting them at
-// TargetFileSize and where one would overlap too much of the grandparent
-// level, but never between two versions of one user key.
-type compactionOutputs struct {
-	db        *DB
-	c         *compaction.Compaction
-	o         compaction.Options
-	w         *sstable.Writer
-	num       uint64
-	lastUkey  []byte
-	metas     []*manifest.FileMetadata
-	nums      []uint64
-	installed bool
-
-	gpIndex   int
-	gpOverlap int64
-	seenKey   bool
-}
-
-func (out *compactionOutputs) add(ikey, value []byte) error {
-	ukey := base.UserKey(ikey)
-	if out.w != nil && !bytes.Equal(ukey, out.lastUkey) &&
-		(int64(out.w.EstimatedSize()) >= out.o.TargetFileSize || out.stopBefore(ukey)) {
-		if err := out.finishTable(); err != nil {
-			return err
-		}
-	}
-	if out.w == nil {
-		db := out.db
-		num, err := db.allocFileNum(true)
-		if err != nil {
-			return fmt.Errorf("bloomkv: compaction: %w", err)
-		}
-		out.num = num
-		out.nums = append(out.nums, out.num)
-		name := db.path(base.FileTypeTable, out.num)
-		f, err := db.fs.Create(name)
-		if err != nil {
-			return fmt.Errorf("bloomkv: compaction: create %s: %w", name, err)
-		}
-		out.w = sstable.NewWriter(f, db.sstWriterOptions(out.num))
-	}
-	out.lastUkey = append(out.lastUkey[:0], ukey...)
-	if err := out.w.Add(ikey, value); err != nil {
-		return fmt.Errorf("bloomkv: compaction: %w", err)
-	}
-	return nil
-}
-
-// stopBefore reports whether the current output has overlapped enough of
-// the grandparent level that ukey should start a new one.
-func (out *compactionOutputs) stopBefore(ukey []byte) bool {
-	gp := out.c.Grandparents
-	for out.gpIndex < len(gp) && bytes.Compare(ukey, base.UserKey(gp[out.gpIndex].Largest)) > 0 {
-		if out.seenKey {
-			out.gpOverlap += int64(gp[out.gpIndex].Size)
-		}
-		out.gpIndex++
-	}
-	out.seenKey = true
-	if out.gpOverlap > out.o.MaxGrandparentOverlapBytes() {
-		out.gpOverlap = 0
-		return true
-	}
-	return false
-}
-
-func (out *compactionOutputs) finishTable() error {
-	if out.w == nil {
-		return nil
-	}
-	w := out.w
-	out.w = nil
-	meta, err := w.Finish()
-	if err != nil {
-		return fmt.Errorf("bloomkv: compaction: finish table %d: %w", out.num, err)
-	}
-	out.metas = append(out.metas, metaFromWriter(out.num, meta))
-	return nil
-}
-
-// cleanup removes outputs of a failed compaction and forgets pending ones.
-func (out *compactionOutputs) cleanup() {
-	db := out.db
-	if out.w != nil {
-		_ = out.w.Abort()
-	}
-	db.manifestMu.Lock()
-	uncertain := db.vs.Uncertain()
-	db.manifestMu.Unlock()
-	// With the manifest uncertain, a failed edit may still have named these
-	// outputs; leave them to file collection once a fresh manifest settles it.
-	if !out.installed && !uncertain {
-		for _, n := range out.nums {
-			_ = db.fs.Remove(db.path(base.FileTypeTable, n))
-		}
-	}
-	db.mu.Lock()
-	for _, n := range out.nums {
-		delete(db.mu.pendingOutputs, n)
-	}
-	db.mu.Unlock()
 }
 
 // releasingIter releases a table-cache reference when closed.

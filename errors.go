@@ -19,12 +19,6 @@ var ErrClosed = errors.New("bloomkv: closed")
 // offset. Test for it with errors.Is(err, ErrCorruption).
 var ErrCorruption = base.ErrCorruption
 
-// MaxKeySize and MaxValueSize bound what Put, Delete and Batch accept.
-const (
-	MaxKeySize   = 64 << 10
-	MaxValueSize = 64 << 20
-)
-
 // ErrInvalidArgument marks a rejected key, value or option; the error names
 // what was wrong. Nothing was changed.
 var ErrInvalidArgument = errors.New("bloomkv: invalid argument")

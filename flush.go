@@ -1,8 +1,6 @@
 package bloomkv
 
 import (
-	"time"
-
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
 
@@ -14,7 +12,7 @@ func (db *DB) Flush() error {
 	}
 	// A nil batch asks the write leader to switch the memtable; going
 	// through the queue keeps the switch ordered with writes.
-	if err := db.enqueueSwitch(); err != nil {
+	if err := db.enqueue(nil); err != nil {
 		return err
 	}
 	db.mu.Lock()
@@ -30,21 +28,6 @@ func (db *DB) Flush() error {
 		return ErrClosed
 	}
 	return nil
-}
-
-func (db *DB) enqueueSwitch() error {
-	w := &writer{}
-	w.cond.L = &db.mu.Mutex
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	db.mu.writers = append(db.mu.writers, w)
-	for !w.done && db.mu.writers[0] != w {
-		w.cond.Wait()
-	}
-	if w.done {
-		return w.err
-	}
-	return db.lead(w)
 }
 
 // flushLoop flushes immutable memtables, oldest first, until Close.
@@ -64,17 +47,10 @@ func (db *DB) flushLoop() {
 		err := db.flushOldestLocked()
 		db.mu.flushing = false
 		if err != nil {
-			// Retry a few times with backoff (a transient I/O error); then
-			// stop writes with the error. Nothing is lost: the memtable's
-			// log is kept until a flush succeeds.
+			// Nothing is lost: the memtable's log is kept until a flush
+			// succeeds.
 			failures++
-			if failures >= 4 {
-				db.setBgErrLocked(err)
-			} else {
-				db.mu.Unlock()
-				time.Sleep(time.Duration(failures) * 10 * time.Millisecond)
-				db.mu.Lock()
-			}
+			db.retryLocked(err, failures, flushRetryPause)
 		} else {
 			failures = 0
 		}

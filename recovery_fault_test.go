@@ -32,7 +32,7 @@ func TestFaultEveryOperationOfOpen(t *testing.T) {
 	db.mu.Unlock()
 	for id := 31; id <= 60; id++ {
 		if id == 46 {
-			if err := db.enqueueSwitch(); err != nil { // a second live log
+			if err := db.enqueue(nil); err != nil { // a second live log
 				t.Fatal(err)
 			}
 		}

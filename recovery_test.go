@@ -32,7 +32,7 @@ func multiLogDB(t *testing.T, logs, perLog int, crashed bool) (*vfs.MemFS, []str
 	id := 0
 	for l := 0; l < logs; l++ {
 		if l > 0 {
-			if err := db.enqueueSwitch(); err != nil { // a new log, as a full memtable makes
+			if err := db.enqueue(nil); err != nil { // a new log, as a full memtable makes
 				t.Fatal(err)
 			}
 		}

@@ -79,7 +79,9 @@ func (db *DB) Write(b *Batch) error {
 	return db.enqueue(b)
 }
 
-// enqueue runs w through the write queue and returns its result.
+// enqueue runs b through the write queue and returns its result. A nil b
+// asks for a switch to a new memtable and log (Flush): going through the
+// queue keeps the switch ordered with writes.
 func (db *DB) enqueue(b *Batch) error {
 	w := &writer{batch: b}
 	w.cond.L = &db.mu.Mutex
@@ -98,7 +100,9 @@ func (db *DB) enqueue(b *Batch) error {
 }
 
 // lead performs the write of leader w and of the writers it groups with.
-// REQUIRES: db.mu held, w at the head of the queue. Returns with db.mu held.
+// REQUIRES: db.mu held, w at the head of the queue. It releases db.mu for
+// the log write and the memtable insert (the queue keeps other writers
+// out) and returns with db.mu held again.
 func (db *DB) lead(w *writer) error {
 	var err error
 	if db.closing.Load() {

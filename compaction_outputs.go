@@ -1,0 +1,115 @@
+package bloomkv
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/bloomkv/bloomkv/compaction"
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/sstable"
+)
+
+// compactionOutputs writes a compaction's output tables, splitting them at
+// TargetFileSize and where one would overlap too much of the grandparent
+// level, but never between two versions of one user key.
+type compactionOutputs struct {
+	db        *DB
+	c         *compaction.Compaction
+	o         compaction.Options
+	w         *sstable.Writer
+	num       uint64
+	lastUkey  []byte
+	metas     []*manifest.FileMetadata
+	nums      []uint64
+	installed bool
+
+	gpIndex   int
+	gpOverlap int64
+	seenKey   bool
+}
+
+func (out *compactionOutputs) add(ikey, value []byte) error {
+	ukey := base.UserKey(ikey)
+	if out.w != nil && !bytes.Equal(ukey, out.lastUkey) &&
+		(int64(out.w.EstimatedSize()) >= out.o.TargetFileSize || out.stopBefore(ukey)) {
+		if err := out.finishTable(); err != nil {
+			return err
+		}
+	}
+	if out.w == nil {
+		db := out.db
+		num, err := db.allocFileNum(true)
+		if err != nil {
+			return fmt.Errorf("bloomkv: compaction: %w", err)
+		}
+		out.num = num
+		out.nums = append(out.nums, out.num)
+		name := db.path(base.FileTypeTable, out.num)
+		f, err := db.fs.Create(name)
+		if err != nil {
+			return fmt.Errorf("bloomkv: compaction: create %s: %w", name, err)
+		}
+		out.w = sstable.NewWriter(f, db.sstWriterOptions(out.num))
+	}
+	out.lastUkey = append(out.lastUkey[:0], ukey...)
+	if err := out.w.Add(ikey, value); err != nil {
+		return fmt.Errorf("bloomkv: compaction: %w", err)
+	}
+	return nil
+}
+
+// stopBefore reports whether the current output has overlapped enough of
+// the grandparent level that ukey should start a new one.
+func (out *compactionOutputs) stopBefore(ukey []byte) bool {
+	gp := out.c.Grandparents
+	for out.gpIndex < len(gp) && bytes.Compare(ukey, base.UserKey(gp[out.gpIndex].Largest)) > 0 {
+		if out.seenKey {
+			out.gpOverlap += int64(gp[out.gpIndex].Size)
+		}
+		out.gpIndex++
+	}
+	out.seenKey = true
+	if out.gpOverlap > out.o.MaxGrandparentOverlapBytes() {
+		out.gpOverlap = 0
+		return true
+	}
+	return false
+}
+
+func (out *compactionOutputs) finishTable() error {
+	if out.w == nil {
+		return nil
+	}
+	w := out.w
+	out.w = nil
+	meta, err := w.Finish()
+	if err != nil {
+		return fmt.Errorf("bloomkv: compaction: finish table %d: %w", out.num, err)
+	}
+	out.metas = append(out.metas, metaFromWriter(out.num, meta))
+	return nil
+}
+
+// cleanup removes outputs of a failed compaction and forgets pending ones.
+func (out *compactionOutputs) cleanup() {
+	db := out.db
+	if out.w != nil {
+		_ = out.w.Abort()
+	}
+	db.manifestMu.Lock()
+	uncertain := db.vs.Uncertain()
+	db.manifestMu.Unlock()
+	// With the manifest uncertain, a failed edit may still have named these
+	// outputs; leave them to file collection once a fresh manifest settles it.
+	if !out.installed && !uncertain {
+		for _, n := range out.nums {
+			_ = db.fs.Remove(db.path(base.FileTypeTable, n))
+		}
+	}
+	db.mu.Lock()
+	for _, n := range out.nums {
+		delete(db.mu.pendingOutputs, n)
+	}
+	db.mu.Unlock()
+}
