@@ -2,9 +2,11 @@ package sstable
 
 import (
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/vfs"
 )
 
 // benchTable is a 100k-entry snappy table with 10 bits/key filters, read
@@ -124,6 +126,44 @@ func BenchmarkSeekGE(b *testing.B) {
 			b.Fatal("seek failed")
 		}
 	}
+}
+
+// BenchmarkTableCacheHit is a Find that hits the table cache and its
+// release: from one goroutine on one table, and from every goroutine over
+// eight tables, all cached.
+func BenchmarkTableCacheHit(b *testing.B) {
+	dir := b.TempDir()
+	const nTables = 8
+	sizes, _ := writeTables(b, dir, nTables)
+	tc := NewTableCache(vfs.Default, dir, 2*nTables, ReaderOptions{})
+	defer tc.Close()
+	find := func(i int) {
+		_, release, err := tc.Find(uint64(i+1), sizes[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		release()
+	}
+	for i := range nTables {
+		find(i)
+	}
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			find(0)
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		var next atomic.Int64
+		b.RunParallel(func(pb *testing.PB) {
+			i := int(next.Add(1))
+			for pb.Next() {
+				find(i % nTables)
+				i++
+			}
+		})
+	})
 }
 
 func BenchmarkWriter(b *testing.B) {

@@ -158,5 +158,8 @@
 //   - A Get served from the block cache allocates nothing (beyond what a
 //     FilterKey extractor may), nor does a TableCache.Find that hits.
 //   - The table cache closes a Reader only after the cache and every holder
-//     have released it.
+//     have released it. It keeps one Reader, so one file descriptor, per
+//     table, and no more tables open than its capacity or, when holders pin
+//     more, than they pin (tables deleted while held excepted, until
+//     released).
 package sstable

@@ -10,27 +10,53 @@ import (
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
-// TableCache keeps up to n tables open, evicting the least recently used.
-// A Reader handed out by Find stays usable until its holder releases it,
-// even if the cache evicts it meanwhile: readers are reference counted and
-// closed when the last reference goes. It is safe for concurrent use.
+// TableCache keeps tables open and bounds the file descriptors they hold.
+// It is safe for concurrent use.
+//
+// A table has at most one Reader, hence one descriptor: Find of a table
+// that is open, or being opened, returns the same Reader with another
+// reference, and a Reader closes with its last reference. A table stays in
+// the cache while anyone holds it. At most capacity tables are open, unless
+// holders pin more; then only the pinned ones are: the cache closes idle
+// tables (held by nobody but the cache), least recently used first, when a
+// Find opens a table and when a release leaves an excess table idle. A
+// table still held when the cache looked for an idle one counts as used
+// then. A table being closed stays in the cache until its descriptor is
+// closed; a Find of it waits for that and opens it anew.
+//
+// Evict and Close drop the cache's reference but not the holders': a
+// deleted table that is still held keeps its descriptor until released,
+// outside the capacity (it no longer blocks new tables), and Len counts it.
 type TableCache struct {
 	fs       vfs.FS        // constant after construction
 	dir      string        // constant after construction
 	capacity int           // constant after construction
 	opts     ReaderOptions // constant after construction
 
+	// readers counts Readers opened and not yet closed, cached or not.
+	readers atomic.Int64
+	// over is set while the LRU list holds more than capacity tables, all
+	// idle ones closed: a release that leaves a table idle must then take mu
+	// and close the excess. Written under mu, read without it, so a release
+	// that keeps the cache within capacity takes no lock.
+	over atomic.Bool
+
 	mu sync.Mutex
 	// Guarded by mu:
-	entries map[uint64]*tableEntry
-	lru     tableEntry // sentinel: lru.next is the most recently used
+	entries map[uint64]*tableEntry // the LRU list's and those being closed
+	lru     tableEntry             // sentinel: lru.next is the most recently used
+	lruLen  int                    // entries in the LRU list: those counted against capacity
 	closed  bool
 }
 
 // tableEntry is one open (or opening) table. The cache holds one reference
-// while the entry is in entries; every Find holds one until its release.
+// while the entry is in its LRU list; every Find holds one until its
+// release. An entry in the list with one reference is idle. Only Find adds
+// references, and only under TableCache.mu, so under mu an idle entry
+// stays idle.
 type tableEntry struct {
-	fileNum uint64
+	cache   *TableCache // constant
+	fileNum uint64      // constant
 	refs    atomic.Int32
 	// loaded is closed once reader and err are set; they never change after.
 	loaded  chan struct{}
@@ -39,6 +65,10 @@ type tableEntry struct {
 	release func() // bound once to unref, so Find allocates nothing on a hit
 
 	prev, next *tableEntry // LRU links, guarded by TableCache.mu
+	// gone is set, under TableCache.mu, when the cache takes the idle entry
+	// out of the LRU list to close it, and closed once the reader is closed
+	// and the entry has left entries.
+	gone chan struct{}
 }
 
 // ErrTableCacheClosed is returned by Find after Close.
@@ -55,15 +85,25 @@ func NewTableCache(fs vfs.FS, dir string, n int, o ReaderOptions) *TableCache {
 // Find returns an open Reader for the table fileNum of the given size and a
 // function that releases it; call the function exactly once when done. size
 // is used only to open the table (file numbers are never reused, so a
-// cached Reader is the same file). A Find that hits the cache allocates
-// nothing.
+// cached Reader is the same file). While the table is held, every Find of
+// it returns the same Reader; concurrent Finds of a table being opened wait
+// for that one open. A Find that hits the cache allocates nothing.
 func (c *TableCache) Find(fileNum uint64, size int64) (*Reader, func(), error) {
 	c.mu.Lock()
+	e := c.entries[fileNum]
+	for e != nil && e.gone != nil {
+		// Being closed: wait, so that the table never has two descriptors.
+		gone := e.gone
+		c.mu.Unlock()
+		<-gone
+		c.mu.Lock()
+		e = c.entries[fileNum]
+	}
 	if c.closed {
 		c.mu.Unlock()
 		return nil, nil, ErrTableCacheClosed
 	}
-	if e := c.entries[fileNum]; e != nil {
+	if e != nil {
 		e.refs.Add(1)
 		c.moveToFrontLocked(e)
 		c.mu.Unlock()
@@ -74,21 +114,23 @@ func (c *TableCache) Find(fileNum uint64, size int64) (*Reader, func(), error) {
 		}
 		return e.reader, e.release, nil
 	}
-	e := &tableEntry{fileNum: fileNum, loaded: make(chan struct{})}
+	e = &tableEntry{cache: c, fileNum: fileNum, loaded: make(chan struct{})}
 	e.release = e.unref
 	e.refs.Store(2) // the cache's and ours
 	c.entries[fileNum] = e
 	c.pushFrontLocked(e)
-	victims := c.trimLocked()
+	victims := c.trimLocked(nil)
 	c.mu.Unlock()
-	for _, v := range victims {
-		v.unref()
-	}
+	c.closeVictims(victims)
 
 	// Open outside the lock; concurrent Finds of this table wait on loaded.
-	e.reader, e.err = c.open(fileNum, size)
+	r, err := c.open(fileNum, size)
+	if err == nil {
+		c.readers.Add(1)
+	}
+	e.reader, e.err = r, err
 	close(e.loaded)
-	if e.err != nil {
+	if err != nil {
 		// Forget the failure so a later Find retries.
 		c.mu.Lock()
 		drop := c.entries[fileNum] == e
@@ -100,9 +142,9 @@ func (c *TableCache) Find(fileNum uint64, size int64) (*Reader, func(), error) {
 			e.unref()
 		}
 		e.unref()
-		return nil, nil, e.err
+		return nil, nil, err
 	}
-	return e.reader, e.release, nil
+	return r, e.release, nil
 }
 
 func (c *TableCache) open(fileNum uint64, size int64) (*Reader, error) {
@@ -114,21 +156,68 @@ func (c *TableCache) open(fileNum uint64, size int64) (*Reader, error) {
 	return Open(f, name, fileNum, size, c.opts)
 }
 
-// unref drops a reference and closes the reader with the last one.
+// unref drops a reference. The last one closes the reader; one that leaves
+// only the cache's while the cache is over capacity closes the excess.
 func (e *tableEntry) unref() {
 	switch n := e.refs.Add(-1); {
-	case n == 0 && e.reader != nil:
-		e.reader.Close()
+	case n == 1:
+		// e may now be idle (or evicted with one holder left: then the
+		// trim is merely unneeded). Reading over after the decrement pairs
+		// with trimLocked setting it before reading refs: either the trim
+		// saw e idle or we see over set.
+		if e.cache.over.Load() {
+			e.cache.trim()
+		}
+	case n == 0:
+		if e.reader != nil {
+			e.reader.Close()
+			e.cache.readers.Add(-1)
+		}
 	case n < 0:
 		panic("bloomkv/sstable: table released more often than found")
 	}
 }
 
+// trim closes idle tables beyond capacity.
+func (c *TableCache) trim() {
+	var buf [4]*tableEntry
+	c.mu.Lock()
+	victims := c.trimLocked(buf[:0])
+	c.mu.Unlock()
+	c.closeVictims(victims)
+}
+
+// closeVictims closes the tables trimLocked took out, then lets Finds
+// waiting for them go on. REQUIRES: c.mu not held.
+func (c *TableCache) closeVictims(victims []*tableEntry) {
+	if len(victims) == 0 {
+		return
+	}
+	for _, v := range victims {
+		v.unref() // the last reference: closes the reader
+	}
+	c.mu.Lock()
+	for _, v := range victims {
+		if c.entries[v.fileNum] == v { // Close may have cleared entries
+			delete(c.entries, v.fileNum)
+		}
+	}
+	c.mu.Unlock()
+	for _, v := range victims {
+		close(v.gone)
+	}
+}
+
 // Evict forgets table fileNum, which is being deleted, and drops its
-// blocks from the block cache. Holders keep their Reader until released.
+// blocks from the block cache. Holders keep their Reader, and its
+// descriptor, until they release it; it no longer counts toward capacity.
+// A later Find of fileNum would open the file anew.
 func (c *TableCache) Evict(fileNum uint64) {
 	c.mu.Lock()
 	e := c.entries[fileNum]
+	if e != nil && e.gone != nil {
+		e = nil // being closed already
+	}
 	if e != nil {
 		c.removeLocked(e)
 	}
@@ -141,11 +230,12 @@ func (c *TableCache) Evict(fileNum uint64) {
 	}
 }
 
-// Len returns the number of tables the cache holds open.
+// Len returns the number of table Readers open: those the cache holds and
+// those evicted (or left by Close) but still held, not yet released. It
+// equals the descriptors the cache's tables hold, but for tables being
+// opened at that moment.
 func (c *TableCache) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.entries)
+	return int(c.readers.Load())
 }
 
 // Close drops every cached table; tables still held close when released.
@@ -159,9 +249,12 @@ func (c *TableCache) Close() error {
 	c.closed = true
 	var all []*tableEntry
 	for _, e := range c.entries {
-		all = append(all, e)
-		c.removeLocked(e)
+		if e.gone == nil { // those being closed are their trimmer's
+			all = append(all, e)
+			c.removeLocked(e)
+		}
 	}
+	clear(c.entries)
 	c.mu.Unlock()
 	for _, e := range all {
 		e.unref()
@@ -169,23 +262,48 @@ func (c *TableCache) Close() error {
 	return nil
 }
 
-// trimLocked unlinks least recently used entries beyond capacity and
-// returns them for the caller to unref outside the lock. REQUIRES: c.mu.
-func (c *TableCache) trimLocked() []*tableEntry {
-	var victims []*tableEntry
-	for len(c.entries) > c.capacity {
-		v := c.lru.prev
-		c.removeLocked(v)
-		victims = append(victims, v)
+// trimLocked takes idle entries out of the LRU list, least recently used
+// first, until at most capacity remain or none is idle, marks them gone
+// (they stay in entries, so that Finds wait for their close), appends them
+// to victims for closeVictims, and sets over. Entries in use that it passes
+// move to the front, so that repeated trims while many tables are pinned do
+// not walk the same ones again. REQUIRES: c.mu.
+func (c *TableCache) trimLocked(victims []*tableEntry) []*tableEntry {
+	if c.lruLen <= c.capacity {
+		c.over.Store(false)
+		return victims
 	}
+	// Set over before reading any refs: a release racing with the scan
+	// either drops its reference before we read it (and we see the entry
+	// idle) or reads over afterwards and trims again.
+	c.over.Store(true)
+	for n := c.lruLen; n > 0 && c.lruLen > c.capacity; n-- {
+		v := c.lru.prev
+		if v.refs.Load() == 1 {
+			c.unlinkLocked(v)
+			v.gone = make(chan struct{})
+			victims = append(victims, v)
+		} else {
+			c.moveToFrontLocked(v)
+		}
+	}
+	c.over.Store(c.lruLen > c.capacity)
 	return victims
 }
 
-// removeLocked unlinks e from the map and the LRU list. REQUIRES: c.mu.
+// removeLocked takes e, which is in the LRU list, out of the cache.
+// REQUIRES: c.mu.
 func (c *TableCache) removeLocked(e *tableEntry) {
 	delete(c.entries, e.fileNum)
+	c.unlinkLocked(e)
+	c.over.Store(c.lruLen > c.capacity)
+}
+
+// unlinkLocked takes e out of the LRU list. REQUIRES: c.mu.
+func (c *TableCache) unlinkLocked(e *tableEntry) {
 	e.prev.next, e.next.prev = e.next, e.prev
 	e.prev, e.next = nil, nil
+	c.lruLen--
 }
 
 // pushFrontLocked links e as most recently used. REQUIRES: c.mu.
@@ -193,12 +311,13 @@ func (c *TableCache) pushFrontLocked(e *tableEntry) {
 	e.prev, e.next = &c.lru, c.lru.next
 	c.lru.next.prev = e
 	c.lru.next = e
+	c.lruLen++
 }
 
 // moveToFrontLocked marks e most recently used. REQUIRES: c.mu.
 func (c *TableCache) moveToFrontLocked(e *tableEntry) {
 	if c.lru.next != e {
-		e.prev.next, e.next.prev = e.next, e.prev
+		c.unlinkLocked(e)
 		c.pushFrontLocked(e)
 	}
 }
