@@ -207,7 +207,7 @@ func (db *DB) staleFilterCompactions(v *manifest.Version, level int, start, end 
 }
 
 func (db *DB) filterIsStale(f *manifest.FileMetadata) bool {
-	r, release, err := db.tableCache.Find(f.FileNum, int64(f.Size))
+	r, release, err := findTable(db.tableCache, f)
 	if err != nil {
 		return true // rewriting it will surface the error
 	}
@@ -260,7 +260,7 @@ func (db *DB) executeCompaction(c *compaction.Compaction, v *version) (*compacti
 	var bytesIn uint64
 	for _, files := range c.Inputs {
 		for _, f := range files {
-			r, release, err := db.tableCache.Find(f.FileNum, int64(f.Size))
+			r, release, err := findTable(db.tableCache, f)
 			if err != nil {
 				for _, it := range iters {
 					_ = it.Close()

@@ -62,7 +62,7 @@ func TestBlockedFilterVariant(t *testing.T) {
 	defer s.unref()
 	for _, files := range s.v.Levels {
 		for _, f := range files {
-			r, release, err := db.tableCache.Find(f.FileNum, int64(f.Size))
+			r, release, err := findTable(db.tableCache, f)
 			if err != nil {
 				t.Fatal(err)
 			}

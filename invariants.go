@@ -36,7 +36,7 @@ func (db *DB) checkTableInvariants(only map[uint64]bool) error {
 			if only != nil && !only[f.FileNum] {
 				continue
 			}
-			r, release, err := db.tableCache.Find(f.FileNum, int64(f.Size))
+			r, release, err := findTable(db.tableCache, f)
 			if err != nil {
 				return err
 			}

@@ -35,7 +35,7 @@ func (l *levelIter) open(i int) bool {
 		return false
 	}
 	f := l.files[i]
-	r, release, err := l.tc.Find(f.FileNum, int64(f.Size))
+	r, release, err := findTable(l.tc, f)
 	if errors.Is(err, sstable.ErrTableCacheClosed) {
 		err = fmt.Errorf("%w: %w", ErrClosed, err) // the DB closed under this iterator
 	}

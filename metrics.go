@@ -238,7 +238,7 @@ func (db *DB) Metrics() Metrics {
 		m.Levels[l].Files = len(s.v.Levels[l])
 		m.Levels[l].Bytes = s.v.LevelBytes(l)
 		for _, f := range s.v.Levels[l] {
-			fs, ok := db.tableFilterStats(f.FileNum, int64(f.Size))
+			fs, ok := db.tableFilterStats(f)
 			if ok {
 				m.FilterBytes += fs.bytes
 				m.FilterKeys += fs.keys
@@ -264,11 +264,12 @@ type filterStats struct {
 	keys  uint64
 }
 
-func (db *DB) tableFilterStats(fileNum uint64, size int64) (filterStats, bool) {
+func (db *DB) tableFilterStats(f *manifest.FileMetadata) (filterStats, bool) {
+	fileNum := f.FileNum
 	if v, ok := db.filterStats.Load(fileNum); ok {
 		return v.(filterStats), true
 	}
-	r, release, err := db.tableCache.Find(fileNum, size)
+	r, release, err := findTable(db.tableCache, f)
 	if err != nil {
 		return filterStats{}, false
 	}

@@ -47,18 +47,15 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if o.BlockCacheSize > 0 {
 		db.blockCache = sstable.NewBlockCache(o.BlockCacheSize)
 	}
-	db.tableCache = sstable.NewTableCache(fs, dir, o.MaxOpenFiles, sstable.ReaderOptions{
-		Cache:         db.blockCache,
-		FilterKey:     o.FilterKey,
-		FilterKeyName: o.FilterKeyName,
-	})
 	if err := db.recover(); err != nil {
 		db.manifestMu.Lock()
 		if db.vs != nil {
 			_ = db.vs.Close()
 		}
 		db.manifestMu.Unlock()
-		_ = db.tableCache.Close()
+		if db.tableCache != nil {
+			_ = db.tableCache.Close()
+		}
 		_ = lock.Close()
 		return nil, err
 	}
@@ -146,6 +143,12 @@ func (db *DB) recover() error {
 		opening.DBID = manifest.NewDBID()
 	}
 	db.dbID = opening.DBID
+	db.tableCache = sstable.NewTableCache(db.fs, db.dirname, db.opts.MaxOpenFiles, sstable.ReaderOptions{
+		Cache:         db.blockCache,
+		FilterKey:     db.opts.FilterKey,
+		FilterKeyName: db.opts.FilterKeyName,
+		DBID:          db.dbID,
+	})
 	db.mu.nextFileNum = max(state.NextFileNum, 2)
 	if manifestName == "" {
 		// A new database: numbers past any leftover of an interrupted

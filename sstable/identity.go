@@ -13,6 +13,7 @@ import (
 // error, so the reader compares what the table says of itself with this.
 type Identity struct {
 	FileNum uint64
+	Size    int64 // bytes: where the footer is
 	// DBID is the database's identity; nil skips the check.
 	DBID []byte
 	// Smallest and Largest are the first and last internal keys; nil skips

@@ -99,4 +99,7 @@ type ReaderOptions struct {
 	// without its filter.
 	FilterKey     func([]byte) []byte
 	FilterKeyName string
+	// DBID is the identity of the database the tables belong to; the table
+	// cache refuses a table written for another (nil: no check).
+	DBID []byte
 }

@@ -82,13 +82,16 @@ func NewTableCache(fs vfs.FS, dir string, n int, o ReaderOptions) *TableCache {
 	return c
 }
 
-// Find returns an open Reader for the table fileNum of the given size and a
-// function that releases it; call the function exactly once when done. size
-// is used only to open the table (file numbers are never reused, so a
-// cached Reader is the same file). While the table is held, every Find of
-// it returns the same Reader; concurrent Finds of a table being opened wait
-// for that one open. A Find that hits the cache allocates nothing.
-func (c *TableCache) Find(fileNum uint64, size int64) (*Reader, func(), error) {
+// Find returns an open Reader for the table id.FileNum of size id.Size and
+// a function that releases it; call the function exactly once when done.
+// The table is opened on a miss, and then checked against id (see
+// Reader.CheckIdentity; the cache's ReaderOptions.DBID stands in for a nil
+// id.DBID): file numbers are never reused, so a cached Reader is the same,
+// already checked, file. While the table is held, every Find of it returns
+// the same Reader; concurrent Finds of a table being opened wait for that
+// one open. A Find that hits the cache allocates nothing.
+func (c *TableCache) Find(id Identity) (*Reader, func(), error) {
+	fileNum := id.FileNum
 	c.mu.Lock()
 	e := c.entries[fileNum]
 	for e != nil && e.gone != nil {
@@ -124,7 +127,7 @@ func (c *TableCache) Find(fileNum uint64, size int64) (*Reader, func(), error) {
 	c.closeVictims(victims)
 
 	// Open outside the lock; concurrent Finds of this table wait on loaded.
-	r, err := c.open(fileNum, size)
+	r, err := c.open(id)
 	if err == nil {
 		c.readers.Add(1)
 	}
@@ -147,13 +150,24 @@ func (c *TableCache) Find(fileNum uint64, size int64) (*Reader, func(), error) {
 	return r, e.release, nil
 }
 
-func (c *TableCache) open(fileNum uint64, size int64) (*Reader, error) {
-	name := base.MakeFilename(base.FileTypeTable, fileNum)
+func (c *TableCache) open(id Identity) (*Reader, error) {
+	name := base.MakeFilename(base.FileTypeTable, id.FileNum)
 	f, err := c.fs.Open(c.fs.PathJoin(c.dir, name))
 	if err != nil {
 		return nil, fmt.Errorf("bloomkv/sstable: opening table %s: %w", name, err)
 	}
-	return Open(f, name, fileNum, size, c.opts)
+	r, err := Open(f, name, id.FileNum, id.Size, c.opts)
+	if err != nil {
+		return nil, err
+	}
+	if id.DBID == nil {
+		id.DBID = c.opts.DBID
+	}
+	if err := r.CheckIdentity(id); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
 }
 
 // unref drops a reference. The last one closes the reader; one that leaves

@@ -100,13 +100,13 @@ func TestTableCacheBoundsAndRefs(t *testing.T) {
 
 	// Hold table 1 while the cache cycles through all others: the held
 	// table stays, so only three idle ones fit beside it.
-	r1, release1, err := tc.Find(1, sizes[0])
+	r1, release1, err := tc.Find(Identity{FileNum: 1, Size: sizes[0]})
 	if err != nil {
 		t.Fatal(err)
 	}
 	readers := map[int]*Reader{}
 	for i := 2; i <= 12; i++ {
-		r, release, err := tc.Find(uint64(i), sizes[i-1])
+		r, release, err := tc.Find(Identity{FileNum: uint64(i), Size: sizes[i-1]})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +128,7 @@ func TestTableCacheBoundsAndRefs(t *testing.T) {
 	}
 	// The held table is found again without reopening, as the same Reader.
 	opens := fs.opens.Load()
-	r, release, err := tc.Find(1, sizes[0])
+	r, release, err := tc.Find(Identity{FileNum: 1, Size: sizes[0]})
 	if err != nil || r != r1 || fs.opens.Load() != opens {
 		t.Fatalf("Find of a held table: %v, same reader %v, %d opens", err, r == r1, fs.opens.Load()-opens)
 	}
@@ -138,7 +138,7 @@ func TestTableCacheBoundsAndRefs(t *testing.T) {
 		t.Fatalf("released table 1 within capacity: closed %v, %d files open, Len %d", r1.closed.Load(), fs.open.Load(), tc.Len())
 	}
 	// A cached table is found without reopening.
-	_, release, err = tc.Find(12, sizes[11])
+	_, release, err = tc.Find(Identity{FileNum: 12, Size: sizes[11]})
 	if err != nil || fs.opens.Load() != opens {
 		t.Fatalf("cached Find reopened the file: %v", err)
 	}
@@ -151,7 +151,7 @@ func TestTableCacheBoundsAndRefs(t *testing.T) {
 	if err := tc.Close(); err != nil || fs.open.Load() != 0 || tc.Len() != 0 {
 		t.Fatalf("Close: %v, %d files open, Len %d", err, fs.open.Load(), tc.Len())
 	}
-	if _, _, err := tc.Find(2, sizes[1]); !errors.Is(err, ErrTableCacheClosed) {
+	if _, _, err := tc.Find(Identity{FileNum: 2, Size: sizes[1]}); !errors.Is(err, ErrTableCacheClosed) {
 		t.Fatalf("Find after Close: %v", err)
 	}
 	if fs.duplicates() != 0 {
@@ -177,7 +177,7 @@ func TestTableCacheOneOpenPerTable(t *testing.T) {
 		go func() {
 			defer done.Done()
 			defer found.Done()
-			r, release, err := tc.Find(1, sizes[0])
+			r, release, err := tc.Find(Identity{FileNum: 1, Size: sizes[0]})
 			if err != nil {
 				t.Error(err)
 				return
@@ -222,7 +222,7 @@ func TestTableCachePinnedBeyondCapacity(t *testing.T) {
 	defer tc.Close()
 	find := func(i int) (*Reader, func()) {
 		t.Helper()
-		r, release, err := tc.Find(uint64(i), sizes[i-1])
+		r, release, err := tc.Find(Identity{FileNum: uint64(i), Size: sizes[i-1]})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,7 +300,7 @@ func TestTableCacheReleaseTakesNoLock(t *testing.T) {
 	var releases []func()
 	for i := range 2 {
 		for range 2 {
-			_, release, err := tc.Find(uint64(i+1), sizes[i])
+			_, release, err := tc.Find(Identity{FileNum: uint64(i+1), Size: sizes[i]})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -333,13 +333,13 @@ func TestTableCacheEvictHeld(t *testing.T) {
 	fs := &countingFS{FS: vfs.Default}
 	tc := NewTableCache(fs, dir, 2, ReaderOptions{})
 	defer tc.Close()
-	r1, release1, err := tc.Find(1, sizes[0])
+	r1, release1, err := tc.Find(Identity{FileNum: 1, Size: sizes[0]})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tc.Evict(1)
 	for i := 2; i <= 3; i++ {
-		_, release, err := tc.Find(uint64(i), sizes[i-1])
+		_, release, err := tc.Find(Identity{FileNum: uint64(i), Size: sizes[i-1]})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -363,7 +363,7 @@ func TestTableCacheOpenErrors(t *testing.T) {
 	dir := t.TempDir()
 	tc := NewTableCache(vfs.Default, dir, 4, ReaderOptions{})
 	defer tc.Close()
-	if _, _, err := tc.Find(1, 100); err == nil {
+	if _, _, err := tc.Find(Identity{FileNum: 1, Size: 100}); err == nil {
 		t.Fatal("Find of a missing table succeeded")
 	}
 	if tc.Len() != 0 {
@@ -371,10 +371,10 @@ func TestTableCacheOpenErrors(t *testing.T) {
 	}
 	sizes, _ := writeTables(t, dir, 1)
 	// A wrong size makes the footer unreadable: corruption, not cached.
-	if _, _, err := tc.Find(1, sizes[0]-1); !errors.Is(err, base.ErrCorruption) {
+	if _, _, err := tc.Find(Identity{FileNum: 1, Size: sizes[0] - 1}); !errors.Is(err, base.ErrCorruption) {
 		t.Fatalf("wrong size: %v", err)
 	}
-	_, release, err := tc.Find(1, sizes[0])
+	_, release, err := tc.Find(Identity{FileNum: 1, Size: sizes[0]})
 	if err != nil {
 		t.Fatalf("retry after failure: %v", err)
 	}
@@ -408,7 +408,7 @@ func TestTableCacheConcurrent(t *testing.T) {
 							tc.Evict(uint64(i + 1))
 							continue
 						}
-						r, release, err := tc.Find(uint64(i+1), sizes[i])
+						r, release, err := tc.Find(Identity{FileNum: uint64(i+1), Size: sizes[i]})
 						if err != nil {
 							t.Error(err)
 							return
@@ -461,7 +461,7 @@ func TestTableCacheHitAllocatesNothing(t *testing.T) {
 	tc := NewTableCache(vfs.Default, dir, 2, ReaderOptions{})
 	defer tc.Close()
 	find := func() {
-		_, release, err := tc.Find(1, sizes[0])
+		_, release, err := tc.Find(Identity{FileNum: 1, Size: sizes[0]})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -37,7 +37,7 @@ func TestTableRoundTrip(t *testing.T) {
 		checkMeta(t, m, es, o)
 		for _, cache := range []*BlockCache{nil, NewBlockCache(1 << 20)} {
 			tc := NewTableCache(vfs.Default, dir, 4, ReaderOptions{Cache: cache})
-			r, release, err := tc.Find(fileNum, int64(m.Size))
+			r, release, err := tc.Find(Identity{FileNum: fileNum, Size: int64(m.Size)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,25 @@
+package bloomkv
+
+import (
+	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/sstable"
+)
+
+// tableIdentity is what the manifest says table f is; the table cache
+// checks every table it opens against it (and the database identity), so a
+// table put in another's place is corruption, not stale data.
+func tableIdentity(f *manifest.FileMetadata) sstable.Identity {
+	return sstable.Identity{
+		FileNum:     f.FileNum,
+		Size:        int64(f.Size),
+		Smallest:    f.Smallest,
+		Largest:     f.Largest,
+		SmallestSeq: f.SmallestSeq,
+		LargestSeq:  f.LargestSeq,
+	}
+}
+
+// findTable returns the open reader of table f from the table cache.
+func findTable(tc *sstable.TableCache, f *manifest.FileMetadata) (*sstable.Reader, func(), error) {
+	return tc.Find(tableIdentity(f))
+}
