@@ -138,7 +138,7 @@ func BenchmarkTableCacheHit(b *testing.B) {
 	tc := NewTableCache(vfs.Default, dir, 2*nTables, ReaderOptions{})
 	defer tc.Close()
 	find := func(i int) {
-		_, release, err := tc.Find(Identity{FileNum: uint64(i+1), Size: sizes[i]})
+		_, release, err := tc.Find(Identity{FileNum: uint64(i + 1), Size: sizes[i]})
 		if err != nil {
 			b.Fatal(err)
 		}

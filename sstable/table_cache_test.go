@@ -300,7 +300,7 @@ func TestTableCacheReleaseTakesNoLock(t *testing.T) {
 	var releases []func()
 	for i := range 2 {
 		for range 2 {
-			_, release, err := tc.Find(Identity{FileNum: uint64(i+1), Size: sizes[i]})
+			_, release, err := tc.Find(Identity{FileNum: uint64(i + 1), Size: sizes[i]})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -408,7 +408,7 @@ func TestTableCacheConcurrent(t *testing.T) {
 							tc.Evict(uint64(i + 1))
 							continue
 						}
-						r, release, err := tc.Find(Identity{FileNum: uint64(i+1), Size: sizes[i]})
+						r, release, err := tc.Find(Identity{FileNum: uint64(i + 1), Size: sizes[i]})
 						if err != nil {
 							t.Error(err)
 							return
