@@ -1,7 +1,6 @@
 package bloomkv
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
@@ -58,7 +57,7 @@ func (db *DB) getFrom(s *readState, key []byte, seq uint64) ([]byte, error) {
 	}
 	// Level 0 newest first: tables may overlap, so probe each that covers key.
 	for _, f := range s.v.Levels[0] {
-		if !fileCovers(f, key) {
+		if !f.Overlaps(key, key) {
 			continue
 		}
 		if v, kind, ok, err := db.getFromTable(f, 0, key, seq); err != nil || ok {
@@ -116,25 +115,11 @@ func (db *DB) getFromTable(f *manifest.FileMetadata, level int, key []byte, seq 
 	return nil, kind, ok, nil
 }
 
-// fileCovers reports whether key lies in f's user-key range.
-func fileCovers(f *manifest.FileMetadata, key []byte) bool {
-	return bytes.Compare(key, base.UserKey(f.Smallest)) >= 0 && bytes.Compare(key, base.UserKey(f.Largest)) <= 0
-}
-
 // findFile returns the file of a sorted, non-overlapping level whose range
 // covers key, or nil.
 func findFile(files []*manifest.FileMetadata, key []byte) *manifest.FileMetadata {
-	lo, hi := 0, len(files)
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if bytes.Compare(base.UserKey(files[mid].Largest), key) < 0 {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	if lo < len(files) && bytes.Compare(key, base.UserKey(files[lo].Smallest)) >= 0 {
-		return files[lo]
+	if i := manifest.FileFor(files, key); i < len(files) && files[i].Overlaps(key, key) {
+		return files[i]
 	}
 	return nil
 }

@@ -130,7 +130,7 @@ func expandL0(l0 []*manifest.FileMetadata, seeds ...*manifest.FileMetadata) []*m
 		changed = false
 		lo, hi := KeyRange(keys(in))
 		for _, f := range l0 {
-			if !in[f] && overlaps(f, lo, hi) {
+			if !in[f] && f.Overlaps(lo, hi) {
 				in[f] = true
 				changed = true
 			}
@@ -151,10 +151,6 @@ func keys(m map[*manifest.FileMetadata]bool) []*manifest.FileMetadata {
 		out = append(out, f)
 	}
 	return out
-}
-
-func overlaps(f *manifest.FileMetadata, lo, hi []byte) bool {
-	return bytes.Compare(base.UserKey(f.Largest), lo) >= 0 && bytes.Compare(base.UserKey(f.Smallest), hi) <= 0
 }
 
 // KeyRange returns the smallest and largest user keys of files.

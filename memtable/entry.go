@@ -93,13 +93,7 @@ func compareEntries(a, b entry) int {
 	if c := bytes.Compare(a.ukey, b.ukey); c != 0 {
 		return c
 	}
-	switch {
-	case a.trailer > b.trailer:
-		return -1
-	case a.trailer < b.trailer:
-		return 1
-	}
-	return 0
+	return base.CompareTrailers(a.trailer, b.trailer)
 }
 
 func lessEntries(a, b entry) bool { return compareEntries(a, b) < 0 }

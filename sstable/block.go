@@ -187,14 +187,7 @@ func compareAfterShared(a, b []byte, shared int) int {
 		if c := bytes.Compare(a[shared:ua], b[shared:ub]); c != 0 {
 			return c
 		}
-		ta, tb := base.Trailer(a), base.Trailer(b)
-		switch {
-		case ta > tb:
-			return -1
-		case ta < tb:
-			return 1
-		}
-		return 0
+		return base.CompareTrailers(base.Trailer(a), base.Trailer(b))
 	}
 	return base.CompareInternal(a, b)
 }

@@ -87,7 +87,14 @@ func CompareInternal(a, b []byte) int {
 	if c := bytes.Compare(UserKey(a), UserKey(b)); c != 0 {
 		return c
 	}
-	ta, tb := Trailer(a), Trailer(b)
+	return CompareTrailers(Trailer(a), Trailer(b))
+}
+
+// CompareTrailers orders the trailers of two versions of one user key:
+// descending, so that the newest version (highest sequence) sorts first.
+// It is the one definition of that order; the memtable and block decoder
+// use it too.
+func CompareTrailers(ta, tb uint64) int {
 	switch {
 	case ta > tb:
 		return -1

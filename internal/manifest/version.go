@@ -40,7 +40,7 @@ func (v *Version) Overlaps(level int, smallest, largest []byte) []*FileMetadata 
 	if level == 0 {
 		var out []*FileMetadata
 		for _, f := range files {
-			if overlapsRange(f, smallest, largest) {
+			if f.Overlaps(smallest, largest) {
 				out = append(out, f)
 			}
 		}
@@ -49,9 +49,7 @@ func (v *Version) Overlaps(level int, smallest, largest []byte) []*FileMetadata 
 	// Files are disjoint and sorted, so both ends are monotone.
 	lo := 0
 	if smallest != nil {
-		lo = sort.Search(len(files), func(i int) bool {
-			return bytes.Compare(files[i].LargestUserKey(), smallest) >= 0
-		})
+		lo = FileFor(files, smallest)
 	}
 	hi := len(files)
 	if largest != nil {
@@ -66,8 +64,18 @@ func (v *Version) Overlaps(level int, smallest, largest []byte) []*FileMetadata 
 	return files[lo:hi:hi]
 }
 
-// overlapsRange reports whether f's user-key range meets [smallest, largest].
-func overlapsRange(f *FileMetadata, smallest, largest []byte) bool {
+// FileFor returns the index in files, a sorted level >= 1, of the first file
+// whose largest user key is >= key: the only file that can hold key, if its
+// smallest user key is <= key too. It returns len(files) when there is none.
+func FileFor(files []*FileMetadata, key []byte) int {
+	return sort.Search(len(files), func(i int) bool {
+		return bytes.Compare(files[i].LargestUserKey(), key) >= 0
+	})
+}
+
+// Overlaps reports whether f's user-key range meets [smallest, largest]
+// (nil smallest = -inf, nil largest = +inf).
+func (f *FileMetadata) Overlaps(smallest, largest []byte) bool {
 	if smallest != nil && bytes.Compare(f.LargestUserKey(), smallest) < 0 {
 		return false
 	}
