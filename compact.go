@@ -326,7 +326,7 @@ func compactionEdit(c *compaction.Compaction, metas []*manifest.FileMetadata) (*
 // installCompaction records edit and counts the compaction.
 func (db *DB) installCompaction(c *compaction.Compaction, edit *manifest.VersionEdit, bytesIn, bytesOut uint64) error {
 	db.manifestMu.Lock()
-	err := db.logAndApply(edit)
+	err := db.logAndApply(edit, causeCompaction)
 	db.manifestMu.Unlock()
 	if err != nil {
 		return err

@@ -39,12 +39,13 @@ func (out *compactionOutputs) add(ikey, value []byte) error {
 	}
 	if out.w == nil {
 		db := out.db
-		num, err := db.allocFileNum(true)
+		num, err := db.allocFileNum(true, causeCompaction)
 		if err != nil {
 			return fmt.Errorf("bloomkv: compaction: %w", err)
 		}
 		out.num = num
 		out.nums = append(out.nums, out.num)
+		db.hookBeforeTable(out.num, causeCompaction)
 		name := db.path(base.FileTypeTable, out.num)
 		f, err := db.fs.Create(name)
 		if err != nil {

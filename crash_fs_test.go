@@ -44,12 +44,12 @@ func crashFSOptions(fs vfs.FS, syncWrites bool) *Options {
 // operation (create, write, sync, rename, remove) made from region ("" for
 // any region).
 type crashPoint struct {
-	region string
+	region region
 	n      int
 }
 
 func (cp crashPoint) String() string {
-	r := cp.region
+	r := string(cp.region)
 	if r == "" {
 		r = "anywhere"
 	}
@@ -71,20 +71,23 @@ func runToCrashPoint(t *testing.T, syncWrites bool, cp crashPoint) crashImage {
 	t.Helper()
 	mem := vfs.NewMem()
 	efs := vfs.NewErrorFS(mem)
-	db := mustOpen(t, "/db", crashFSOptions(efs, syncWrites))
+	regions := newRegionTracker()
+	opts := crashFSOptions(efs, syncWrites)
+	opts.testHooks = regions.hooks()
+	db := mustOpen(t, "/db", opts)
 
 	var acked, started atomic.Int64
 	var mu sync.Mutex // guards img and seen
 	var img crashImage
 	seen := 0
 	var stopped atomic.Bool // the workload is over: hooks do nothing
-	addHook(efs, writeOps, func(string) {
+	addHook(efs, writeOps, func(op vfs.Op, path string) {
 		if stopped.Load() {
 			return
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if img.fs != nil || (cp.region != "" && !inRegion(cp.region)) {
+		if img.fs != nil || !regions.in(cp.region, op, path) {
 			return
 		}
 		if seen++; seen == cp.n {
@@ -175,7 +178,7 @@ func checkCrashImage(t *testing.T, img crashImage, syncWrites bool) int {
 // crash at. The counts reach past the first few operations of a region
 // (its first flush, first compaction...) into later ones.
 var crashRegions = []struct {
-	region string
+	region region
 	ns     []int
 }{
 	{regionLogWrite, []int{1, 7, 150, 600, 1100}},
@@ -233,16 +236,19 @@ func TestCrashFSDuringRecovery(t *testing.T) {
 				var second *vfs.MemFS
 				seen := 0
 				var mu sync.Mutex
-				addHook(efs, writeOps, func(string) {
+				var opening atomic.Bool // Open has not returned yet
+				opening.Store(true)
+				addHook(efs, writeOps, func(vfs.Op, string) {
 					mu.Lock()
 					defer mu.Unlock()
-					if second == nil && inRegion(regionOpen) {
+					if second == nil && opening.Load() {
 						if seen++; seen == n {
 							second = base.CrashClone()
 						}
 					}
 				})
 				db, err := Open("/db", crashFSOptions(efs, true))
+				opening.Store(false)
 				if err != nil {
 					t.Fatalf("first recovery: %v", err)
 				}
@@ -275,7 +281,7 @@ func TestCrashFSDuringCreation(t *testing.T) {
 		efs := vfs.NewErrorFS(mem)
 		var images []*vfs.MemFS
 		seen := 0
-		addHook(efs, writeOps, func(string) {
+		addHook(efs, writeOps, func(vfs.Op, string) {
 			if seen++; seen == n {
 				images = append(images, mem.ProcessCrashClone(), mem.CrashClone())
 			}
@@ -315,15 +321,18 @@ func TestCrashFSRegionCounts(t *testing.T) {
 	for _, syncWrites := range []bool{true, false} {
 		mem := vfs.NewMem()
 		efs := vfs.NewErrorFS(mem)
-		db := mustOpen(t, "/db", crashFSOptions(efs, syncWrites))
+		regions := newRegionTracker()
+		opts := crashFSOptions(efs, syncWrites)
+		opts.testHooks = regions.hooks()
+		db := mustOpen(t, "/db", opts)
 		var mu sync.Mutex
-		counts := map[string]int{}
-		addHook(efs, writeOps, func(string) {
+		counts := map[region]int{}
+		addHook(efs, writeOps, func(op vfs.Op, path string) {
 			mu.Lock()
 			defer mu.Unlock()
 			counts["anywhere"]++
 			for _, r := range crashRegions {
-				if r.region != "" && inRegion(r.region) {
+				if r.region != "" && regions.in(r.region, op, path) {
 					counts[r.region]++
 				}
 			}

@@ -158,7 +158,7 @@ func (db *DB) Close() error {
 	if logSynced {
 		// Record that every write is durable, so that a later Open can tell
 		// a log deleted or cut short from one that was never written.
-		keep(db.logAndApply(&manifest.VersionEdit{}))
+		keep(db.logAndApply(&manifest.VersionEdit{}, causeClose))
 	}
 	rolled := db.vs.ManifestNum() != manifestNum
 	db.manifestMu.Unlock()
@@ -197,7 +197,8 @@ func (db *DB) sstWriterOptions(fileNum uint64) sstable.WriterOptions {
 
 // writeTable writes the entries of it (internal keys in order) to table
 // num. It returns nil metadata when it holds no entry (no file is left).
-func (db *DB) writeTable(num uint64, it base.InternalIterator) (*manifest.FileMetadata, error) {
+func (db *DB) writeTable(num uint64, it base.InternalIterator, cause writeCause) (*manifest.FileMetadata, error) {
+	db.hookBeforeTable(num, cause)
 	name := db.path(base.FileTypeTable, num)
 	f, err := db.fs.Create(name)
 	if err != nil {

@@ -32,11 +32,12 @@ func isManifestPath(p string) bool { return strings.Contains(p, "MANIFEST-") }
 
 // faultRun is one database under fault injection and what its writer knows.
 type faultRun struct {
-	t    *testing.T
-	mem  *vfs.MemFS
-	efs  *vfs.ErrorFS
-	opts *Options
-	db   *DB
+	t       *testing.T
+	mem     *vfs.MemFS
+	efs     *vfs.ErrorFS
+	opts    *Options
+	db      *DB
+	regions *regionTracker
 
 	maxStarted int
 	acked      map[int]bool
@@ -50,10 +51,12 @@ func newFaultRun(t *testing.T, syncWrites bool, tweak func(*Options)) *faultRun 
 	efs := vfs.NewErrorFS(mem)
 	opts := tinyOptions(efs)
 	opts.Sync = syncWrites
+	regions := newRegionTracker()
+	opts.testHooks = regions.hooks()
 	if tweak != nil {
 		tweak(opts)
 	}
-	r := &faultRun{t: t, mem: mem, efs: efs, opts: opts, acked: map[int]bool{}}
+	r := &faultRun{t: t, mem: mem, efs: efs, opts: opts, regions: regions, acked: map[int]bool{}}
 	r.db = mustOpen(t, "/db", opts)
 	return r
 }
@@ -199,7 +202,7 @@ func TestFaultFlushTransient(t *testing.T) {
 		t.Run(op.String(), func(t *testing.T) {
 			r := newFaultRun(t, false, nil)
 			r.efs.Inject(vfs.Rule{Ops: []vfs.Op{op}, N: 2, Match: func(p string) bool {
-				return isTablePath(p) && inRegion(regionFlush)
+				return isTablePath(p) && r.regions.made(causeFlush, p)
 			}})
 			if err := r.write(1, 400); err != nil {
 				t.Fatalf("a retried flush failure surfaced in a write: %v", err)
@@ -235,7 +238,7 @@ func TestFaultCompactionTransient(t *testing.T) {
 		t.Run(op.String(), func(t *testing.T) {
 			r := newFaultRun(t, false, nil)
 			r.efs.Inject(vfs.Rule{Ops: []vfs.Op{op}, N: 1, Match: func(p string) bool {
-				return isTablePath(p) && inRegion(regionCompaction)
+				return isTablePath(p) && r.regions.made(causeCompaction, p)
 			}})
 			if err := r.write(1, 600); err != nil {
 				t.Fatalf("a retried compaction failure surfaced in a write: %v", err)
@@ -257,7 +260,7 @@ func TestFaultCompactionTransient(t *testing.T) {
 func TestFaultCompactionPermanent(t *testing.T) {
 	r := newFaultRun(t, false, nil)
 	r.efs.Inject(vfs.Rule{Ops: []vfs.Op{vfs.OpWrite}, Sticky: true, Match: func(p string) bool {
-		return isTablePath(p) && inRegion(regionCompaction)
+		return isTablePath(p) && r.regions.made(causeCompaction, p)
 	}})
 	err := r.write(1, 600)
 	if err == nil {
@@ -468,7 +471,7 @@ func TestFaultEveryOperation(t *testing.T) {
 func TestFaultCompactionManifestUncertain(t *testing.T) {
 	r := newFaultRun(t, false, nil)
 	r.efs.Inject(vfs.Rule{Ops: []vfs.Op{vfs.OpSync}, Sticky: true, Match: func(p string) bool {
-		return isManifestPath(p) && inRegion(regionCompaction)
+		return isManifestPath(p) && r.regions.made(causeCompaction, p)
 	}})
 	err := r.write(1, 600)
 	if err == nil {

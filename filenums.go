@@ -14,7 +14,7 @@ const fileNumReserve = 64
 // registered in pendingOutputs in the same critical section, so that file
 // collection never sees the new file unregistered.
 // REQUIRES: db.mu and manifestMu not held.
-func (db *DB) allocFileNum(pending bool) (uint64, error) {
+func (db *DB) allocFileNum(pending bool, cause writeCause) (uint64, error) {
 	for {
 		db.mu.Lock()
 		if n, ok := db.takeFileNumLocked(); ok {
@@ -26,7 +26,7 @@ func (db *DB) allocFileNum(pending bool) (uint64, error) {
 		}
 		db.mu.Unlock()
 		db.manifestMu.Lock()
-		err := db.logAndApply(&manifest.VersionEdit{}) // reserves more
+		err := db.logAndApply(&manifest.VersionEdit{}, cause) // reserves more
 		db.manifestMu.Unlock()
 		if err != nil {
 			return 0, err

@@ -73,11 +73,11 @@ func (db *DB) flushOldestLocked() error {
 	var num uint64
 	err := func() error {
 		var err error
-		if num, err = db.allocFileNum(true); err != nil {
+		if num, err = db.allocFileNum(true, causeFlush); err != nil {
 			return err
 		}
 		it := m.NewIter()
-		meta, err := db.writeTable(num, it)
+		meta, err := db.writeTable(num, it, causeFlush)
 		_ = it.Close()
 		if err != nil {
 			return err
@@ -90,7 +90,7 @@ func (db *DB) flushOldestLocked() error {
 			edit.NewFiles = []manifest.NewFileEntry{{Level: 0, Meta: meta}}
 		}
 		db.manifestMu.Lock()
-		err = db.logAndApply(edit)
+		err = db.logAndApply(edit, causeFlush)
 		db.manifestMu.Unlock()
 		if err == nil && meta != nil {
 			// Counted once installed: a retried flush writes its table again.

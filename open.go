@@ -162,6 +162,7 @@ func (db *DB) recover() error {
 	db.vs = manifest.NewVersionSet(db.fs, db.dirname, db.opts.MaxManifestFileSize, &opening)
 	db.mu.current = db.versions.newVersion(state.Version)
 	db.manifestMu.Lock()
+	db.hookBeforeEdit(causeRecovery)
 	err = db.vs.WriteSnapshot(&opening, db.allocManifestNum)
 	if err == nil {
 		db.mu.fileNumLimit = db.vs.State().NextFileNum
@@ -175,7 +176,7 @@ func (db *DB) recover() error {
 	if err := db.replayLogs(plan, edit); err != nil {
 		return err
 	}
-	logNum, err := db.allocFileNum(false)
+	logNum, err := db.allocFileNum(false, causeRecovery)
 	if err != nil {
 		return err
 	}
@@ -192,7 +193,7 @@ func (db *DB) recover() error {
 	db.mu.mem = db.newMemTableLocked(logNum)
 	db.updateReadStateLocked()
 	db.manifestMu.Lock()
-	err = db.logAndApply(edit)
+	err = db.logAndApply(edit, causeRecovery)
 	db.manifestMu.Unlock()
 	if err != nil {
 		_ = logFile.Close()

@@ -111,6 +111,9 @@ type Options struct {
 	// FS is the file system (default the operating system's). Tests use
 	// vfs.NewMem and vfs.NewErrorFS.
 	FS vfs.FS
+
+	// testHooks (tests only) sees which part of the engine does what.
+	testHooks *testHooks
 }
 
 // withDefaults returns a copy of o (nil allowed) with every zero field set

@@ -231,12 +231,12 @@ func (db *DB) replayLogs(plan *recoveryPlan, edit *manifest.VersionEdit) error {
 		if mem.Empty() {
 			return nil
 		}
-		num, err := db.allocFileNum(false)
+		num, err := db.allocFileNum(false, causeRecovery)
 		if err != nil {
 			return err
 		}
 		it := mem.NewIter()
-		meta, err := db.writeTable(num, it)
+		meta, err := db.writeTable(num, it, causeRecovery)
 		_ = it.Close()
 		if err != nil {
 			return err

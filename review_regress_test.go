@@ -53,6 +53,8 @@ func TestCloseWaitsForManualCompact(t *testing.T) {
 	hfs := &reviewHookFS{FS: mem}
 	opts := tinyOptions(hfs)
 	opts.DisableAutomaticCompactions = true
+	regions := newRegionTracker()
+	opts.testHooks = regions.hooks()
 	db := mustOpen(t, "/db", opts)
 	for round := 0; round < 2; round++ {
 		for i := 0; i < 20; i++ {
@@ -70,7 +72,7 @@ func TestCloseWaitsForManualCompact(t *testing.T) {
 	var once sync.Once
 	hfs.onSync = func(name string) {
 		// Block the first compaction output's sync (table Finish).
-		if strings.HasSuffix(name, ".sst") && inRegion(regionCompaction) {
+		if strings.HasSuffix(name, ".sst") && regions.made(causeCompaction, name) {
 			once.Do(func() {
 				close(reached)
 				<-release
@@ -180,12 +182,12 @@ func TestFreshManifestKeepsDurableLogNum(t *testing.T) {
 	db.mu.Unlock()
 
 	// Step 1: the first half of flushOldestLocked, verbatim.
-	num, err := db.allocFileNum(true)
+	num, err := db.allocFileNum(true, causeFlush)
 	if err != nil {
 		t.Fatal(err)
 	}
 	it := m.NewIter()
-	meta, err := db.writeTable(num, it)
+	meta, err := db.writeTable(num, it, causeFlush)
 	_ = it.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +195,7 @@ func TestFreshManifestKeepsDurableLogNum(t *testing.T) {
 	db.manifestMu.Lock()
 	err = db.logAndApply(&manifest.VersionEdit{HasLogNum: true, LogNum: nextLog,
 		HasFlushedSeq: true, FlushedSeq: m.lastSeq,
-		NewFiles: []manifest.NewFileEntry{{Level: 0, Meta: meta}}})
+		NewFiles: []manifest.NewFileEntry{{Level: 0, Meta: meta}}}, causeFlush)
 	db.manifestMu.Unlock()
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +208,7 @@ func TestFreshManifestKeepsDurableLogNum(t *testing.T) {
 	err = db.logAndApply(&manifest.VersionEdit{
 		DeletedFiles: []manifest.DeletedFileEntry{{Level: 0, FileNum: t0.FileNum}},
 		NewFiles:     []manifest.NewFileEntry{{Level: 1, Meta: t0}},
-	})
+	}, causeCompaction)
 	db.vs.SetMaxSize(4 << 20)
 	db.manifestMu.Unlock()
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 // logAndApply records edit in the manifest and installs the version it
 // makes. The edit's LastSeq, NextFileNum and SyncedSeq are filled in here.
 // REQUIRES: manifestMu held; db.mu not held.
-func (db *DB) logAndApply(edit *manifest.VersionEdit) error {
+func (db *DB) logAndApply(edit *manifest.VersionEdit, cause writeCause) error {
 	db.mu.Lock()
 	edit.HasLastSeq, edit.LastSeq = true, db.mu.lastSeq
 	edit.HasNextFileNum, edit.NextFileNum = true, db.nextFileNumToRecordLocked()
@@ -18,6 +18,7 @@ func (db *DB) logAndApply(edit *manifest.VersionEdit) error {
 	}
 	db.mu.Unlock()
 
+	db.hookBeforeEdit(cause)
 	nv, err := db.vs.LogAndApply(edit, db.allocManifestNum)
 	if manifest.IsClosed(err) {
 		return ErrClosed // Close has released the manifest

@@ -260,7 +260,7 @@ func (db *DB) switchMemtableLocked() error {
 	sealedSeq := db.mu.lastSeq // no write is in flight: we are the leader
 	db.mu.Unlock()
 	var name string
-	num, err := db.allocFileNum(false)
+	num, err := db.allocFileNum(false, causeLogSwitch)
 	if err == nil {
 		name = db.path(base.FileTypeLog, num)
 		if err = oldLog.Sync(); err != nil {
