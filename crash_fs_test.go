@@ -192,6 +192,7 @@ var crashRegions = []struct {
 
 func TestCrashFSAtManyPoints(t *testing.T) {
 	hits, total := 0, 0
+	regionHits := map[region]int{}
 	for _, r := range crashRegions {
 		for i, n := range r.ns {
 			cp := crashPoint{r.region, n}
@@ -204,6 +205,7 @@ func TestCrashFSAtManyPoints(t *testing.T) {
 					total++
 					if img.hit {
 						hits++
+						regionHits[cp.region]++
 					}
 					p := checkCrashImage(t, img, syncWrites)
 					t.Logf("hit=%v acked=%d started=%d recovered=1..%d", img.hit, img.acked, img.started, p)
@@ -215,6 +217,11 @@ func TestCrashFSAtManyPoints(t *testing.T) {
 	// a workload too small would otherwise make these tests vacuous.
 	if hits < total*3/4 {
 		t.Fatalf("only %d of %d crash points were reached", hits, total)
+	}
+	for _, r := range crashRegions {
+		if regionHits[r.region] == 0 {
+			t.Fatalf("no crash point in region %q was reached", r.region)
+		}
 	}
 	t.Logf("%d of %d crash points reached", hits, total)
 }
