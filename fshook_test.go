@@ -146,3 +146,31 @@ func cloneAtomically(efs *vfs.ErrorFS, mem *vfs.MemFS, powerLoss bool) *vfs.MemF
 	_, _ = efs.Stat(trigger)
 	return c
 }
+
+// syncHookFS wraps an FS and calls onSync(name) before every File.Sync,
+// without holding any lock (unlike ErrorFS hooks), so a hook may block.
+type syncHookFS struct {
+	vfs.FS
+	onSync func(name string)
+}
+
+type syncHookFile struct {
+	vfs.File
+	name string
+	fs   *syncHookFS
+}
+
+func (fs *syncHookFS) Create(name string) (vfs.File, error) {
+	f, err := fs.FS.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	return &syncHookFile{File: f, name: name, fs: fs}, nil
+}
+
+func (f *syncHookFile) Sync() error {
+	if h := f.fs.onSync; h != nil {
+		h(f.name)
+	}
+	return f.File.Sync()
+}

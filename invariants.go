@@ -57,8 +57,9 @@ func (db *DB) checkTableInvariants(only map[uint64]bool) error {
 
 // invariantChecks makes every version change (flush, compaction, move)
 // verify the version's shape and the tables it added, and panic on a
-// violation. Tests turn it on in TestMain; it reads every new table, so
-// production code leaves it off. (Tables are immutable: checking each once,
+// violation. Tests turn it on in TestMain, and so does building with
+// -tags invariants (invariants_tag.go); it reads every new table, so
+// production builds leave it off. (Tables are immutable: checking each once,
 // when it joins the tree, covers them all.)
 var invariantChecks = false
 
