@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -41,6 +42,10 @@ type manifestInfo struct {
 	LogNum         uint64 `json:"log_num"`
 	NextFileNum    uint64 `json:"next_file_num"`
 	LastSeq        uint64 `json:"last_seq"`
+	FlushedSeq     uint64 `json:"flushed_seq"`
+	HasFlushedSeq  bool   `json:"has_flushed_seq"`
+	SyncedSeq      uint64 `json:"synced_seq"`
+	DBID           string `json:"dbid,omitempty"`
 	TornTailOffset *int64 `json:"torn_tail_offset,omitempty"`
 }
 
@@ -109,10 +114,11 @@ func check(fs vfs.FS, dir string) *checkReport {
 	// then can Open proceed to delete or trim them. Without one, Open
 	// fails, so no finding may promise what it would do.
 	replayed := state != nil
+	foreign := foreignFiles(listing, state, &out)
 	var logNum uint64
 	if state != nil {
 		logNum = state.LogNum
-		checkVersion(fs, dir, listing, state, hist, rep, &out)
+		checkVersion(fs, dir, listing, state, hist, foreign, rep, &out)
 	} else {
 		// Without a manifest there is no version to check against; still
 		// tell the operator which tables are intact.
@@ -121,14 +127,11 @@ func check(fs vfs.FS, dir string) *checkReport {
 		}
 	}
 	noteExtractorFilters(rep, &out)
+	checkLogs(fs, dir, listing, state, foreign, rep, &out)
 
 	haveLogNum := false
 	for _, f := range listing.logs {
-		rep.Logs = append(rep.Logs, checkLog(fs, dir, f, !replayed || f.num >= logNum, replayed, &out))
 		haveLogNum = haveLogNum || f.num == logNum
-	}
-	if state != nil {
-		checkLogCoverage(rep.Logs, state.LastSeq, &out)
 	}
 	if state != nil && !haveLogNum {
 		// The engine keeps the log the manifest's log number names until a
@@ -143,22 +146,86 @@ func check(fs vfs.FS, dir string) *checkReport {
 		// is the live one (CURRENT may name the damaged one, or be
 		// damaged itself), so none is called obsolete.
 		for _, f := range listing.manifests {
-			if f.name != rep.Manifest.Name {
+			if f.name != rep.Manifest.Name && !foreign[f.name] {
 				out.notef(f.name, "manifest not named by CURRENT (an older one, or a rewrite a crash interrupted); the next Open deletes it")
 			}
 		}
 	}
 	for _, f := range listing.temps {
-		if replayed {
+		switch {
+		case foreign[f.name]:
+		case replayed:
 			out.notef(f.name, "temporary file (%d bytes), never live; the next Open deletes it", f.size)
-		} else {
+		default:
 			out.notef(f.name, "temporary file (%d bytes), never live", f.size)
 		}
 	}
 	for _, name := range listing.foreign {
+		if name == lostDirName {
+			noteLostDir(fs, dir, &out)
+			continue
+		}
 		out.notef(name, "not a bloomkv file; ignored")
 	}
 	return rep
+}
+
+// foreignFiles returns the files of the directory that the engine did not
+// write and never touches, each noted: those the manifest lists as
+// foreign, and -- when the manifest records a database identity, so the
+// engine reserves file numbers in it before use -- every file numbered at
+// or past its next file number, which the next Open adds to the list.
+func foreignFiles(listing *dirListing, state *manifest.ManifestState, out *findings) map[string]bool {
+	foreign := map[string]bool{}
+	if state == nil {
+		return foreign
+	}
+	present := map[string]uint64{}
+	for _, num := range listing.tableNums() {
+		present[listing.tables[num].name] = num
+	}
+	for _, group := range [][]dirFile{listing.logs, listing.manifests, listing.temps} {
+		for _, f := range group {
+			present[f.name] = f.num
+		}
+	}
+	listed := map[string]bool{}
+	for _, name := range state.ForeignFiles {
+		listed[name] = true
+		if _, ok := present[name]; ok {
+			foreign[name] = true
+			out.notef(name, "foreign file, never touched (the manifest lists it: the engine did not write it)")
+		} else {
+			out.notef(name, "the manifest lists it as a foreign file, but it is gone; the next Open drops it from the list")
+		}
+	}
+	if state.DBID == nil {
+		return foreign
+	}
+	names := make([]string, 0, len(present))
+	for name := range present {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if num := present[name]; num >= state.NextFileNum && !listed[name] {
+			foreign[name] = true
+			out.notef(name, "foreign file, never touched: numbered at or past the manifest's next file number %d, so the engine did not write it; the next Open records it as foreign",
+				state.NextFileNum)
+		}
+	}
+	return foreign
+}
+
+// noteLostDir notes the lost/ subdirectory, where recovery and repair put
+// the files they do not keep.
+func noteLostDir(fs vfs.FS, dir string, out *findings) {
+	names, err := fs.List(fs.PathJoin(dir, lostDirName))
+	if err != nil {
+		out.notef(lostDirName+"/", "cannot be listed: %v", err)
+		return
+	}
+	out.notef(lostDirName+"/", "%s set aside by point-in-time recovery or kvtool repair; never read or deleted", plural(len(names), "file"))
 }
 
 // loadManifest reads CURRENT and replays the manifest it names. It returns
@@ -197,6 +264,8 @@ func loadManifest(fs vfs.FS, dir string, listing *dirListing, rep *checkReport, 
 	info := &manifestInfo{
 		Name: name, Bytes: hist.size, Edits: len(hist.edits),
 		LogNum: state.LogNum, NextFileNum: state.NextFileNum, LastSeq: state.LastSeq,
+		FlushedSeq: state.FlushedSeq, HasFlushedSeq: state.HasFlushedSeq, SyncedSeq: state.SyncedSeq,
+		DBID: string(state.DBID),
 	}
 	if hist.torn {
 		off := hist.tornOffset
@@ -210,7 +279,7 @@ func loadManifest(fs vfs.FS, dir string, listing *dirListing, rep *checkReport, 
 
 // checkVersion checks the live version: level invariants, every table
 // against its file, orphans, and the read order across tables.
-func checkVersion(fs vfs.FS, dir string, listing *dirListing, state *manifest.ManifestState, hist *history, rep *checkReport, out *findings) {
+func checkVersion(fs vfs.FS, dir string, listing *dirListing, state *manifest.ManifestState, hist *history, foreign map[string]bool, rep *checkReport, out *findings) {
 	v := state.Version
 	if err := v.CheckInvariants(); err != nil {
 		out.errorf(rep.Manifest.Name, "%v", err)
@@ -225,7 +294,7 @@ func checkVersion(fs vfs.FS, dir string, listing *dirListing, state *manifest.Ma
 		for _, m := range files {
 			live[m.FileNum] = true
 			onDisk, present := listing.tables[m.FileNum]
-			res := checkLiveTable(fs, dir, level, m, onDisk, present, out)
+			res := checkLiveTable(fs, dir, level, m, onDisk, present, state.DBID, out)
 			if res.Status != statusOK {
 				bad[m.FileNum] = true
 			}
@@ -239,9 +308,14 @@ func checkVersion(fs vfs.FS, dir string, listing *dirListing, state *manifest.Ma
 	events := hist.fileEvents()
 	orphans := 0
 	for _, num := range listing.tableNums() {
-		if !live[num] {
+		f := listing.tables[num]
+		switch {
+		case live[num]:
+		case foreign[f.name]:
+			rep.Tables = append(rep.Tables, tableResult{File: f.name, FileNum: num, Size: f.size, Status: statusForeign})
+		default:
 			ev, known := events[num]
-			rep.Tables = append(rep.Tables, orphanResult(listing.tables[num], ev, known, state.NextFileNum, rep.Manifest.Name, out))
+			rep.Tables = append(rep.Tables, orphanResult(f, ev, known, state.NextFileNum, state.DBID != nil, rep.Manifest.Name, out))
 			orphans++
 		}
 	}
@@ -278,23 +352,5 @@ func noteExtractorFilters(rep *checkReport, out *findings) {
 	}
 	if n > 0 {
 		out.notef("", "%d tables have filters built over a key extractor (Options.FilterKey); kvtool cannot recompute their filter keys, so their filter membership was not verified (everything else was)", n)
-	}
-}
-
-// checkLogCoverage checks that no write fell between the tables and the
-// live logs. Every edit records the last sequence number handed out, so
-// the oldest live log's first write is at most one past the manifest's
-// last sequence; a larger gap means the writes in between are in no table
-// and no log (or the manifest lost its latest edits).
-func checkLogCoverage(logs []logResult, lastSeq uint64, out *findings) {
-	for _, l := range logs {
-		if !l.Live || l.Records == 0 {
-			continue
-		}
-		if l.FirstSeq > lastSeq+1 {
-			out.errorf(l.File, "writes lost: this is the oldest live log and its first write has sequence %d, but the manifest's last sequence is %d, so sequences %d-%d are in no table or log",
-				l.FirstSeq, lastSeq, lastSeq+1, l.FirstSeq-1)
-		}
-		return
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -16,6 +15,7 @@ const (
 	statusCorrupt = "corrupt"
 	statusMissing = "missing"
 	statusOrphan  = "orphan"
+	statusForeign = "foreign" // not the engine's: never read, never touched
 )
 
 // tableResult is what check learned about one table.
@@ -47,9 +47,10 @@ const (
 
 // tableContents is what verifying a table's bytes yields.
 type tableContents struct {
-	props      sstable.Properties
-	filter     string
-	bitsPerKey float64
+	props       sstable.Properties
+	filter      string
+	bitsPerKey  float64
+	identityErr error
 }
 
 // verifyTable opens the table read-only and runs sstable's full check:
@@ -57,7 +58,12 @@ type tableContents struct {
 // properties recounted, and that the filter holds every key. Filters built
 // over a key extractor cannot be probed without it (kvtool does not know
 // the engine's extractor); they are reported as not verified.
-func verifyTable(fs vfs.FS, path string, num uint64, size int64) (tableContents, error) {
+//
+// With id, the table's identity is compared with it too
+// (sstable.Reader.CheckIdentity: the file number and database identity its
+// properties record, and its key and sequence ranges); a mismatch is
+// tableContents.identityErr, apart from damage.
+func verifyTable(fs vfs.FS, path string, num uint64, size int64, id *sstable.Identity) (tableContents, error) {
 	f, err := fs.Open(path)
 	if err != nil {
 		return tableContents{}, fmt.Errorf("kvtool: open %s: %w", path, err)
@@ -81,12 +87,16 @@ func verifyTable(fs vfs.FS, path string, num uint64, size int64) (tableContents,
 		c.filter = filterUnchecked
 		return c, err
 	}
+	if id != nil {
+		c.identityErr = r.CheckIdentity(*id)
+	}
 	return c, nil
 }
 
 // checkLiveTable verifies one table the manifest lists, against the file
 // on disk and the manifest's record of it.
-func checkLiveTable(fs vfs.FS, dir string, level int, m *manifest.FileMetadata, onDisk dirFile, present bool, out *findings) tableResult {
+// dbid is the manifest's database identity (nil: not checked).
+func checkLiveTable(fs vfs.FS, dir string, level int, m *manifest.FileMetadata, onDisk dirFile, present bool, dbid []byte, out *findings) tableResult {
 	name := base.MakeFilename(base.FileTypeTable, m.FileNum)
 	lvl := level
 	res := tableResult{
@@ -110,22 +120,19 @@ func checkLiveTable(fs vfs.FS, dir string, level int, m *manifest.FileMetadata, 
 	if onDisk.size != int64(m.Size) {
 		corrupt("size mismatch: the manifest records %d bytes, the file has %d", m.Size, onDisk.size)
 	}
-	c, err := verifyTable(fs, fs.PathJoin(dir, name), m.FileNum, onDisk.size)
+	id := &sstable.Identity{
+		FileNum: m.FileNum, DBID: dbid,
+		Smallest: m.Smallest, Largest: m.Largest, SmallestSeq: m.SmallestSeq, LargestSeq: m.LargestSeq,
+	}
+	c, err := verifyTable(fs, fs.PathJoin(dir, name), m.FileNum, onDisk.size, id)
 	res.Entries, res.Deletions, res.DataBlocks = c.props.NumEntries, c.props.NumDeletions, c.props.NumDataBlocks
 	res.Filter, res.BitsPerKey = c.filter, c.bitsPerKey
 	if err != nil {
 		corrupt("%v", err)
 		return res
 	}
-	p := &c.props
-	if !bytes.Equal(p.SmallestKey, m.Smallest) || !bytes.Equal(p.LargestKey, m.Largest) {
-		corrupt("key range differs: the manifest records [%s, %s], the table holds [%s, %s]",
-			base.FormatInternalKey(m.Smallest), base.FormatInternalKey(m.Largest),
-			fmtKey(p.SmallestKey), fmtKey(p.LargestKey))
-	}
-	if p.SmallestSeq != m.SmallestSeq || p.LargestSeq != m.LargestSeq {
-		corrupt("sequence range differs: the manifest records %d-%d, the table holds %d-%d",
-			m.SmallestSeq, m.LargestSeq, p.SmallestSeq, p.LargestSeq)
+	if c.identityErr != nil {
+		corrupt("not the table the manifest lists: %v", c.identityErr)
 	}
 	return res
 }
@@ -134,11 +141,14 @@ func checkLiveTable(fs vfs.FS, dir string, level int, m *manifest.FileMetadata, 
 // its own: used for every table when the manifest cannot be read.
 func checkLooseTable(fs vfs.FS, dir string, f dirFile, out *findings) tableResult {
 	res := tableResult{File: f.name, FileNum: f.num, Size: f.size, Status: statusOK}
-	c, err := verifyTable(fs, fs.PathJoin(dir, f.name), f.num, f.size)
+	c, err := verifyTable(fs, fs.PathJoin(dir, f.name), f.num, f.size, &sstable.Identity{FileNum: f.num})
 	res.Entries, res.Deletions, res.DataBlocks = c.props.NumEntries, c.props.NumDeletions, c.props.NumDataBlocks
 	res.Filter, res.BitsPerKey = c.filter, c.bitsPerKey
 	if c.props.NumEntries > 0 {
 		res.Smallest, res.Largest = fmtKey(c.props.SmallestKey), fmtKey(c.props.LargestKey)
+	}
+	if err == nil && c.identityErr != nil {
+		err = fmt.Errorf("not the table its name says: %w", c.identityErr)
 	}
 	if err != nil {
 		res.Status, res.Error = statusCorrupt, err.Error()
@@ -148,8 +158,11 @@ func checkLooseTable(fs vfs.FS, dir string, f dirFile, out *findings) tableResul
 }
 
 // orphanResult reports a table the manifest does not list, saying as much
-// as the history knows about it.
-func orphanResult(f dirFile, ev fileEvent, known bool, nextFileNum uint64, manifestName string, out *findings) tableResult {
+// as the history knows about it. reserving says the manifest records a
+// database identity, so the engine reserved every number it used in the
+// manifest first (a table numbered past nextFileNum is then foreign, and
+// never reaches here).
+func orphanResult(f dirFile, ev fileEvent, known bool, nextFileNum uint64, reserving bool, manifestName string, out *findings) tableResult {
 	res := tableResult{File: f.name, FileNum: f.num, Size: f.size, Status: statusOrphan}
 	var why string
 	switch {
@@ -157,6 +170,8 @@ func orphanResult(f dirFile, ev fileEvent, known bool, nextFileNum uint64, manif
 		why = fmt.Sprintf("deleted from level %d by edit %d of %s but not yet removed", ev.level, ev.deleted, manifestName)
 	case f.num >= nextFileNum:
 		why = fmt.Sprintf("numbered at or after the manifest's next file number %d: left by an interrupted flush or compaction", nextFileNum)
+	case reserving && !known:
+		why = "its number was reserved but no edit ever added it: left by an interrupted flush or compaction"
 	default:
 		why = "not in the manifest"
 	}

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -9,7 +12,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bloomkv/bloomkv"
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/vfs"
 	"github.com/bloomkv/bloomkv/wal"
 )
@@ -229,8 +234,16 @@ func TestCheckOrphans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A table numbered past everything: an interrupted flush's output.
+	// A table numbered past everything: the engine reserves numbers in
+	// the manifest before use, so it did not write this one.
 	if err := os.WriteFile(filepath.Join(dir, "999999.sst"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A table numbered inside the reservation that no edit added: an
+	// interrupted flush's output.
+	state := replayCurrent(t, dir)
+	reserved := base.MakeFilename(base.FileTypeTable, state.NextFileNum-1)
+	if err := os.WriteFile(filepath.Join(dir, reserved), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// A table the history shows compacted away (buildDB compacts its
@@ -246,7 +259,8 @@ func TestCheckOrphans(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("orphans alone are warnings, but check exited %d:\n%s", code, out)
 	}
-	wantFinding(t, out, "WARN", "999999.sst", "orphaned table", "interrupted flush or compaction")
+	wantFinding(t, out, "NOTE", "999999.sst", "foreign file, never touched", "next file number")
+	wantFinding(t, out, "WARN", reserved, "orphaned table", "interrupted flush or compaction")
 	wantFinding(t, out, "WARN", deleted, "orphaned table", "deleted from level", "by edit")
 	wantFinding(t, out, "NOTE", "000042.tmp", "temporary file")
 	if code, out, _ := runTool(t, "check", "-strict", dir); code != exitProblems {
@@ -254,10 +268,11 @@ func TestCheckOrphans(t *testing.T) {
 	}
 }
 
-// TestCheckLogTornTail cuts the live log inside its last record: a crash
+// TestCheckLogTornTail cuts the live log inside its last record, in a
+// crash image (a copy taken while the database was open): a crash
 // artefact that Open drops silently, so check notes it and passes.
 func TestCheckLogTornTail(t *testing.T) {
-	dir := cleanDB(t)
+	dir := crashImage(t)
 	logs := filesOfType(t, dir, base.FileTypeLog)
 	path := filepath.Join(dir, logs[len(logs)-1])
 	size := fileSize(t, path)
@@ -269,6 +284,181 @@ func TestCheckLogTornTail(t *testing.T) {
 		t.Fatalf("a torn log tail is not an error, but check exited %d:\n%s", code, out)
 	}
 	wantFinding(t, out, "NOTE", logs[len(logs)-1], "torn tail")
+}
+
+// crashImage returns a copy of a database taken while it was open, with
+// writes in its log that the manifest does not record as synced: what a
+// kill -9 leaves.
+func crashImage(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := bloomkv.Open(dir, &bloomkv.Options{MemtableSize: 16 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		if err := db.Put(testKey(i), testValue(i, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 100; i < 150; i++ {
+		if err := db.Put(testKey(i), testValue(i, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.WaitForCompactions(); err != nil {
+		t.Fatal(err)
+	}
+	// The engine may still be deleting an obsolete file: skip one that
+	// vanishes between the listing and the copy.
+	image := t.TempDir()
+	for _, name := range mustList(t, dir) {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(image, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return image
+}
+
+// TestCheckLogTornTailSynced cuts the log of a cleanly closed database:
+// Close recorded every write as synced, so the lost tail held
+// acknowledged, synced writes, and Open refuses the database.
+func TestCheckLogTornTailSynced(t *testing.T) {
+	dir := cleanDB(t)
+	logs := filesOfType(t, dir, base.FileTypeLog)
+	path := filepath.Join(dir, logs[len(logs)-1])
+	if err := os.Truncate(path, fileSize(t, path)-5); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runTool(t, "check", dir)
+	if code != exitProblems {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	wantFinding(t, out, "NOTE", logs[len(logs)-1], "torn tail")
+	wantFinding(t, out, "ERROR", logs[len(logs)-1], "writes lost", "as durable")
+	wantOpenRefuses(t, dir)
+}
+
+// TestCheckOlderLogTornTail: a torn tail is a crash artefact only in the
+// newest log; in an older live log it is damage.
+func TestCheckOlderLogTornTail(t *testing.T) {
+	dir := crashImage(t)
+	logs := filesOfType(t, dir, base.FileTypeLog)
+	older := logs[len(logs)-1]
+	// A newer live log with the next writes makes the torn one older.
+	state := replayCurrent(t, dir)
+	newer := base.MakeFilename(base.FileTypeLog, state.NextFileNum-1)
+	path := filepath.Join(dir, older)
+	size := fileSize(t, path)
+	last := lastLogSeq(t, path)
+	if err := os.Truncate(path, size-5); err != nil {
+		t.Fatal(err)
+	}
+	writeBatchLog(t, filepath.Join(dir, newer), last+1, "newer")
+	code, out, _ := runTool(t, "check", dir)
+	if code != exitProblems {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	wantFinding(t, out, "ERROR", older, "must read cleanly to its end")
+	wantOpenRefuses(t, dir)
+}
+
+// wantOpenRefuses checks that the engine agrees with check's error.
+func wantOpenRefuses(t testing.TB, dir string) {
+	t.Helper()
+	db, err := bloomkv.Open(dir, nil)
+	if err == nil {
+		db.Close()
+		t.Fatalf("check reports an error, but Open accepts %s", dir)
+	}
+}
+
+// TestCheckSequenceGap: a live log whose first write does not follow the
+// writes before it (a log in between was lost) is an error naming the
+// log and the record.
+func TestCheckSequenceGap(t *testing.T) {
+	dir := crashImage(t)
+	logs := filesOfType(t, dir, base.FileTypeLog)
+	last := lastLogSeq(t, filepath.Join(dir, logs[len(logs)-1]))
+	state := replayCurrent(t, dir)
+	newer := base.MakeFilename(base.FileTypeLog, state.NextFileNum-1)
+	writeBatchLog(t, filepath.Join(dir, newer), last+5, "gap")
+	code, out, _ := runTool(t, "check", dir)
+	if code != exitProblems {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	wantFinding(t, out, "ERROR", newer, "sequence gap", "offset 0", fmt.Sprintf("writes %d-%d", last+1, last+4))
+	wantOpenRefuses(t, dir)
+}
+
+// replayCurrent returns the state of the manifest CURRENT names.
+func replayCurrent(t testing.TB, dir string) *manifest.ManifestState {
+	t.Helper()
+	name, err := manifest.ReadCurrent(vfs.Default, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, err := manifest.ReadManifest(vfs.Default, filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return state
+}
+
+// lastLogSeq returns the last sequence of the whole records of a log.
+func lastLogSeq(t testing.TB, path string) uint64 {
+	t.Helper()
+	f, err := vfs.Default.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := wal.NewReader(f, path)
+	var last uint64
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			break
+		}
+		s, err := decodeBatch(rec, path, r.RecordOffset())
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = s.seq + uint64(s.count) - 1
+	}
+	return last
+}
+
+// writeBatchLog writes a log holding one batch: a put of key at seq.
+func writeBatchLog(t testing.TB, path string, seq uint64, key string) {
+	t.Helper()
+	rec := binary.LittleEndian.AppendUint64(nil, seq)
+	rec = binary.LittleEndian.AppendUint32(rec, 1)
+	rec = append(rec, byte(base.KindSet))
+	rec = binary.AppendUvarint(rec, uint64(len(key)))
+	rec = append(rec, key...)
+	rec = binary.AppendUvarint(rec, 1)
+	rec = append(rec, 'v')
+	f, err := vfs.Default.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := walWriter(f)
+	l.add(t, rec)
+	l.close(t)
 }
 
 // TestCheckLogCorrupt damages the first block of a log that goes on past
@@ -296,7 +486,9 @@ func TestCheckLogCorrupt(t *testing.T) {
 // is not a write batch.
 func TestCheckBadBatch(t *testing.T) {
 	dir := cleanDB(t)
-	name := base.MakeFilename(base.FileTypeLog, 99999)
+	// A live log (numbered inside the manifest's reservation: one past it
+	// would be foreign, and never read).
+	name := base.MakeFilename(base.FileTypeLog, replayCurrent(t, dir).NextFileNum-1)
 	f, err := vfs.Default.Create(filepath.Join(dir, name))
 	if err != nil {
 		t.Fatal(err)
@@ -456,4 +648,54 @@ func deletedTable(t *testing.T, dir string) string {
 	}
 	t.Fatalf("no edit of %s deletes a table", name)
 	return ""
+}
+
+// TestCheckTableIdentity: a valid table in another live table's place is
+// caught by the file number its properties record.
+func TestCheckTableIdentity(t *testing.T) {
+	dir := cleanDB(t)
+	tables := filesOfType(t, dir, base.FileTypeTable)
+	data, err := os.ReadFile(filepath.Join(dir, tables[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, tables[1]), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runTool(t, "check", dir)
+	if code != exitProblems {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	_, num, _ := base.ParseFilename(tables[0])
+	wantFinding(t, out, "ERROR", tables[1], "not the table the manifest lists", fmt.Sprintf("says it is file %06d", num))
+}
+
+// TestCheckForeignListed: a file the manifest lists as foreign is noted,
+// never read, and neither an orphan nor a live log.
+func TestCheckForeignListed(t *testing.T) {
+	dir := cleanDB(t)
+	for _, name := range []string{"999999.sst", "999998.log"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("not ours"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := bloomkv.Open(dir, nil) // records them as foreign
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ff := replayCurrent(t, dir).ForeignFiles; len(ff) != 2 {
+		t.Fatalf("the manifest lists %v as foreign", ff)
+	}
+	code, out, _ := runTool(t, "check", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	wantFinding(t, out, "NOTE", "999999.sst", "foreign file, never touched", "the manifest lists it")
+	wantFinding(t, out, "NOTE", "999998.log", "foreign file, never touched", "the manifest lists it")
+	if strings.Contains(out, "WARN") {
+		t.Errorf("warnings:\n%s", out)
+	}
 }

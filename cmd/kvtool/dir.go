@@ -8,6 +8,10 @@ import (
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
+// lostDirName is the subdirectory that the engine's point-in-time
+// recovery and kvtool repair move files into instead of deleting them.
+const lostDirName = "lost"
+
 // dirFile is one bloomkv file found in a database directory.
 type dirFile struct {
 	name string

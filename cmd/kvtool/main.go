@@ -25,9 +25,13 @@ commands:
   check [-json] [-strict] [-q] DIR   verify checksums, manifest, levels, filters and logs
   sst [-blocks] FILE                 print a table's properties, key range, blocks and filter
   manifest DIR|MANIFEST              print the version history edit by edit
+  repair [-json] DIR                 rebuild a database Open refuses, moving what it
+                                     does not keep to DIR/lost/
 
-kvtool only reads: it takes no lock and changes no file.
-exit status: 0 no errors, 1 problems found, 2 usage error
+check, sst and manifest only read: they take no lock and change no file.
+repair takes the LOCK, writes new tables and a new manifest, and deletes nothing.
+exit status: 0 no errors (repair: repaired), 1 problems found (repair: not
+repaired, or not all of it), 2 usage error
 `
 
 // run is main without the process: it parses args, writes to stdout and
@@ -45,6 +49,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runSST(rest, stdout, stderr)
 	case "manifest":
 		return runManifest(rest, stdout, stderr)
+	case "repair":
+		return runRepair(rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usageText)
 		return exitOK

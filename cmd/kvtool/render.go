@@ -122,8 +122,12 @@ func renderCheck(w io.Writer, rep *checkReport, quiet bool) {
 
 func renderCheckDetails(w io.Writer, rep *checkReport) {
 	if m := rep.Manifest; m != nil {
-		fmt.Fprintf(w, "\nmanifest  %s: %s, %s; log number %d, next file number %d, last sequence %d\n",
-			m.Name, plural(m.Edits, "edit"), humanBytes(m.Bytes), m.LogNum, m.NextFileNum, m.LastSeq)
+		flushed := "unrecorded"
+		if m.HasFlushedSeq {
+			flushed = fmt.Sprint(m.FlushedSeq)
+		}
+		fmt.Fprintf(w, "\nmanifest  %s: %s, %s; log number %d, next file number %d, last sequence %d, flushed %s, synced %d\n",
+			m.Name, plural(m.Edits, "edit"), humanBytes(m.Bytes), m.LogNum, m.NextFileNum, m.LastSeq, flushed, m.SyncedSeq)
 	} else if rep.noManifest != "" {
 		fmt.Fprintf(w, "\nmanifest  %s\n", rep.noManifest)
 	}
@@ -142,7 +146,7 @@ func renderCheckDetails(w io.Writer, rep *checkReport) {
 		row(t, "TABLE", "LEVEL", "SIZE", "ENTRIES", "DELETIONS", "DATA BLOCKS", "FILTER", "STATUS")
 		for _, tr := range rep.Tables {
 			entries, dels, blocks, filter := "-", "-", "-", "-"
-			if tr.Status != statusMissing && tr.Status != statusOrphan {
+			if tr.Status != statusMissing && tr.Status != statusOrphan && tr.Status != statusForeign {
 				entries, dels, blocks = fmt.Sprint(tr.Entries), fmt.Sprint(tr.Deletions), fmt.Sprint(tr.DataBlocks)
 				filter = tr.Filter
 				if tr.BitsPerKey > 0 {
@@ -164,6 +168,8 @@ func renderCheckDetails(w io.Writer, rep *checkReport) {
 				// Only the manifest's log number tells live from
 				// obsolete; check treats every log as live then.
 				state = "-"
+			case l.Status == statusForeign:
+				state = "foreign"
 			case !l.Live:
 				state = "obsolete"
 			}
@@ -178,6 +184,15 @@ func renderCheckDetails(w io.Writer, rep *checkReport) {
 	if o := rep.Order; o != nil {
 		fmt.Fprintf(w, "\nread order: scanned %d entries over %d user keys across all levels\n", o.Entries, o.UserKeys)
 	}
+}
+
+// writesRange names the writes with sequences first to last: "write 7"
+// or "writes 7-9".
+func writesRange(first, last uint64) string {
+	if first == last {
+		return fmt.Sprintf("write %d", first)
+	}
+	return fmt.Sprintf("writes %d-%d", first, last)
 }
 
 func plural(n int, what string) string {

@@ -20,6 +20,9 @@ func TestUsage(t *testing.T) {
 		{[]string{"sst"}, exitUsage, "usage: kvtool sst"},
 		{[]string{"manifest", "-json", dir}, exitUsage, "flag provided but not defined"},
 		{[]string{"check", "-h"}, exitOK, "-strict"},
+		{[]string{"repair"}, exitUsage, "want exactly one database directory"},
+		{[]string{"repair", "-strict", dir}, exitUsage, "flag provided but not defined"},
+		{[]string{"repair", "-h"}, exitOK, "-json"},
 		{[]string{"help"}, exitOK, ""},
 	}
 	for _, c := range cases {

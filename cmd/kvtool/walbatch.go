@@ -93,3 +93,24 @@ func lengthPrefixed(rec []byte, p int) (n int, next int, ok bool) {
 	}
 	return int(v), p + w + int(v), true
 }
+
+// forEachBatchOp calls fn for each operation of a batch that decodeBatch
+// accepted, with the operation's sequence. key and value alias rec.
+func forEachBatchOp(rec []byte, fn func(seq uint64, kind base.Kind, key, value []byte)) {
+	seq := binary.LittleEndian.Uint64(rec)
+	count := binary.LittleEndian.Uint32(rec[8:])
+	p := batchHeaderLen
+	for i := uint32(0); i < count; i++ {
+		kind := base.Kind(rec[p])
+		klen, next, _ := lengthPrefixed(rec, p+1)
+		key := rec[next-klen : next]
+		p = next
+		var value []byte
+		if kind == base.KindSet {
+			vlen, next, _ := lengthPrefixed(rec, p)
+			value = rec[next-vlen : next]
+			p = next
+		}
+		fn(seq+uint64(i), kind, key, value)
+	}
+}
