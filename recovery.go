@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/memtable"
+	"github.com/bloomkv/bloomkv/vfs"
 	"github.com/bloomkv/bloomkv/wal"
 )
 
@@ -295,8 +297,19 @@ func (db *DB) moveToLost(path string) error {
 	if err := db.fs.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	name := filepath.Base(path)
-	if err := db.fs.Rename(path, db.fs.PathJoin(dir, name)); err != nil {
+	// Never over a file already there (an earlier recovery's): that would
+	// delete it.
+	target := db.fs.PathJoin(dir, filepath.Base(path))
+	for i := 1; ; i++ {
+		if _, err := db.fs.Stat(target); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		target = db.fs.PathJoin(dir, fmt.Sprintf("%s.%d", filepath.Base(path), i))
+	}
+	if err := db.fs.Rename(path, target); err != nil {
+		return err
+	}
+	if err := vfs.SyncDir(db.fs, dir); err != nil {
 		return err
 	}
 	return db.syncDir()

@@ -286,3 +286,31 @@ func lastRecordOffset(t *testing.T, fs vfs.FS, name string) int64 {
 	}
 	return last
 }
+
+// TestRecoveryPointInTimeKeepsEarlierLost: a second point-in-time recovery
+// whose damaged log has the name of one an earlier recovery moved to lost/
+// keeps both.
+func TestRecoveryPointInTimeKeepsEarlierLost(t *testing.T) {
+	img, logs, _ := multiLogDB(t, 1, 10, true)
+	fs := withDamage(t, img, logs[0], flipAt(40))
+	if err := fs.MkdirAll("/db/"+lostDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	replaceFile(t, fs, "/db/"+lostDir+"/"+logs[0], []byte("an earlier recovery's log"))
+	db, err := Open("/db", &Options{FS: fs, WALRecovery: WALRecoverPointInTime})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	lost, err := fs.List("/db/" + lostDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(lost)
+	if want := []string{logs[0], logs[0] + ".1"}; !slices.Equal(lost, want) {
+		t.Fatalf("lost/ holds %v, want %v", lost, want)
+	}
+	if got := string(readMemFile(t, fs, "/db/"+lostDir+"/"+logs[0])); got != "an earlier recovery's log" {
+		t.Fatalf("the earlier log was overwritten: %q", got)
+	}
+}
