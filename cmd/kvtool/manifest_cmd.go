@@ -68,8 +68,8 @@ func printManifest(fs vfs.FS, path string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kvtool: %s does not replay\n", path)
 		return exitProblems
 	}
-	fmt.Fprintf(stdout, "\nversion after %s: log number %d, next file number %d, last sequence %d\n",
-		plural(len(h.edits), "edit"), state.LogNum, state.NextFileNum, state.LastSeq)
+	fmt.Fprintf(stdout, "\nversion after %s: log number %d, next file number %d, last sequence %d, flushed %d, synced %d\n",
+		plural(len(h.edits), "edit"), state.LogNum, state.NextFileNum, state.LastSeq, state.FlushedSeq, state.SyncedSeq)
 	printVersion(stdout, state.Version)
 	return exitOK
 }
@@ -92,6 +92,18 @@ func printEdit(w io.Writer, n int, he historyEdit) {
 	if e.HasLastSeq {
 		row(t, "  last sequence", e.LastSeq)
 	}
+	if e.HasFlushedSeq {
+		row(t, "  flushed sequence", e.FlushedSeq)
+	}
+	if e.HasSyncedSeq {
+		row(t, "  synced sequence", e.SyncedSeq)
+	}
+	if e.DBID != nil {
+		row(t, "  database id", string(e.DBID))
+	}
+	for _, name := range e.ForeignFiles {
+		row(t, "  foreign file", name)
+	}
 	for _, cp := range e.CompactPointers {
 		row(t, "  compact pointer", fmt.Sprintf("L%d %q", cp.Level, cp.Key))
 	}
@@ -104,7 +116,8 @@ func printEdit(w io.Writer, n int, he historyEdit) {
 			humanBytes(int64(m.Size)), fmt.Sprintf("seqs %d-%d", m.SmallestSeq, m.LargestSeq),
 			shorten(base.FormatInternalKey(m.Smallest))+" .. "+shorten(base.FormatInternalKey(m.Largest)))
 	}
-	if len(e.CompactPointers)+len(e.DeletedFiles)+len(e.NewFiles) == 0 && !e.HasLogNum && !e.HasNextFileNum && !e.HasLastSeq {
+	if len(e.CompactPointers)+len(e.DeletedFiles)+len(e.NewFiles)+len(e.ForeignFiles) == 0 &&
+		!e.HasLogNum && !e.HasNextFileNum && !e.HasLastSeq && !e.HasFlushedSeq && !e.HasSyncedSeq && e.DBID == nil {
 		row(t, "  (empty edit)")
 	}
 	t.Flush()

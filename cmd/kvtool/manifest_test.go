@@ -99,7 +99,7 @@ edit 3 at offset 80
   delete           L0  000005.sst
   add              L1  000005.sst  1000 B  seqs 1-9  "a"#1,SET .. "k"#9,DEL
 
-version after 3 edits: log number 6, next file number 8, last sequence 12
+version after 3 edits: log number 6, next file number 8, last sequence 12, flushed 0, synced 0
 LEVEL  TABLE       SIZE     SEQS   SMALLEST    LARGEST
 L0     000007.sst  2.0 KiB  10-12  "b"#12,SET  "c"#10,SET
 L1     000005.sst  1000 B   1-9    "a"#1,SET   "k"#9,DEL
