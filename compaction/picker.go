@@ -94,8 +94,11 @@ func Pick(v *manifest.Version, pointers map[int][]byte, o Options) *Compaction {
 
 // PickRange returns a compaction of every file of level overlapping the
 // user-key range [start, end] (nil = unbounded) into level+1, or nil when
-// level holds none.
+// level holds none or is the last level (nothing lies below it).
 func PickRange(v *manifest.Version, level int, start, end []byte) *Compaction {
+	if level < 0 || level >= manifest.NumLevels-1 {
+		return nil
+	}
 	in := v.Overlaps(level, start, end)
 	if len(in) == 0 {
 		return nil

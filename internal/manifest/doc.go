@@ -44,8 +44,9 @@
 //	| 10  | foreign file     | a file name (bytes; snapshots only)            |
 //	+-----+------------------+------------------------------------------------+
 //
-// Tags 1-3 and 7-9 appear at most once. The encoder writes fields in tag order
-// (then in slice order); the decoder accepts any order. Levels are < 7;
+// Tags 1-3 and 7-9 appear at most once. The encoder writes tags 1, 2, 3, 7,
+// 8, 9, 10, then 4, 5, 6 (each repeated field in slice order); the decoder
+// accepts any order. Levels are < 7;
 // smallest and largest are internal keys (user key + 8-byte little-endian
 // trailer, see package base); a new file must pass the per-file checks
 // above. An empty edit encodes to zero bytes.

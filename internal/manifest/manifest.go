@@ -33,6 +33,21 @@ type ManifestState struct {
 	CompactPointers map[int][]byte
 }
 
+// checkMonotonic rejects an edit that would move a counter of s backwards:
+// the log number and the flushed and synced sequences only ever grow (the
+// next file number and last sequence are raised, never lowered, by apply).
+func (s *ManifestState) checkMonotonic(e *VersionEdit) error {
+	switch {
+	case e.HasLogNum && e.LogNum < s.LogNum:
+		return fmt.Errorf("log number goes back from %d to %d", s.LogNum, e.LogNum)
+	case e.HasFlushedSeq && s.HasFlushedSeq && e.FlushedSeq < s.FlushedSeq:
+		return fmt.Errorf("flushed sequence goes back from %d to %d", s.FlushedSeq, e.FlushedSeq)
+	case e.HasSyncedSeq && e.SyncedSeq < s.SyncedSeq:
+		return fmt.Errorf("synced sequence goes back from %d to %d", s.SyncedSeq, e.SyncedSeq)
+	}
+	return nil
+}
+
 // apply records the effect of e (already applied to the version, giving
 // v) on the counters of s. It is the one place that says what each field
 // of an edit means for the state, for replay and for new edits alike.
@@ -123,6 +138,9 @@ func replay(r io.Reader, name string) (*ManifestState, error) {
 		}
 		if edits == 0 && !(e.HasLogNum && e.HasNextFileNum && e.HasLastSeq) {
 			return nil, base.CorruptionErrorf("bloomkv/manifest: %s at offset %d: first edit is not a snapshot (it lacks the log number, next file number or last sequence)", name, off)
+		}
+		if err := s.checkMonotonic(&e); err != nil {
+			return nil, base.CorruptionErrorf("bloomkv/manifest: %s at offset %d: %s", name, off, err)
 		}
 		if err := b.apply(&e); err != nil {
 			return nil, base.CorruptionErrorf("bloomkv/manifest: %s at offset %d: %s", name, off, err)

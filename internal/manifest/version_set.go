@@ -173,6 +173,9 @@ func (vs *VersionSet) LogAndApply(edit *VersionEdit, alloc FileNumAllocator) (*V
 	if err := edit.Validate(); err != nil {
 		return nil, err
 	}
+	if err := vs.state.checkMonotonic(edit); err != nil {
+		return nil, fmt.Errorf("bloomkv/manifest: invalid version edit: %w", err)
+	}
 	b := NewBuilder(vs.state.Version)
 	if err := b.Apply(edit); err != nil {
 		return nil, err
