@@ -9,10 +9,10 @@ import (
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/record"
 	"github.com/bloomkv/bloomkv/memtable"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/bloomkv/bloomkv/vfs"
-	"github.com/bloomkv/bloomkv/wal"
 )
 
 // DB is an open database. All methods are safe for concurrent use.
@@ -65,7 +65,7 @@ type DB struct {
 
 		mem *memTable
 		imm []*memTable // oldest first, waiting to be flushed
-		log *wal.Writer
+		log *record.Writer
 
 		lastSeq uint64 // last sequence assigned to a write
 		// syncedSeq: every write up to it is synced to a log (or in a

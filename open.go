@@ -10,9 +10,9 @@ import (
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/record"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/bloomkv/bloomkv/vfs"
-	"github.com/bloomkv/bloomkv/wal"
 )
 
 // Open opens the database in dir, creating it when missing. A nil opts
@@ -156,7 +156,7 @@ func (db *DB) recover() error {
 		db.mu.nextFileNum = max(db.mu.nextFileNum, maxNum+1)
 	}
 	db.mu.fileNumLimit = db.mu.nextFileNum
-	db.mu.lastSeq = max(state.LastSeq, plan.lastSeq)
+	db.mu.lastSeq = max(state.LastSeq, plan.LastSeq)
 	db.mu.syncedSeq = state.SyncedSeq
 	db.mu.compactPointers = state.CompactPointers
 	db.vs = manifest.NewVersionSet(db.fs, db.dirname, db.opts.MaxManifestFileSize, &opening)
@@ -199,7 +199,7 @@ func (db *DB) recover() error {
 		_ = logFile.Close()
 		return err
 	}
-	db.mu.log = wal.NewWriter(logFile)
+	db.mu.log = record.NewWriter(logFile)
 	db.visibleSeq.Store(db.mu.lastSeq)
 	db.moveDroppedLogs(plan)
 	return nil

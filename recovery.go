@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -16,8 +15,9 @@ import (
 )
 
 // WALRecoveryMode says what Open does with damage in the write-ahead logs
-// it replays. RocksDB's WALRecoveryMode is the model.
-type WALRecoveryMode int
+// it replays. RocksDB's WALRecoveryMode is the model; package wal holds the
+// rules.
+type WALRecoveryMode = wal.RecoveryMode
 
 const (
 	// WALRecoverTolerateTornTail (the default) accepts one kind of damage:
@@ -29,12 +29,12 @@ const (
 	// continue, without a gap, from the last one flushed to tables; and
 	// every write recorded as synced must be found. Anything else is an
 	// error wrapping ErrCorruption that names the file and offset.
-	WALRecoverTolerateTornTail WALRecoveryMode = iota
+	WALRecoverTolerateTornTail = wal.TolerateTornTail
 	// WALRecoverAbsoluteConsistency accepts no damage at all, a torn tail
 	// included: Open fails unless every log reads cleanly to its end. A
 	// database closed with Close always satisfies it; one whose process
 	// was killed mid-write may not.
-	WALRecoverAbsoluteConsistency
+	WALRecoverAbsoluteConsistency = wal.AbsoluteConsistency
 	// WALRecoverPointInTime stops at the first damage of any kind (in any
 	// log, or a gap in the sequence numbers) and keeps every write before
 	// it: the database is consistent as of that point, and writes after it
@@ -43,191 +43,68 @@ const (
 	// counted in Metrics.WALRecoveryDroppedBytes, reported to
 	// Options.Logger, and every log with dropped bytes is moved to the
 	// lost/ subdirectory rather than deleted.
-	WALRecoverPointInTime
+	WALRecoverPointInTime = wal.PointInTime
 )
-
-func (m WALRecoveryMode) String() string {
-	switch m {
-	case WALRecoverTolerateTornTail:
-		return "tolerate-torn-tail"
-	case WALRecoverAbsoluteConsistency:
-		return "absolute-consistency"
-	case WALRecoverPointInTime:
-		return "point-in-time"
-	}
-	return fmt.Sprintf("WALRecoveryMode(%d)", int(m))
-}
 
 // lostDir is the subdirectory damaged files are moved to (never deleted).
 const lostDir = "lost"
 
-// logPlan is what recovery keeps of one log.
-type logPlan struct {
-	num     uint64
-	name    string // path
-	size    int64
-	strict  bool  // read with wal.Reader.SetStrict
-	records int   // records to replay, from the start
-	keepEnd int64 // bytes from here on are dropped (size when none)
-}
-
-func (lp *logPlan) dropped() int64 { return lp.size - lp.keepEnd }
-
-// recoveryPlan is the outcome of checking every live log.
-type recoveryPlan struct {
-	logs    []logPlan
-	lastSeq uint64 // the last sequence the kept records reach
-}
-
 // checkLogs reads every live log (numbers in ascending order) without
-// changing anything and decides, per the recovery mode, what to keep. See
-// WALRecoveryMode for the rules.
-func (db *DB) checkLogs(state *manifest.ManifestState, logs []uint64) (*recoveryPlan, error) {
-	mode := db.opts.WALRecovery
-	plan := &recoveryPlan{}
-	// next is the sequence the next record must start with; 0 when the
-	// manifest predates FlushedSeq and the first record sets it.
-	var next uint64
-	lastKept := state.FlushedSeq
-	if state.HasFlushedSeq {
-		next = state.FlushedSeq + 1
-	}
-	sizes := make([]int64, len(logs))
-	// The newest log is the newest that is not empty: an empty log after it
-	// holds nothing, and is what a recovery that failed after starting its
-	// new log leaves (the older log was synced before a newer one ever took
-	// a write, so an empty newer log says nothing about the older's end).
-	newest := len(logs) - 1
-	for i, num := range logs {
-		name := db.path(base.FileTypeLog, num)
-		fi, err := db.fs.Stat(name)
+// changing anything, decides per the recovery mode what to keep, and
+// reports what it drops.
+func (db *DB) checkLogs(state *manifest.ManifestState, nums []uint64) (*wal.Result, error) {
+	logs := make([]wal.Log, len(nums))
+	for i, num := range nums {
+		path := db.path(base.FileTypeLog, num)
+		fi, err := db.fs.Stat(path)
 		if err != nil {
-			return nil, fmt.Errorf("bloomkv: stat log %s: %w", name, err)
+			return nil, fmt.Errorf("bloomkv: stat log %s: %w", path, err)
 		}
-		sizes[i] = fi.Size()
+		logs[i] = wal.Log{Num: num, Path: path, Size: fi.Size()}
 	}
-	for newest > 0 && sizes[newest] == 0 {
-		newest--
-	}
-	stopped := false // point-in-time: damage found, the rest is dropped
-	for i, num := range logs {
-		lp := logPlan{num: num, name: db.path(base.FileTypeLog, num)}
-		lp.strict = mode != WALRecoverTolerateTornTail || i < newest
-		lp.size, lp.keepEnd = sizes[i], sizes[i]
-		if stopped {
-			lp.keepEnd = 0
-			plan.logs = append(plan.logs, lp)
-			continue
-		}
-		stop := func(at int64, err error) error {
-			if mode != WALRecoverPointInTime || !errors.Is(err, ErrCorruption) {
-				return err
-			}
-			lp.keepEnd, stopped = at, true
-			db.opts.Logger.Warn("bloomkv: point-in-time recovery stops at damage; later writes are dropped",
-				"log", lp.name, "offset", at, "error", err)
-			return nil
-		}
-		err := db.readLog(&lp, -1, func(r *wal.Reader, rec []byte) (bool, error) {
-			seq, count, err := checkBatchRecord(rec)
-			if err == nil && next != 0 && seq != next {
-				err = fmt.Errorf("sequence gap: the record starts at sequence %d, expected %d", seq, next)
-				if seq > next {
-					err = fmt.Errorf("%w (writes %d-%d are missing: a log was lost)", err, next, seq-1)
-				}
-			}
-			if err != nil {
-				return false, stop(r.RecordOffset(), base.CorruptionErrorf("bloomkv: log %s at offset %d: %v", lp.name, r.RecordOffset(), err))
-			}
-			next = seq + uint64(count)
-			lastKept = next - 1
-			lp.records++
-			return true, nil
-		}, func(r *wal.Reader, err error) error {
-			return stop(r.EndOfLastRecord(), err)
-		})
-		if err != nil {
-			return nil, err
-		}
-		plan.logs = append(plan.logs, lp)
-	}
-	plan.lastSeq = lastKept
-
-	if state.SyncedSeq > lastKept {
-		where := "no log"
-		if n := len(plan.logs); n > 0 {
-			lp := plan.logs[n-1]
-			where = fmt.Sprintf("%s at offset %d", lp.name, lp.keepEnd)
-		}
-		err := base.CorruptionErrorf("bloomkv: %s: the manifest records every write up to sequence %d as durable, "+
-			"but the logs end at sequence %d (%s): a log was deleted, cut short or damaged at its end",
-			db.dirname, state.SyncedSeq, lastKept, where)
-		if mode != WALRecoverPointInTime {
-			return nil, err
-		}
-		db.opts.Logger.Warn("bloomkv: point-in-time recovery drops synced writes", "error", err)
-	}
-	for _, lp := range plan.logs {
-		if n := lp.dropped(); n > 0 {
-			db.counters.walRecoveryDroppedBytes.Add(uint64(n))
-			if mode != WALRecoverPointInTime {
-				db.opts.Logger.Info("bloomkv: dropped the torn tail of the newest log",
-					"log", lp.name, "offset", lp.keepEnd, "bytes", n)
-			}
-		}
-	}
-	return plan, nil
-}
-
-// readLog reads log lp and calls rec for each whole record until it
-// returns false or limit records were read (limit < 0: no limit). damage is
-// called with a read error; its result is readLog's.
-func (db *DB) readLog(lp *logPlan, limit int, rec func(*wal.Reader, []byte) (bool, error), damage func(*wal.Reader, error) error) error {
-	f, err := db.fs.Open(lp.name)
+	res, err := wal.Check(wal.Options{
+		FS:              db.fs,
+		Mode:            db.opts.WALRecovery,
+		FlushedSeq:      state.FlushedSeq,
+		FlushedSeqKnown: state.HasFlushedSeq,
+		SyncedSeq:       state.SyncedSeq,
+		Sequences:       batchSequences,
+	}, logs)
 	if err != nil {
-		return fmt.Errorf("bloomkv: open log %s: %w", lp.name, err)
+		return nil, err
 	}
-	defer f.Close()
-	r := wal.NewReader(f, lp.name)
-	if lp.strict {
-		r.SetStrict()
-	}
-	for n := 0; limit < 0 || n < limit; n++ {
-		b, err := r.Next()
-		if err == io.EOF {
-			if torn, off := r.TornTail(); torn {
-				lp.keepEnd = off
+	log := db.opts.Logger
+	for i := range res.Logs {
+		lr := &res.Logs[i]
+		if lr.Err != nil {
+			log.Warn("bloomkv: point-in-time recovery stops at damage; later writes are dropped",
+				"log", lr.Path, "offset", lr.KeepEnd, "error", lr.Err)
+		}
+		if n := lr.Dropped(); n > 0 {
+			db.counters.walRecoveryDroppedBytes.Add(uint64(n))
+			if lr.TornTail && db.opts.WALRecovery == WALRecoverTolerateTornTail {
+				log.Info("bloomkv: dropped the torn tail of the newest log", "log", lr.Path, "offset", lr.KeepEnd, "bytes", n)
 			}
-			return nil
-		}
-		if err != nil {
-			return damage(r, err)
-		}
-		more, err := rec(r, b)
-		if err != nil || !more {
-			return err
 		}
 	}
-	return nil
+	if res.MissingSynced != nil {
+		log.Warn("bloomkv: point-in-time recovery drops synced writes", "error", res.MissingSynced)
+	}
+	return res, nil
 }
 
-// checkBatchRecord checks that rec is a whole, well-formed batch with at
-// least one operation and returns its sequence and count.
-func checkBatchRecord(rec []byte) (seq uint64, count uint32, err error) {
+// batchSequences tells wal.Check the sequences a log record (a batch) holds,
+// after checking that it decodes.
+func batchSequences(rec []byte) (first, count uint64, err error) {
 	if err := decodeBatch(rec, func(uint64, batchOp) {}); err != nil {
 		return 0, 0, err
 	}
-	seq = binary.LittleEndian.Uint64(rec)
-	count = binary.LittleEndian.Uint32(rec[8:])
-	if count == 0 {
-		return 0, 0, fmt.Errorf("batch with no operations")
-	}
-	return seq, count, nil
+	return binary.LittleEndian.Uint64(rec), uint64(binary.LittleEndian.Uint32(rec[8:])), nil
 }
 
 // replayLogs applies the records plan keeps to memtables and writes them
 // to level-0 tables recorded in edit.
-func (db *DB) replayLogs(plan *recoveryPlan, edit *manifest.VersionEdit) error {
+func (db *DB) replayLogs(res *wal.Result, edit *manifest.VersionEdit) error {
 	mem := memtable.New()
 	flush := func() error {
 		if mem.Empty() {
@@ -250,22 +127,16 @@ func (db *DB) replayLogs(plan *recoveryPlan, edit *manifest.VersionEdit) error {
 		mem = memtable.New()
 		return nil
 	}
-	for i := range plan.logs {
-		lp := plan.logs[i] // a copy: readLog may note the torn tail again
-		if lp.records == 0 {
-			continue
-		}
-		err := db.readLog(&lp, lp.records, func(r *wal.Reader, rec []byte) (bool, error) {
-			// checkLogs decoded this record already.
+	for i := range res.Logs {
+		err := wal.Replay(db.fs, &res.Logs[i], func(rec []byte) error {
+			// wal.Check decoded this record already.
 			_ = decodeBatch(rec, func(seq uint64, op batchOp) {
 				mem.Add(seq, op.kind, op.key, op.value)
 			})
 			if mem.ApproximateSize() >= int64(db.opts.MemtableSize) {
-				return true, flush()
+				return flush()
 			}
-			return true, nil
-		}, func(r *wal.Reader, err error) error {
-			return fmt.Errorf("bloomkv: log %s changed during recovery: %w", lp.name, err)
+			return nil
 		})
 		if err != nil {
 			return err
@@ -277,16 +148,17 @@ func (db *DB) replayLogs(plan *recoveryPlan, edit *manifest.VersionEdit) error {
 // moveDroppedLogs moves, in point-in-time mode, each log with dropped bytes
 // to lost/: the manifest no longer needs them, and what they hold past the
 // damage is left for an operator rather than deleted.
-func (db *DB) moveDroppedLogs(plan *recoveryPlan) {
+func (db *DB) moveDroppedLogs(res *wal.Result) {
 	if db.opts.WALRecovery != WALRecoverPointInTime {
 		return
 	}
-	for _, lp := range plan.logs {
-		if lp.dropped() == 0 {
+	for i := range res.Logs {
+		lr := &res.Logs[i]
+		if lr.Dropped() == 0 {
 			continue
 		}
-		if err := db.moveToLost(lp.name); err != nil {
-			db.opts.Logger.Warn("bloomkv: could not move a damaged log to lost/", "log", lp.name, "error", err)
+		if err := db.moveToLost(lr.Path); err != nil {
+			db.opts.Logger.Warn("bloomkv: could not move a damaged log to lost/", "log", lr.Path, "error", err)
 		}
 	}
 }

@@ -9,10 +9,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/bloomkv/bloomkv/wal"
+	"io"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/record"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/vfs"
@@ -274,43 +276,24 @@ func TestFlipEveryByteOfEveryLog(t *testing.T) {
 // lastRecordOffset returns the offset of the last record of a log.
 func lastRecordOffset(t *testing.T, fs vfs.FS, name string) int64 {
 	t.Helper()
+	f, err := fs.Open("/db/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := record.NewReader(f, name)
 	var last int64 = -1
-	lp := &logPlan{name: "/db/" + name}
-	db := &DB{fs: fs}
-	err := db.readLog(lp, -1, func(r *wal.Reader, _ []byte) (bool, error) {
+	for {
+		if _, err := r.Next(); err != nil {
+			if err != io.EOF {
+				t.Fatalf("reading %s: %v", name, err)
+			}
+			break
+		}
 		last = r.RecordOffset()
-		return true, nil
-	}, func(_ *wal.Reader, err error) error { return err })
-	if err != nil || last < 0 {
-		t.Fatalf("reading %s: %v (last record at %d)", name, err, last)
+	}
+	if last < 0 {
+		t.Fatalf("%s holds no record", name)
 	}
 	return last
-}
-
-// TestRecoveryPointInTimeKeepsEarlierLost: a second point-in-time recovery
-// whose damaged log has the name of one an earlier recovery moved to lost/
-// keeps both.
-func TestRecoveryPointInTimeKeepsEarlierLost(t *testing.T) {
-	img, logs, _ := multiLogDB(t, 1, 10, true)
-	fs := withDamage(t, img, logs[0], flipAt(40))
-	if err := fs.MkdirAll("/db/"+lostDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	replaceFile(t, fs, "/db/"+lostDir+"/"+logs[0], []byte("an earlier recovery's log"))
-	db, err := Open("/db", &Options{FS: fs, WALRecovery: WALRecoverPointInTime})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	lost, err := fs.List("/db/" + lostDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(lost)
-	if want := []string{logs[0], logs[0] + ".1"}; !slices.Equal(lost, want) {
-		t.Fatalf("lost/ holds %v, want %v", lost, want)
-	}
-	if got := string(readMemFile(t, fs, "/db/"+lostDir+"/"+logs[0])); got != "an earlier recovery's log" {
-		t.Fatalf("the earlier log was overwritten: %q", got)
-	}
 }

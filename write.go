@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/record"
 	"github.com/bloomkv/bloomkv/vfs"
-	"github.com/bloomkv/bloomkv/wal"
 )
 
 // writer is one caller waiting in the write queue. The writer at the head
@@ -157,7 +157,7 @@ func (db *DB) lead(w *writer) error {
 	return err
 }
 
-func (db *DB) writeToLog(log *wal.Writer, rep []byte) error {
+func (db *DB) writeToLog(log *record.Writer, rep []byte) error {
 	before := log.Size()
 	if _, err := log.AddRecord(rep); err != nil {
 		return err
@@ -301,7 +301,7 @@ func (db *DB) switchMemtableLocked() error {
 	db.mu.mem.lastSeq = sealedSeq
 	db.mu.imm = append(db.mu.imm, db.mu.mem)
 	db.mu.mem = db.newMemTableLocked(num)
-	db.mu.log = wal.NewWriter(f)
+	db.mu.log = record.NewWriter(f)
 	db.updateReadStateLocked()
 	db.mu.bgCond.Broadcast()
 	return nil

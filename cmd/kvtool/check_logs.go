@@ -6,8 +6,8 @@ import (
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/record"
 	"github.com/bloomkv/bloomkv/vfs"
-	"github.com/bloomkv/bloomkv/wal"
 )
 
 // logResult is what check learned about one write-ahead log.
@@ -127,7 +127,7 @@ func checkLog(fs vfs.FS, dir string, f dirFile, live, strict bool, seqs *seqTrac
 		return fail(err)
 	}
 	defer file.Close()
-	r := wal.NewReader(file, path)
+	r := record.NewReader(file, path)
 	if strict {
 		r.SetStrict()
 	}

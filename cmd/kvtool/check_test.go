@@ -15,8 +15,8 @@ import (
 	"github.com/bloomkv/bloomkv"
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/record"
 	"github.com/bloomkv/bloomkv/vfs"
-	"github.com/bloomkv/bloomkv/wal"
 )
 
 // sharedDB is one database built once for the tests that only read it or
@@ -426,7 +426,7 @@ func lastLogSeq(t testing.TB, path string) uint64 {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r := wal.NewReader(f, path)
+	r := record.NewReader(f, path)
 	var last uint64
 	for {
 		rec, err := r.Next()
@@ -471,7 +471,7 @@ func TestCheckLogCorrupt(t *testing.T) {
 	logs := filesOfType(t, dir, base.FileTypeLog)
 	name := logs[len(logs)-1]
 	path := filepath.Join(dir, name)
-	if fileSize(t, path) <= 2*wal.BlockSize {
+	if fileSize(t, path) <= 2*record.BlockSize {
 		t.Fatalf("log %s is only %d bytes", name, fileSize(t, path))
 	}
 	xorByte(t, path, 100, 0x40)
@@ -493,7 +493,7 @@ func TestCheckBadBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := wal.NewWriter(f)
+	w := record.NewWriter(f)
 	if _, err := w.AddRecord([]byte("not a batch at all")); err != nil {
 		t.Fatal(err)
 	}

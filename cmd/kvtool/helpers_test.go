@@ -11,8 +11,8 @@ import (
 
 	"github.com/bloomkv/bloomkv"
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/record"
 	"github.com/bloomkv/bloomkv/vfs"
-	"github.com/bloomkv/bloomkv/wal"
 )
 
 // dbShape says how much data buildDB writes.
@@ -165,9 +165,9 @@ func wantFinding(t testing.TB, out, sev, file string, fragments ...string) {
 }
 
 // testWAL appends records to a file in the log format.
-type testWAL struct{ w *wal.Writer }
+type testWAL struct{ w *record.Writer }
 
-func walWriter(f vfs.File) testWAL { return testWAL{wal.NewWriter(f)} }
+func walWriter(f vfs.File) testWAL { return testWAL{record.NewWriter(f)} }
 
 func (l testWAL) add(t testing.TB, rec []byte) {
 	t.Helper()

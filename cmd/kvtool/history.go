@@ -6,8 +6,8 @@ import (
 	"io"
 
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/record"
 	"github.com/bloomkv/bloomkv/vfs"
-	"github.com/bloomkv/bloomkv/wal"
 )
 
 // historyEdit is one version edit of a manifest and where it starts.
@@ -44,7 +44,7 @@ func readHistory(fs vfs.FS, path string) *history {
 	if info, err := f.Stat(); err == nil {
 		h.size = info.Size()
 	}
-	r := wal.NewReader(f, path)
+	r := record.NewReader(f, path)
 	for {
 		rec, err := r.Next()
 		if errors.Is(err, io.EOF) {

@@ -9,9 +9,9 @@ import (
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/record"
 	"github.com/bloomkv/bloomkv/memtable"
 	"github.com/bloomkv/bloomkv/sstable"
-	"github.com/bloomkv/bloomkv/wal"
 )
 
 // repairTable is one table found in the directory.
@@ -278,7 +278,7 @@ func (rp *repairer) readLog(l *repairLog) error {
 		return fmt.Errorf("kvtool: open %s: %w", path, err)
 	}
 	defer file.Close()
-	r := wal.NewReader(file, path)
+	r := record.NewReader(file, path)
 	l.res.Status = logRead
 	keepEnd := int64(0) // end of the last record kept
 	stop := func(at int64, status string, reason error) {
@@ -297,7 +297,7 @@ func (rp *repairer) readLog(l *repairLog) error {
 			break
 		}
 		if err != nil {
-			var ce *wal.CorruptionError
+			var ce *record.CorruptionError
 			if !errors.As(err, &ce) && !errors.Is(err, base.ErrCorruption) {
 				return err // an I/O error: nothing to judge
 			}

@@ -15,9 +15,9 @@ import (
 	"github.com/bloomkv/bloomkv"
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/record"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/bloomkv/bloomkv/vfs"
-	"github.com/bloomkv/bloomkv/wal"
 )
 
 // kvModel is what a test database should hold: the newest value of every
@@ -364,10 +364,10 @@ func TestRepairLogDamage(t *testing.T) {
 	logs := filesOfType(t, dir, base.FileTypeLog)
 	name := logs[len(logs)-1]
 	path := filepath.Join(dir, name)
-	if fileSize(t, path) < 3*wal.BlockSize {
+	if fileSize(t, path) < 3*record.BlockSize {
 		t.Fatalf("log %s is only %d bytes", name, fileSize(t, path))
 	}
-	damageAt := int64(wal.BlockSize + 1000)
+	damageAt := int64(record.BlockSize + 1000)
 	xorByte(t, path, damageAt, 0x04)
 	if db, err := bloomkv.Open(dir, nil); err == nil {
 		db.Close()

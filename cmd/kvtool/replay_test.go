@@ -11,7 +11,7 @@ import (
 
 	"github.com/bloomkv/bloomkv"
 	"github.com/bloomkv/bloomkv/internal/base"
-	"github.com/bloomkv/bloomkv/wal"
+	"github.com/bloomkv/bloomkv/internal/record"
 )
 
 // bigManifestDB writes a database through the public API whose manifest
@@ -58,8 +58,8 @@ func TestCheckManifestDoesNotReplay(t *testing.T) {
 		}},
 		{"middle", bigManifestDB, func(t *testing.T, path string) {
 			size := fileSize(t, path)
-			if size < 3*wal.BlockSize {
-				t.Fatalf("manifest is %d bytes; want more than three %d-byte blocks", size, wal.BlockSize)
+			if size < 3*record.BlockSize {
+				t.Fatalf("manifest is %d bytes; want more than three %d-byte blocks", size, record.BlockSize)
 			}
 			xorByte(t, path, size/2, 0x01)
 		}},

@@ -11,7 +11,7 @@ var ErrCorruption = errors.New("bloomkv: corruption")
 
 // CorruptionErrorf returns an error wrapping ErrCorruption. Callers put the
 // package, file and offset in the message, for example
-// CorruptionErrorf("bloomkv/wal: %s at offset %d: checksum mismatch", name, off).
+// CorruptionErrorf("bloomkv/record: %s at offset %d: checksum mismatch", name, off).
 func CorruptionErrorf(format string, args ...any) error {
 	return &corruptionError{msg: fmt.Sprintf(format, args...)}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
-	"github.com/bloomkv/bloomkv/wal"
+	"github.com/bloomkv/bloomkv/internal/record"
 )
 
 // FuzzVersionEditDecode: Decode never panics, fails only with corruption,
@@ -40,7 +40,7 @@ func FuzzVersionEditDecode(f *testing.F) {
 func FuzzReplay(f *testing.F) {
 	edits, _ := scenario()
 	var log bytes.Buffer
-	w := wal.NewWriter(&bufferFile{&log})
+	w := record.NewWriter(&bufferFile{&log})
 	for _, e := range edits {
 		if _, err := w.AddRecord(e.Encode()); err != nil {
 			f.Fatal(err)

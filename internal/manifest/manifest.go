@@ -8,8 +8,8 @@ import (
 	"sort"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/record"
 	"github.com/bloomkv/bloomkv/vfs"
-	"github.com/bloomkv/bloomkv/wal"
 )
 
 // ManifestState is what replaying a manifest yields: the live version and
@@ -119,7 +119,7 @@ func ReadManifest(fs vfs.FS, path string) (*ManifestState, error) {
 
 // replay applies the edits read from r; name is used in errors.
 func replay(r io.Reader, name string) (*ManifestState, error) {
-	wr := wal.NewReader(r, name)
+	wr := record.NewReader(r, name)
 	s := &ManifestState{Version: &Version{}}
 	b := NewBuilder(nil)
 	var e VersionEdit

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/record"
 	"github.com/bloomkv/bloomkv/vfs"
-	"github.com/bloomkv/bloomkv/wal"
 )
 
 // writeLog writes the given records as a wal-framed file and returns its
@@ -25,7 +25,7 @@ func writeLog(t *testing.T, records ...[]byte) (string, []int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := wal.NewWriter(f)
+	w := record.NewWriter(f)
 	var offsets []int64
 	for _, r := range records {
 		off, err := w.AddRecord(r)
@@ -168,7 +168,7 @@ func TestReadManifestDamagedFrame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(data) < 2*wal.BlockSize {
+	if len(data) < 2*record.BlockSize {
 		t.Fatalf("manifest only %d bytes", len(data))
 	}
 	data[100] ^= 0x10

@@ -12,8 +12,8 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/record"
 	"github.com/bloomkv/bloomkv/vfs"
-	"github.com/bloomkv/bloomkv/wal"
 )
 
 // TestVersionEditDataDriven runs testdata/version_edit: version edits
@@ -87,7 +87,7 @@ func TestVersionEditDataDriven(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w := wal.NewWriter(f)
+			w := record.NewWriter(f)
 			var offsets []string
 			for _, rec := range ddParseRecords(t, d) {
 				data := rec.raw

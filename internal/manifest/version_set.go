@@ -8,8 +8,8 @@ import (
 	"os"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/record"
 	"github.com/bloomkv/bloomkv/vfs"
-	"github.com/bloomkv/bloomkv/wal"
 )
 
 // VersionSet owns a database's MANIFEST: it replays it at open, appends each
@@ -28,7 +28,7 @@ type VersionSet struct {
 
 	state *ManifestState // never modified in place: replaced by each edit
 	num   uint64         // number of the manifest in use; 0 before the first
-	w     *wal.Writer    // nil before the first manifest and after Close
+	w     *record.Writer // nil before the first manifest and after Close
 	// uncertain: a write or sync of the manifest (or of CURRENT) failed,
 	// so the files on disk may or may not hold the edit being written.
 	// Until a fresh manifest is installed, nothing is appended to the old
@@ -123,7 +123,7 @@ func (vs *VersionSet) WriteSnapshot(s *ManifestState, alloc FileNumAllocator) er
 		vs.uncertain = true
 		return fmt.Errorf("bloomkv/manifest: create %s: %w", name, err)
 	}
-	w := wal.NewWriter(f)
+	w := record.NewWriter(f)
 	fail := func(err error) error {
 		_ = w.Close()
 		// CURRENT may already name the new manifest, which holds s.

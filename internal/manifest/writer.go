@@ -3,15 +3,15 @@ package manifest
 import (
 	"fmt"
 
+	"github.com/bloomkv/bloomkv/internal/record"
 	"github.com/bloomkv/bloomkv/vfs"
-	"github.com/bloomkv/bloomkv/wal"
 )
 
 // Writer appends version edits to a MANIFEST file, each one synced before
 // WriteEdit returns. It is not safe for concurrent use.
 type Writer struct {
-	w    *wal.Writer // constant after construction
-	path string      // constant after construction
+	w    *record.Writer // constant after construction
+	path string         // constant after construction
 }
 
 // CreateManifest creates a new manifest at path holding the snapshot of s,
@@ -21,7 +21,7 @@ func CreateManifest(fs vfs.FS, path string, s *ManifestState) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bloomkv/manifest: create %s: %w", path, err)
 	}
-	w := &Writer{w: wal.NewWriter(f), path: path}
+	w := &Writer{w: record.NewWriter(f), path: path}
 	if err := w.WriteEdit(SnapshotEdit(s)); err != nil {
 		_ = w.Close()
 		return nil, err

@@ -1,4 +1,4 @@
-package wal
+package record
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 const writeChunk = 1 << 20
 
 // errWriterClosed is returned by a Writer used after Close.
-var errWriterClosed = errors.New("bloomkv/wal: writer is closed")
+var errWriterClosed = errors.New("bloomkv/record: writer is closed")
 
 // Writer appends records to a fresh log file. It is not safe for concurrent
 // use: the caller serializes writers (group commit happens above this
@@ -107,7 +107,7 @@ func (w *Writer) write() error {
 		err = fmt.Errorf("short write: %d of %d bytes", n, len(w.buf))
 	}
 	if err != nil {
-		w.err = fmt.Errorf("bloomkv/wal: write at offset %d: %w", w.offset, err)
+		w.err = fmt.Errorf("bloomkv/record: write at offset %d: %w", w.offset, err)
 		return w.err
 	}
 	w.buf = w.buf[:0]
@@ -129,7 +129,7 @@ func (w *Writer) Sync() error {
 	if err := w.f.Sync(); err != nil {
 		// A failed fsync may have dropped dirty pages: nothing written
 		// since the last good sync can be trusted any more.
-		w.err = fmt.Errorf("bloomkv/wal: sync: %w", err)
+		w.err = fmt.Errorf("bloomkv/record: sync: %w", err)
 		return w.err
 	}
 	return nil
@@ -147,7 +147,7 @@ func (w *Writer) Close() error {
 	}
 	w.closed = true
 	if err := w.f.Close(); err != nil {
-		return fmt.Errorf("bloomkv/wal: close: %w", err)
+		return fmt.Errorf("bloomkv/record: close: %w", err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package wal
+package record
 
 import (
 	"bytes"
@@ -150,7 +150,7 @@ func TestFlippedByteBeforeLastBlockIsCorruption(t *testing.T) {
 			if !errors.Is(res.err, base.ErrCorruption) {
 				t.Fatalf("seed %d: flip at %d: err %v, torn %v; want corruption", seed, pos, res.err, res.torn)
 			}
-			want := fmt.Sprintf("bloomkv/wal: 000007.log at offset %d:", span.start)
+			want := fmt.Sprintf("bloomkv/record: 000007.log at offset %d:", span.start)
 			if !strings.HasPrefix(res.err.Error(), want) {
 				t.Fatalf("seed %d: flip at %d: error %q, want prefix %q", seed, pos, res.err, want)
 			}

@@ -1,4 +1,4 @@
-package wal
+package record
 
 import (
 	"errors"
@@ -206,7 +206,7 @@ func (r *Reader) readBlock() error {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		r.lastBlock = true
 	default:
-		return fmt.Errorf("bloomkv/wal: %s: read at offset %d: %w", r.name, r.blockStart+int64(n), err)
+		return fmt.Errorf("bloomkv/record: %s: read at offset %d: %w", r.name, r.blockStart+int64(n), err)
 	}
 	return nil
 }
@@ -269,7 +269,7 @@ func (e *CorruptionError) Error() string {
 	if e.IntactAfter {
 		after = " (intact records follow)"
 	}
-	return fmt.Sprintf("bloomkv/wal: %s at offset %d: %s%s: %v", e.File, e.Offset, e.Reason, after, base.ErrCorruption)
+	return fmt.Sprintf("bloomkv/record: %s at offset %d: %s%s: %v", e.File, e.Offset, e.Reason, after, base.ErrCorruption)
 }
 
 func (e *CorruptionError) Unwrap() error { return base.ErrCorruption }

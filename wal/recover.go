@@ -1,0 +1,244 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/record"
+	"github.com/bloomkv/bloomkv/vfs"
+)
+
+// RecoveryMode says what damage recovery accepts (see the package doc).
+type RecoveryMode int
+
+const (
+	TolerateTornTail RecoveryMode = iota
+	AbsoluteConsistency
+	PointInTime
+)
+
+func (m RecoveryMode) String() string {
+	switch m {
+	case TolerateTornTail:
+		return "tolerate-torn-tail"
+	case AbsoluteConsistency:
+		return "absolute-consistency"
+	case PointInTime:
+		return "point-in-time"
+	}
+	return fmt.Sprintf("RecoveryMode(%d)", int(m))
+}
+
+// Log is one log file: its number, path and size.
+type Log struct {
+	Num  uint64
+	Path string
+	Size int64
+}
+
+// Sequences returns the first sequence number of a record and how many it
+// holds, or an error when the record is malformed.
+type Sequences func(rec []byte) (first, count uint64, err error)
+
+// Options configure Check.
+type Options struct {
+	FS   vfs.FS
+	Mode RecoveryMode
+	// FlushedSeq: every write up to it is in tables, so the logs start at
+	// FlushedSeq+1. FlushedSeqKnown is false for a manifest that predates
+	// it; the first record then sets the start.
+	FlushedSeq      uint64
+	FlushedSeqKnown bool
+	// SyncedSeq: every write up to it must be found.
+	SyncedSeq uint64
+	Sequences Sequences
+	// KeepGoing (for tools) records every damage in its log's result and
+	// goes on with the next log instead of returning the first error.
+	KeepGoing bool
+	// OnRecord, when set, sees every record kept, with its offset.
+	OnRecord func(log *LogResult, offset int64, rec []byte)
+}
+
+// LogResult is what Check keeps of one log.
+type LogResult struct {
+	Log
+	Strict   bool   // read with no torn tail allowed
+	Records  int    // whole records kept, from the start
+	FirstSeq uint64 // sequences of the kept records (0, 0 for none)
+	LastSeq  uint64
+	// KeepEnd is where the kept records end: bytes from there on are
+	// dropped (KeepEnd == Size when nothing is).
+	KeepEnd int64
+	// TornTail: the dropped bytes are a torn tail the mode accepts.
+	TornTail bool
+	// Err is the damage that stopped reading this log (point in time, or
+	// KeepGoing), nil otherwise.
+	Err error
+}
+
+// Dropped returns how many bytes of the log were not kept.
+func (r *LogResult) Dropped() int64 { return r.Size - r.KeepEnd }
+
+// Result is the outcome of Check.
+type Result struct {
+	Logs []LogResult
+	// LastSeq is the last sequence kept (FlushedSeq when no record is).
+	LastSeq uint64
+	// MissingSynced reports writes up to SyncedSeq that were not found (set
+	// in point-in-time mode and with KeepGoing; otherwise Check fails with it).
+	MissingSynced error
+}
+
+// DroppedBytes returns the bytes of every log that were not kept.
+func (r *Result) DroppedBytes() int64 {
+	var n int64
+	for i := range r.Logs {
+		n += r.Logs[i].Dropped()
+	}
+	return n
+}
+
+// Check reads logs (in number order) by the rules of o.Mode and returns
+// what to keep. It writes nothing.
+func Check(o Options, logs []Log) (*Result, error) {
+	res := &Result{Logs: make([]LogResult, len(logs))}
+	newest := len(logs) - 1
+	for newest > 0 && logs[newest].Size == 0 {
+		newest--
+	}
+	c := checker{o: o, lastKept: o.FlushedSeq}
+	if o.FlushedSeqKnown {
+		c.next = o.FlushedSeq + 1
+	}
+	for i, l := range logs {
+		lr := &res.Logs[i]
+		*lr = LogResult{Log: l, KeepEnd: l.Size}
+		lr.Strict = o.Mode != TolerateTornTail || i < newest
+		if c.stopped {
+			lr.KeepEnd = 0
+			continue
+		}
+		if err := c.checkLog(lr); err != nil {
+			return nil, err
+		}
+	}
+	res.LastSeq = c.lastKept
+	if o.SyncedSeq > c.lastKept {
+		where := "no log"
+		if n := len(res.Logs); n > 0 {
+			where = fmt.Sprintf("%s at offset %d", res.Logs[n-1].Path, res.Logs[n-1].KeepEnd)
+		}
+		err := base.CorruptionErrorf("bloomkv/wal: the manifest records every write up to sequence %d as durable, "+
+			"but the logs end at sequence %d (%s): a log was deleted, cut short or damaged at its end",
+			o.SyncedSeq, c.lastKept, where)
+		if o.Mode != PointInTime && !o.KeepGoing {
+			return nil, err
+		}
+		res.MissingSynced = err
+	}
+	return res, nil
+}
+
+// checker carries the sequence order across logs.
+type checker struct {
+	o        Options
+	next     uint64 // the sequence the next record must start with; 0: any
+	lastKept uint64
+	stopped  bool // point in time: damage found, the rest is dropped
+}
+
+// checkLog reads one log, filling lr. It returns an error only when
+// recovery must fail.
+func (c *checker) checkLog(lr *LogResult) error {
+	// damage decides what a damage at offset at means in this mode.
+	damage := func(at int64, err error) error {
+		lr.Err = err
+		switch {
+		case c.o.Mode == PointInTime && errors.Is(err, base.ErrCorruption):
+			lr.KeepEnd, c.stopped = at, true
+			return nil
+		case c.o.KeepGoing:
+			lr.KeepEnd = at
+			c.next = 0 // resynchronize on the next log's first record
+			return nil
+		}
+		return err
+	}
+	return readLog(c.o.FS, lr, -1, func(r *record.Reader, rec []byte) (bool, error) {
+		first, count, err := c.o.Sequences(rec)
+		if err == nil && count == 0 {
+			err = fmt.Errorf("a record with no writes")
+		}
+		if err == nil && c.next != 0 && first != c.next {
+			err = fmt.Errorf("sequence gap: the record starts at sequence %d, expected %d", first, c.next)
+			if first > c.next {
+				err = fmt.Errorf("%w (writes %d-%d are missing: a log was lost)", err, c.next, first-1)
+			}
+		}
+		if err != nil {
+			at := r.RecordOffset()
+			return false, damage(at, base.CorruptionErrorf("bloomkv/wal: %s at offset %d: %v", lr.Path, at, err))
+		}
+		if lr.Records == 0 {
+			lr.FirstSeq = first
+		}
+		lr.Records++
+		lr.LastSeq = first + count - 1
+		c.next, c.lastKept = first+count, first+count-1
+		if c.o.OnRecord != nil {
+			c.o.OnRecord(lr, r.RecordOffset(), rec)
+		}
+		return true, nil
+	}, func(r *record.Reader, err error) error {
+		return damage(r.EndOfLastRecord(), err)
+	})
+}
+
+// Replay reads the records Check kept of log lr and calls fn with each.
+// The record passed to fn is valid until fn returns.
+func Replay(fs vfs.FS, lr *LogResult, fn func(rec []byte) error) error {
+	if lr.Records == 0 {
+		return nil
+	}
+	copyLR := *lr
+	return readLog(fs, &copyLR, lr.Records, func(_ *record.Reader, rec []byte) (bool, error) {
+		return true, fn(rec)
+	}, func(_ *record.Reader, err error) error {
+		return fmt.Errorf("bloomkv/wal: %s changed during recovery: %w", lr.Path, err)
+	})
+}
+
+// readLog reads log lr and calls rec for each whole record until it
+// returns false or limit records were read (limit < 0: no limit). A torn
+// tail sets lr.KeepEnd and lr.TornTail; a read error goes to damage, whose
+// result is readLog's.
+func readLog(fs vfs.FS, lr *LogResult, limit int, rec func(*record.Reader, []byte) (bool, error), damage func(*record.Reader, error) error) error {
+	f, err := fs.Open(lr.Path)
+	if err != nil {
+		return fmt.Errorf("bloomkv/wal: open log %s: %w", lr.Path, err)
+	}
+	defer f.Close()
+	r := record.NewReader(f, lr.Path)
+	if lr.Strict {
+		r.SetStrict()
+	}
+	for n := 0; limit < 0 || n < limit; n++ {
+		b, err := r.Next()
+		if err == io.EOF {
+			if torn, off := r.TornTail(); torn {
+				lr.KeepEnd, lr.TornTail = off, true
+			}
+			return nil
+		}
+		if err != nil {
+			return damage(r, err)
+		}
+		more, err := rec(r, b)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
