@@ -281,7 +281,7 @@ func (db *DB) executeCompaction(c *compaction.Compaction, v *version) (*compacti
 		}
 		return true
 	}
-	ci := compaction.NewCompactionIter(merged, db.snapshotSeqs(), bottommost)
+	ci := compaction.NewIter(merged, db.snapshotSeqs(), bottommost)
 	n := 0
 	for ok := ci.First(); ok; ok = ci.Next() {
 		if n++; n%1024 == 0 && db.closing.Load() {

@@ -7,9 +7,9 @@ import (
 	"github.com/bloomkv/bloomkv/internal/base"
 )
 
-// CompactionIter is the merge filter described in the package doc. It is
+// Iter is the merge filter described in the package doc. It is
 // forward only and not safe for concurrent use.
-type CompactionIter struct {
+type Iter struct {
 	in         base.InternalIterator
 	snapshots  []uint64 // ascending
 	bottommost func(ukey []byte) bool
@@ -38,7 +38,7 @@ type CompactionIter struct {
 	pending                  bool
 }
 
-// NewCompactionIter wraps a merged input (internal keys in order) and yields
+// NewIter wraps a merged input (internal keys in order) and yields
 // only the entries an output table must keep:
 //   - for each user key, the newest version, plus, for each snapshot in
 //     snapshots (sorted ascending sequence numbers of live snapshots), the
@@ -55,25 +55,25 @@ type CompactionIter struct {
 // iterator is in use.
 //
 // Forward only: First then Next. Key/Value valid until the next call. The
-// caller keeps ownership of in (CompactionIter has no Close).
-func NewCompactionIter(in base.InternalIterator, snapshots []uint64,
-	bottommost func(ukey []byte) bool) *CompactionIter {
+// caller keeps ownership of in (Iter has no Close).
+func NewIter(in base.InternalIterator, snapshots []uint64,
+	bottommost func(ukey []byte) bool) *Iter {
 	if bottommost == nil {
 		// Without the callback assume older data may exist below: always safe.
 		bottommost = func([]byte) bool { return false }
 	}
-	return &CompactionIter{in: in, snapshots: snapshots, bottommost: bottommost}
+	return &Iter{in: in, snapshots: snapshots, bottommost: bottommost}
 }
 
 // First positions the iterator on the first entry to keep.
-func (c *CompactionIter) First() bool {
+func (c *Iter) First() bool {
 	c.advance, c.held, c.haveCur, c.pending, c.err = false, false, false, false, nil
 	c.in.First()
 	return c.findNext()
 }
 
 // Next moves to the next entry to keep.
-func (c *CompactionIter) Next() bool {
+func (c *Iter) Next() bool {
 	if !c.valid {
 		return false
 	}
@@ -85,26 +85,26 @@ func (c *CompactionIter) Next() bool {
 }
 
 // Valid reports whether the iterator is on an entry.
-func (c *CompactionIter) Valid() bool { return c.valid }
+func (c *Iter) Valid() bool { return c.valid }
 
 // Key returns the current internal key.
-func (c *CompactionIter) Key() []byte { return c.key }
+func (c *Iter) Key() []byte { return c.key }
 
 // Value returns the current value.
-func (c *CompactionIter) Value() []byte { return c.value }
+func (c *Iter) Value() []byte { return c.value }
 
 // Error returns the input's error or a corruption found in it.
-func (c *CompactionIter) Error() error { return c.err }
+func (c *Iter) Error() error { return c.err }
 
 // stripe returns the index of the snapshot stripe holding seq: the first
 // snapshot >= seq, or len(snapshots) for versions newer than every snapshot.
-func (c *CompactionIter) stripe(seq uint64) int {
+func (c *Iter) stripe(seq uint64) int {
 	return sort.Search(len(c.snapshots), func(i int) bool { return c.snapshots[i] >= seq })
 }
 
 // findNext reads the input from its current entry until it can show an
 // entry.
-func (c *CompactionIter) findNext() bool {
+func (c *Iter) findNext() bool {
 	if c.held {
 		c.held = false
 		return c.showInput()
@@ -162,7 +162,7 @@ func (c *CompactionIter) findNext() bool {
 
 // flushPendingOldest decides the pending tombstone once it is known to be the
 // oldest kept version of its key, and reports whether it is shown.
-func (c *CompactionIter) flushPendingOldest() bool {
+func (c *Iter) flushPendingOldest() bool {
 	c.pending = false
 	if c.bottommost(base.UserKey(c.pendingKey)) {
 		return false
@@ -170,17 +170,17 @@ func (c *CompactionIter) flushPendingOldest() bool {
 	return c.show(c.pendingKey, c.pendingValue)
 }
 
-func (c *CompactionIter) showInput() bool {
+func (c *Iter) showInput() bool {
 	c.advance = true
 	return c.show(c.in.Key(), c.in.Value())
 }
 
-func (c *CompactionIter) show(key, value []byte) bool {
+func (c *Iter) show(key, value []byte) bool {
 	c.key, c.value, c.valid = key, value, true
 	return true
 }
 
-func (c *CompactionIter) fail(err error) bool {
+func (c *Iter) fail(err error) bool {
 	c.err, c.valid, c.pending, c.held = err, false, false, false
 	return false
 }

@@ -74,7 +74,7 @@ func filterInput(vs []filterEntry) base.InternalIterator {
 // compact runs the filter over vs and returns what it writes.
 func runFilter(t testing.TB, vs []filterEntry, snapshots []uint64, bottommost func([]byte) bool) []filterEntry {
 	t.Helper()
-	c := NewCompactionIter(filterInput(vs), snapshots, bottommost)
+	c := NewIter(filterInput(vs), snapshots, bottommost)
 	var out []filterEntry
 	for ok := c.First(); ok; ok = c.Next() {
 		ukey, seq, kind, parsed := base.ParseInternalKey(c.Key())
@@ -389,7 +389,7 @@ func (f *failingInput) Error() error { return f.err }
 func TestCompactionIterInputError(t *testing.T) {
 	in := parseEntries("a#9=x a#5,DEL b#4,DEL c#3=y d#2=z")
 	for failAt := 0; failAt < 6; failAt++ {
-		c := NewCompactionIter(&failingInput{InternalIterator: filterInput(in), failAt: failAt}, nil, nil)
+		c := NewIter(&failingInput{InternalIterator: filterInput(in), failAt: failAt}, nil, nil)
 		n := 0
 		for ok := c.First(); ok; ok = c.Next() {
 			n++
@@ -402,13 +402,13 @@ func TestCompactionIterInputError(t *testing.T) {
 
 func TestCompactionIterMalformedKey(t *testing.T) {
 	bad := iterator.NewSliceIter([][]byte{[]byte("short")}, [][]byte{nil})
-	c := NewCompactionIter(bad, nil, nil)
+	c := NewIter(bad, nil, nil)
 	if c.First() || !errors.Is(c.Error(), base.ErrCorruption) ||
 		!strings.HasPrefix(c.Error().Error(), "bloomkv/compaction: ") {
 		t.Fatalf("malformed key: err=%v", c.Error())
 	}
 	seekKind := iterator.NewSliceIter([][]byte{base.MakeInternalKey([]byte("k"), 1, base.KindSeek)}, [][]byte{nil})
-	c = NewCompactionIter(seekKind, nil, nil)
+	c = NewIter(seekKind, nil, nil)
 	if c.First() || !errors.Is(c.Error(), base.ErrCorruption) {
 		t.Fatalf("seek kind in input: err=%v", c.Error())
 	}
@@ -481,7 +481,7 @@ func BenchmarkCompactionIter(b *testing.B) {
 	b.ReportAllocs()
 	var n int
 	for b.Loop() {
-		c := NewCompactionIter(in, snapshots, bottom)
+		c := NewIter(in, snapshots, bottom)
 		for ok := c.First(); ok; ok = c.Next() {
 			n++
 		}

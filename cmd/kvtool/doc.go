@@ -96,7 +96,7 @@
 //     merged: merging them could resurrect a key whose deletion a
 //     compaction dropped with the value it deleted.
 //  5. The kept tables and log records are merged (internal/iterator's
-//     merging iterator through compaction.CompactionIter, no snapshots,
+//     merging iterator through compaction.Iter, no snapshots,
 //     everything bottommost): the newest version of each key, tombstones
 //     and shadowed versions dropped. The output goes to new tables cut at
 //     about 2 MiB between user keys, numbered past every file present, with

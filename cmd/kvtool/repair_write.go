@@ -181,7 +181,7 @@ func (rp *repairer) noteSeqs(smallest, largest uint64) {
 // below) to tables numbered from *next, cut between user keys at about
 // repairTargetTableSize. Each table is synced, then read back and checked.
 func (rp *repairer) writeTables(in base.InternalIterator, opts sstable.WriterOptions, next *uint64) error {
-	ci := compaction.NewCompactionIter(in, nil, func([]byte) bool { return true })
+	ci := compaction.NewIter(in, nil, func([]byte) bool { return true })
 	var (
 		w        *sstable.Writer
 		name     string
