@@ -53,8 +53,8 @@ func TestManifestGolden(t *testing.T) {
 	}
 	state := &manifest.ManifestState{Version: &manifest.Version{}, LogNum: 4, NextFileNum: 6, LastSeq: 9}
 	state.Version.Levels[0] = []*manifest.FileMetadata{f5}
-	w, err := manifest.CreateManifest(fs, filepath.Join(dir, "MANIFEST-000003"), state)
-	if err != nil {
+	vs := manifest.NewVersionSet(fs, dir, 1<<20, state)
+	if err := vs.WriteSnapshot(state, func() (uint64, uint64) { return 3, 6 }); err != nil {
 		t.Fatal(err)
 	}
 	edits := []*manifest.VersionEdit{
@@ -65,14 +65,11 @@ func TestManifestGolden(t *testing.T) {
 			NewFiles:     []manifest.NewFileEntry{{Level: 1, Meta: f5}}},
 	}
 	for _, e := range edits {
-		if err := w.WriteEdit(e); err != nil {
+		if _, err := vs.LogAndApply(e, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	w.Close()
-	if err := manifest.SetCurrent(fs, dir, 3); err != nil {
-		t.Fatal(err)
-	}
+	vs.Close()
 	code, out, errOut := runTool(t, "manifest", dir)
 	if code != exitOK {
 		t.Fatalf("exit %d:\n%s%s", code, out, errOut)

@@ -61,14 +61,11 @@ func handDB(t *testing.T, tables []handTable) string {
 	}
 	lf.Close()
 	state := &manifest.ManifestState{Version: v, LogNum: logNum, NextFileNum: logNum + 2, LastSeq: lastSeq}
-	mw, err := manifest.CreateManifest(fs, filepath.Join(dir, base.MakeFilename(base.FileTypeManifest, logNum+1)), state)
-	if err != nil {
+	vs := manifest.NewVersionSet(fs, dir, 1<<20, state)
+	if err := vs.WriteSnapshot(state, func() (uint64, uint64) { return logNum + 1, logNum + 2 }); err != nil {
 		t.Fatal(err)
 	}
-	if err := mw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := manifest.SetCurrent(fs, dir, logNum+1); err != nil {
+	if err := vs.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return dir

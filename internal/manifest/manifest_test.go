@@ -215,22 +215,23 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		for l := range rng.IntN(NumLevels) {
 			want.CompactPointers[l] = []byte(userKey(rng.IntN(100)))
 		}
-		path := filepath.Join(dir, base.MakeFilename(base.FileTypeManifest, uint64(i)))
-		w, err := CreateManifest(vfs.Default, path, want)
-		if err != nil {
+		sub := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(sub, base.MakeFilename(base.FileTypeManifest, 1))
+		vs := NewVersionSet(vfs.Default, sub, 1<<20, want)
+		if err := vs.WriteSnapshot(want, func() (uint64, uint64) { return 1, want.NextFileNum }); err != nil {
 			t.Fatal(err)
 		}
 		extra := adds(6, meta(499, "zz", "zzz", 3))
-		if err := w.WriteEdit(extra); err != nil {
+		if _, err := vs.LogAndApply(extra, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.WriteEdit(adds(6, meta(1, "z", "a", 1))); err == nil {
-			t.Fatal("WriteEdit accepted an invalid edit")
+		if _, err := vs.LogAndApply(adds(6, meta(1, "z", "a", 1)), nil); err == nil {
+			t.Fatal("LogAndApply accepted an invalid edit")
 		}
-		if w.Size() == 0 {
-			t.Fatal("Size() = 0")
-		}
-		if err := w.Close(); err != nil {
+		if err := vs.Close(); err != nil {
 			t.Fatal(err)
 		}
 		got, err := ReadManifest(vfs.Default, path)
