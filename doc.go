@@ -44,6 +44,22 @@
 //     takes a write.
 //   - No I/O is done while holding DB.mu, except brief metadata reads.
 //
-// Lock order: manifestMu -> mu -> readStateMu. Nothing takes manifestMu while
-// holding mu.
+// # Locks
+//
+//   - DB.manifestMu serializes version edits: it guards the version set
+//     (internal/manifest.VersionSet, the one manifest writer) from reading
+//     the base version to installing the new one. It is held across the
+//     manifest's I/O.
+//   - DB.mu guards the write queue, the memtables, the sequence counters,
+//     file-number allocation, the current version pointer and background
+//     work's state (see the fields under DB.mu). No I/O under it.
+//   - DB.readStateMu guards the published read state, so a read pins the
+//     memtables and version it uses with one RLock.
+//   - Leaf locks: the live-versions set, the table and block caches' own
+//     mutexes (package sstable).
+//
+// Lock order: manifestMu -> mu -> readStateMu -> leaf locks. Nothing takes
+// manifestMu while holding mu: code that needs a manifest edit (a file-number
+// reservation, a flush or compaction installing its result) releases mu
+// first. Functions named ...Locked expect mu held.
 package bloomkv

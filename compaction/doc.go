@@ -1,6 +1,27 @@
 // Package compaction decides what to compact and filters what a compaction
 // writes.
 //
+// # The picker (picker.go)
+//
+// Leveled compaction: level 0 holds flushed memtables, which may overlap;
+// every deeper level is one sorted run whose size target is LBaseMaxBytes
+// for level 1 and LevelMultiplier times the level above for each one below.
+// Scores says how far each level is over its trigger (level 0: its table
+// count against L0CompactionThreshold; others: bytes against the target);
+// Pick takes the level with the highest score of at least 1:
+//
+//   - from level 0, the oldest table and every level-0 table overlapping it,
+//     transitively (so a newer version of a key never stays above an older
+//     one that moved down);
+//   - from a deeper level, the first table after that level's compact
+//     pointer (round robin over the key space);
+//
+// plus every table of the next level overlapping the inputs, and, for
+// splitting outputs, the overlapping tables two levels down
+// (grandparents). A single input with nothing to merge below it and little
+// grandparent overlap is a trivial move: the table changes level unchanged.
+// PickRange builds the compaction Compact(start, end) runs level by level.
+//
 // # The merge filter (iter.go)
 //
 // A compaction reads its inputs merged into one stream of internal keys
@@ -26,4 +47,10 @@
 // that sequence number returns exactly what a read of input plus those levels
 // returns; every tombstone written hides an older version (a kept value, or,
 // when not bottommost, possibly data below).
+//
+// # Concurrency
+//
+// Nothing here holds state between calls: the picker reads immutable
+// versions, and an Iter is used by one goroutine. Deciding when to compact,
+// and installing the result, is the root package's job.
 package compaction

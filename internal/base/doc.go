@@ -18,5 +18,9 @@
 //
 // Invariants: a trailer's kind is one of the Kind constants below (KindSeek is
 // used only in search keys, never stored); sequence numbers of stored entries
-// are unique per database.
+// are unique per database. CompareTrailers is the one definition of the
+// order of versions; the memtable and the block decoder use it rather than
+// comparing trailers themselves.
+//
+// Everything here is a pure function or a constant, safe for concurrent use.
 package base
