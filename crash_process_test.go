@@ -17,7 +17,9 @@ package bloomkv
 // while the child is still recovering from the previous kill.
 //
 // BLOOMKV_CRASH_CYCLES sets the number of cycles and BLOOMKV_CRASH_SEED the
-// seed of the kill times (logged, for replaying a failure).
+// seed of the kill times (logged, for replaying a failure). Each cycle
+// writes in a WAL mode chosen at random, and the check holds it to that
+// mode's promise (see crash_process_test.go's TestCrashProcessKill).
 
 import (
 	"bufio"
@@ -38,10 +40,16 @@ import (
 
 const crashChildEnv = "BLOOMKV_CRASH_CHILD"
 
+// crashBufferedSlack: in WALBuffered an acknowledged write reaches the
+// operating system within WALBufferedDelay (1 ms); the test allows this much
+// for scheduling, so it checks the promise without timing anything tightly.
+const crashBufferedSlack = time.Second
+
 // crashProcessOptions are the child's options (and the parent's when it
 // checks the directory): small enough that background work never stops.
-func crashProcessOptions(syncWrites bool) *Options {
+func crashProcessOptions(mode WALMode) *Options {
 	return &Options{
+		WALMode:               mode,
 		FS:                    vfs.Default,
 		MemtableSize:          16 << 10,
 		BlockSize:             1 << 10,
@@ -49,7 +57,6 @@ func crashProcessOptions(syncWrites bool) *Options {
 		LBaseMaxBytes:         64 << 10,
 		TargetFileSize:        16 << 10,
 		MaxManifestFileSize:   4 << 10,
-		Sync:                  syncWrites,
 	}
 }
 
@@ -69,7 +76,11 @@ func TestCrashProcessChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := Open(dir, crashProcessOptions(parts[2] == "sync"))
+	mode, err := strconv.Atoi(parts[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(dir, crashProcessOptions(WALMode(mode)))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "child: Open: %v\n", err)
 		os.Exit(3)
@@ -90,7 +101,10 @@ func TestCrashProcessChild(t *testing.T) {
 
 // crashChildRun is one child process from start to its death.
 type crashChildRun struct {
-	lastAck    int // last id acknowledged (start-1 if none)
+	lastAck int // last id acknowledged (start-1 if none)
+	// settledAck is the last id acknowledged at least crashBufferedSlack
+	// before the kill: in WALBuffered it must have reached the log.
+	settledAck int
 	ready      bool
 	killedLate bool // killed after Open returned
 	stderr     string
@@ -98,14 +112,10 @@ type crashChildRun struct {
 
 // runCrashChild starts a child writing from id start and kills it after
 // delay, measured from its "ready" line, or from its start if early.
-func runCrashChild(t *testing.T, dir string, start int, syncWrites, early bool, delay time.Duration) crashChildRun {
+func runCrashChild(t *testing.T, dir string, start int, mode WALMode, early bool, delay time.Duration) crashChildRun {
 	t.Helper()
-	mode := "nosync"
-	if syncWrites {
-		mode = "sync"
-	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashProcessChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s;%d;%s", crashChildEnv, dir, start, mode))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s;%d;%d", crashChildEnv, dir, start, int(mode)))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -115,7 +125,12 @@ func runCrashChild(t *testing.T, dir string, start int, syncWrites, early bool, 
 	if err := cmd.Start(); err != nil {
 		t.Skipf("cannot re-execute the test binary: %v", err)
 	}
-	run := crashChildRun{lastAck: start - 1}
+	run := crashChildRun{lastAck: start - 1, settledAck: start - 1}
+	type ack struct {
+		id int
+		at time.Time
+	}
+	var acks []ack // guarded by mu
 	ready := make(chan struct{})
 	var mu sync.Mutex // guards run while the reader runs
 	var protoErr error
@@ -136,6 +151,7 @@ func runCrashChild(t *testing.T, dir string, start int, syncWrites, early bool, 
 					protoErr = fmt.Errorf("ack %q after ack %d", line, run.lastAck)
 				} else {
 					run.lastAck = id
+					acks = append(acks, ack{id, time.Now()})
 				}
 			}
 			mu.Unlock()
@@ -152,6 +168,12 @@ func runCrashChild(t *testing.T, dir string, start int, syncWrites, early bool, 
 	time.Sleep(delay)
 	mu.Lock()
 	run.killedLate = run.ready
+	killAt := time.Now()
+	for _, a := range acks {
+		if killAt.Sub(a.at) >= crashBufferedSlack {
+			run.settledAck = a.id
+		}
+	}
 	mu.Unlock()
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatalf("kill: %v", err)
@@ -207,7 +229,12 @@ func TestCrashProcessKill(t *testing.T) {
 			t.Logf("time budget spent after %d cycles", cycle)
 			break
 		}
-		syncWrites := rng.IntN(4) == 0
+		// Half the cycles write through (the default); the rest in the
+		// other modes, each checked against its own promise.
+		mode := WALWriteThrough
+		if r := rng.IntN(6); r >= 3 {
+			mode = WALMode(r - 2) // buffered, sync, disabled
+		}
 		// One kill in four is timed from the start of the process, so it
 		// may land during Open's recovery of the previous kill.
 		early := rng.IntN(4) == 0
@@ -216,7 +243,7 @@ func TestCrashProcessKill(t *testing.T) {
 			// A child is ready a few milliseconds after it starts.
 			delay = time.Duration(1+rng.IntN(8)) * time.Millisecond
 		}
-		run := runCrashChild(t, dir, next, syncWrites, early, delay)
+		run := runCrashChild(t, dir, next, mode, early, delay)
 		acks := run.lastAck - (next - 1)
 		totalAcks += acks
 		if run.killedLate {
@@ -225,18 +252,27 @@ func TestCrashProcessKill(t *testing.T) {
 			duringOpen++
 		}
 
-		db, err := Open(dir, crashProcessOptions(false))
+		db, err := Open(dir, crashProcessOptions(WALWriteThrough))
 		if err != nil {
 			t.Fatalf("cycle %d: reopen after kill: %v\nchild stderr:\n%s", cycle, err, run.stderr)
 		}
-		// Every ack survives; only the one batch in flight may or may
-		// not have been applied, and then whole.
-		p := verifyPrefix(t, db, run.lastAck, run.lastAck+1)
+		// What survives is always a prefix, whole batches, and at most the
+		// one batch in flight past the last ack. Write-through and sync:
+		// every ack survives. Buffered: every ack older than the slack.
+		// Disabled: only what was flushed (no lower bound).
+		must := run.lastAck
+		switch mode {
+		case WALBuffered:
+			must = run.settledAck
+		case WALDisabled:
+			must = next - 1
+		}
+		p := verifyPrefix(t, db, must, run.lastAck+1)
 		checkInvariants(t, db)
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("cycle %d: sync=%v early=%v killed after %v: %d acks, recovered 1..%d", cycle, syncWrites, early, delay, acks, p)
+		t.Logf("cycle %d: %s early=%v killed after %v: %d acks, recovered 1..%d", cycle, mode, early, delay, acks, p)
 		next = p + 1
 	}
 	t.Logf("%d kills after Open returned, %d before (during recovery), %d batches acknowledged", late, duringOpen, totalAcks)

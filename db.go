@@ -2,6 +2,7 @@ package bloomkv
 
 import (
 	"container/list"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -9,10 +10,10 @@ import (
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
-	"github.com/bloomkv/bloomkv/internal/record"
 	"github.com/bloomkv/bloomkv/memtable"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/bloomkv/bloomkv/vfs"
+	"github.com/bloomkv/bloomkv/wal"
 )
 
 // DB is an open database. All methods are safe for concurrent use.
@@ -65,7 +66,7 @@ type DB struct {
 
 		mem *memTable
 		imm []*memTable // oldest first, waiting to be flushed
-		log *record.Writer
+		log *wal.Writer
 
 		lastSeq uint64 // last sequence assigned to a write
 		// syncedSeq: every write up to it is synced to a log (or in a
@@ -121,6 +122,12 @@ func (db *DB) path(t base.FileType, num uint64) string {
 // Close waits for running background work to stop, syncs the write-ahead
 // log and releases the directory. Later calls on db return ErrClosed.
 func (db *DB) Close() error {
+	var flushErr error
+	if db.opts.WALMode == WALDisabled && !db.closed.Load() {
+		// No log holds the memtable's writes: flush them, so that a clean
+		// Close loses nothing.
+		flushErr = db.flush()
+	}
 	if !db.closed.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
@@ -144,7 +151,7 @@ func (db *DB) Close() error {
 	if db.mu.log != nil && db.mu.bgErr == nil {
 		err := db.mu.log.Sync()
 		keep(err)
-		if logSynced = err == nil; logSynced {
+		if logSynced = err == nil && db.opts.WALMode != WALDisabled; logSynced {
 			db.mu.syncedSeq = db.mu.lastSeq
 		}
 	}
@@ -170,6 +177,9 @@ func (db *DB) Close() error {
 	db.manifestMu.Unlock()
 	keep(db.tableCache.Close())
 	keep(db.dirLock.Close())
+	if firstErr == nil && flushErr != nil && !errors.Is(flushErr, ErrClosed) {
+		firstErr = flushErr
+	}
 	if firstErr != nil {
 		return fmt.Errorf("bloomkv: close %s: %w", db.dirname, firstErr)
 	}

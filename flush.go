@@ -10,6 +10,11 @@ func (db *DB) Flush() error {
 	if db.closed.Load() {
 		return ErrClosed
 	}
+	return db.flush()
+}
+
+// flush is Flush without the closed check (Close uses it).
+func (db *DB) flush() error {
 	// A nil batch asks the write leader to switch the memtable; going
 	// through the queue keeps the switch ordered with writes.
 	if err := db.enqueue(nil); err != nil {

@@ -10,9 +10,9 @@ import (
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
-	"github.com/bloomkv/bloomkv/internal/record"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/bloomkv/bloomkv/vfs"
+	"github.com/bloomkv/bloomkv/wal"
 )
 
 // Open opens the database in dir, creating it when missing. A nil opts
@@ -199,7 +199,7 @@ func (db *DB) recover() error {
 		_ = logFile.Close()
 		return err
 	}
-	db.mu.log = record.NewWriter(logFile)
+	db.mu.log = wal.NewWriter(logFile, db.walWriterOptions())
 	db.visibleSeq.Store(db.mu.lastSeq)
 	db.moveDroppedLogs(plan)
 	return nil

@@ -3,9 +3,11 @@ package bloomkv
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/bloomkv/bloomkv/filter"
 	"github.com/bloomkv/bloomkv/vfs"
+	"github.com/bloomkv/bloomkv/wal"
 )
 
 // Compression selects how data blocks are stored. The zero value means
@@ -57,8 +59,17 @@ type Options struct {
 	// (default 8 MiB; negative disables the cache).
 	BlockCacheSize int64
 	// Sync fsyncs the write-ahead log before a write returns, so that
-	// acknowledged writes survive an operating-system crash too.
+	// acknowledged writes survive an operating-system crash too. It is
+	// WALMode WALSync (and conflicts with WALBuffered and WALDisabled).
 	Sync bool
+	// WALMode says how far a write gets before it returns (default
+	// WALWriteThrough; see WALMode). WriteOptions.Sync asks for more, per
+	// write.
+	WALMode WALMode
+	// WALBufferedDelay is, in WALBuffered, the longest an acknowledged
+	// write waits in memory before it reaches the operating system
+	// (default 1 ms; 64 KiB waiting are handed over at once).
+	WALBufferedDelay time.Duration
 	// FilterVariant is the layout of new filter blocks: filter.VariantStandard
 	// (the zero value means it) or filter.VariantBlocked, which keeps each
 	// key's probes in one 64-byte cache line: faster probes for a somewhat
@@ -155,6 +166,9 @@ func (o *Options) withDefaults() (Options, error) {
 	if r.Logger == nil {
 		r.Logger = slog.Default()
 	}
+	if r.WALBufferedDelay == 0 {
+		r.WALBufferedDelay = wal.DefaultBufferedDelay
+	}
 	if r.FilterVariant == 0 {
 		r.FilterVariant = filter.VariantStandard
 	}
@@ -167,6 +181,13 @@ func (o *Options) withDefaults() (Options, error) {
 	bad := func(format string, args ...any) (Options, error) {
 		return Options{}, fmt.Errorf("%w: bloomkv: option "+format, append([]any{ErrInvalidArgument}, args...)...)
 	}
+	if r.Sync {
+		if r.WALMode != WALWriteThrough && r.WALMode != WALSync {
+			return bad("Sync with WALMode %s: Sync means WALSync", r.WALMode)
+		}
+		r.WALMode = WALSync
+	}
+	r.Sync = r.WALMode == WALSync
 	switch {
 	case r.MemtableSize < 1<<10 || r.MemtableSize > 1<<30:
 		return bad("MemtableSize %d outside [1 KiB, 1 GiB]", r.MemtableSize)
@@ -178,6 +199,10 @@ func (o *Options) withDefaults() (Options, error) {
 		return bad("BloomBitsPerKey %d above 64", r.BloomBitsPerKey)
 	case r.FilterVariant != filter.VariantStandard && r.FilterVariant != filter.VariantBlocked:
 		return bad("FilterVariant %d unknown", r.FilterVariant)
+	case r.WALMode < WALWriteThrough || r.WALMode > WALDisabled:
+		return bad("WALMode %d unknown", int(r.WALMode))
+	case r.WALBufferedDelay < 0 || r.WALBufferedDelay > time.Second:
+		return bad("WALBufferedDelay %s outside [0, 1s]", r.WALBufferedDelay)
 	case r.WALRecovery < WALRecoverTolerateTornTail || r.WALRecovery > WALRecoverPointInTime:
 		return bad("WALRecovery %d unknown", int(r.WALRecovery))
 	case r.L0CompactionThreshold < 1:

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
-	"github.com/bloomkv/bloomkv/internal/record"
 	"github.com/bloomkv/bloomkv/vfs"
+	"github.com/bloomkv/bloomkv/wal"
 )
 
 // writer is one caller waiting in the write queue. The writer at the head
@@ -16,10 +16,15 @@ import (
 // one log record (group commit), writes and applies them, and wakes the
 // others with the result.
 type writer struct {
-	batch *Batch // nil: a request to switch the memtable (Flush)
-	done  bool
-	err   error
-	cond  sync.Cond
+	batch *Batch // nil: a request to switch the memtable (Flush), or syncWAL
+	// sync: fsync the log before this write returns (WriteOptions.Sync).
+	sync bool
+	// syncWAL: no batch; fsync the log so that every write acknowledged so
+	// far is durable (SyncWAL).
+	syncWAL bool
+	done    bool
+	err     error
+	cond    sync.Cond
 }
 
 // maxGroupBytes bounds one group commit; a small leading batch only takes
@@ -60,10 +65,24 @@ func releaseSingleOpBatch(b *Batch) {
 	singleOpBatches.Put(b)
 }
 
+// WriteOptions choose, per write, more durability than Options.WALMode
+// gives every write.
+type WriteOptions struct {
+	// Sync fsyncs the write-ahead log before the write returns, so the
+	// write survives losing the operating system, whatever the WALMode
+	// (except WALDisabled, where there is no log: a synced write is then an
+	// error).
+	Sync bool
+}
+
 // Write applies b atomically: all of it or none, also across a crash. An
 // invalid batch (an empty or oversize key, an oversize value) is rejected
-// whole. An empty batch is a no-op.
-func (db *DB) Write(b *Batch) error {
+// whole. An empty batch is a no-op. It is Apply(b, nil).
+func (db *DB) Write(b *Batch) error { return db.Apply(b, nil) }
+
+// Apply applies b atomically, as Write does, with the durability o asks for
+// (nil: what Options.WALMode gives every write).
+func (db *DB) Apply(b *Batch, o *WriteOptions) error {
 	if db.closed.Load() {
 		return ErrClosed
 	}
@@ -73,17 +92,33 @@ func (db *DB) Write(b *Batch) error {
 	if b.err != nil {
 		return b.err
 	}
+	sync := o != nil && o.Sync
+	if sync && db.opts.WALMode == WALDisabled {
+		return fmt.Errorf("%w: bloomkv: a synced write needs a write-ahead log, and WALMode is disabled (use Flush)", ErrInvalidArgument)
+	}
 	if b.Len() == 0 {
 		return nil
 	}
-	return db.enqueue(b)
+	return db.run(&writer{batch: b, sync: sync})
+}
+
+// SyncWAL makes every write acknowledged so far durable: it hands buffered
+// log records to the operating system and fsyncs the log. With WALDisabled
+// there is no log and it does nothing (Flush makes writes durable there).
+func (db *DB) SyncWAL() error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	return db.run(&writer{syncWAL: true})
 }
 
 // enqueue runs b through the write queue and returns its result. A nil b
 // asks for a switch to a new memtable and log (Flush): going through the
 // queue keeps the switch ordered with writes.
-func (db *DB) enqueue(b *Batch) error {
-	w := &writer{batch: b}
+func (db *DB) enqueue(b *Batch) error { return db.run(&writer{batch: b}) }
+
+// run puts w in the write queue and returns its result.
+func (db *DB) run(w *writer) error {
 	w.cond.L = &db.mu.Mutex
 	db.mu.Lock()
 	db.mu.writers = append(db.mu.writers, w)
@@ -105,15 +140,19 @@ func (db *DB) enqueue(b *Batch) error {
 // out) and returns with db.mu held again.
 func (db *DB) lead(w *writer) error {
 	var err error
-	if db.closing.Load() {
+	switch {
+	case db.closing.Load():
 		err = ErrClosed
-	} else {
+	case w.syncWAL:
+		err = db.syncWALLocked()
+	default:
 		err = db.makeRoomForWriteLocked(w.batch == nil)
 	}
 	group := 1
 	if err == nil && w.batch != nil {
 		var rep []byte
-		rep, group = db.buildGroupLocked()
+		var sync bool
+		rep, group, sync = db.buildGroupLocked()
 		count := binary.LittleEndian.Uint32(rep[8:])
 		seq := db.mu.lastSeq + 1
 		binary.LittleEndian.PutUint64(rep, seq)
@@ -121,7 +160,7 @@ func (db *DB) lead(w *writer) error {
 		last := db.mu.lastSeq
 		log, mem := db.mu.log, db.mu.mem
 		db.mu.Unlock()
-		err = db.writeToLog(log, rep)
+		err = db.writeToLog(log, rep, sync)
 		if err == nil {
 			// rep was encoded by us and decodes without error.
 			_ = decodeBatch(rep, func(seq uint64, op batchOp) {
@@ -135,7 +174,7 @@ func (db *DB) lead(w *writer) error {
 			db.setBgErrLocked(fmt.Errorf("bloomkv: write-ahead log write failed: %w", err))
 		} else {
 			db.visibleSeq.Store(last)
-			if db.opts.Sync {
+			if sync || db.opts.WALMode == WALSync {
 				db.mu.syncedSeq = last
 			}
 			db.counters.userBytes.Add(uint64(len(rep) - batchHeaderLen))
@@ -157,25 +196,54 @@ func (db *DB) lead(w *writer) error {
 	return err
 }
 
-func (db *DB) writeToLog(log *record.Writer, rep []byte) error {
+// writeToLog appends a group's record to the log, fsynced when sync or the
+// mode asks.
+func (db *DB) writeToLog(log *wal.Writer, rep []byte, sync bool) error {
+	if db.opts.WALMode == WALDisabled {
+		return nil
+	}
 	before := log.Size()
-	if _, err := log.AddRecord(rep); err != nil {
+	if err := log.Append(rep, sync); err != nil {
 		return err
 	}
 	db.counters.walBytes.Add(uint64(log.Size() - before))
 	db.counters.walRecords.Add(1)
-	if db.opts.Sync {
+	if sync || db.opts.WALMode == WALSync {
 		db.counters.walSyncs.Add(1)
-		return log.Sync()
 	}
 	return nil
 }
 
+// syncWALLocked fsyncs the current log for SyncWAL. Older logs were synced
+// when they were switched out, so afterwards every write acknowledged so far
+// is durable. REQUIRES: db.mu held by the write leader (no write is in
+// flight); it releases db.mu for the I/O.
+func (db *DB) syncWALLocked() error {
+	if db.mu.bgErr != nil {
+		return db.mu.bgErr
+	}
+	if db.opts.WALMode == WALDisabled {
+		return nil
+	}
+	log, last := db.mu.log, db.mu.lastSeq
+	db.mu.Unlock()
+	err := log.Sync()
+	db.mu.Lock()
+	if err != nil {
+		err = fmt.Errorf("bloomkv: sync write-ahead log: %w", err)
+		db.setBgErrLocked(err)
+		return err
+	}
+	db.counters.walSyncs.Add(1)
+	db.mu.syncedSeq = max(db.mu.syncedSeq, last)
+	return nil
+}
+
 // buildGroupLocked returns the log record for the leader's batch and the
-// batches queued behind it, and how many writers it covers. A lone batch
-// is written as it is, with no copy.
+// batches queued behind it, how many writers it covers, and whether any of
+// them asked for a sync. A lone batch is written as it is, with no copy.
 // REQUIRES: db.mu held.
-func (db *DB) buildGroupLocked() ([]byte, int) {
+func (db *DB) buildGroupLocked() ([]byte, int, bool) {
 	first := db.mu.writers[0].batch.rep
 	limit := maxGroupBytes
 	if len(first) <= smallGroupBytes {
@@ -190,8 +258,12 @@ func (db *DB) buildGroupLocked() ([]byte, int) {
 		size += len(b.rep) - batchHeaderLen
 		n++
 	}
+	sync := false
+	for _, g := range db.mu.writers[:n] {
+		sync = sync || g.sync
+	}
 	if n == 1 {
-		return first, 1
+		return first, 1, sync
 	}
 	rep := make([]byte, batchHeaderLen, size)
 	var count uint32
@@ -200,7 +272,7 @@ func (db *DB) buildGroupLocked() ([]byte, int) {
 		count += g.batch.count()
 	}
 	binary.LittleEndian.PutUint32(rep[8:], count)
-	return rep, n
+	return rep, n, sync
 }
 
 // makeRoomForWriteLocked makes sure the memtable can take a write, switching
@@ -275,9 +347,10 @@ func (db *DB) switchMemtableLocked() error {
 	var f vfs.File
 	if err == nil {
 		f, err = db.fs.Create(name)
-		if err == nil && db.opts.Sync {
-			// Make the new log's directory entry durable before acknowledging
-			// synced writes in it.
+		if err == nil && db.opts.WALMode != WALDisabled {
+			// Make the new log's directory entry durable before a synced
+			// write (any write in WALSync, any with WriteOptions.Sync) is
+			// acknowledged in it.
 			err = db.syncDir()
 		}
 		if err != nil {
@@ -297,11 +370,13 @@ func (db *DB) switchMemtableLocked() error {
 		}
 		return err
 	}
-	db.mu.syncedSeq = max(db.mu.syncedSeq, sealedSeq)
+	if db.opts.WALMode != WALDisabled {
+		db.mu.syncedSeq = max(db.mu.syncedSeq, sealedSeq)
+	}
 	db.mu.mem.lastSeq = sealedSeq
 	db.mu.imm = append(db.mu.imm, db.mu.mem)
 	db.mu.mem = db.newMemTableLocked(num)
-	db.mu.log = record.NewWriter(f)
+	db.mu.log = wal.NewWriter(f, db.walWriterOptions())
 	db.updateReadStateLocked()
 	db.mu.bgCond.Broadcast()
 	return nil

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bloomkv/bloomkv"
 	"github.com/bloomkv/bloomkv/filter"
 	"golang.org/x/term"
 )
@@ -32,35 +33,36 @@ func isFill(name string) bool { return name == fillSeq || name == fillRandom }
 // config holds every flag. Field comments give the flag names; the flag
 // help texts in newFlagSet are the user-facing documentation.
 type config struct {
-	benchmarks       []string       // -benchmarks, fills first then reads in listed order
-	num              int            // -num
-	reads            int            // -reads
-	keySize          int            // -key_size
-	valueSize        int            // -value_size
-	bloomBits        int            // -bloom_bits; <= 0 disables
-	cacheSize        int64          // -cache_size; < 0 disables
-	blockSize        int            // -block_size
-	writeBufferSize  int            // -write_buffer_size (memtable)
-	targetFileSize   int64          // -target_file_size_base
-	levelBaseBytes   int64          // -max_bytes_for_level_base
-	l0Trigger        int            // -level0_file_num_compaction_trigger
-	compression      string         // -compression
-	filterVariant    filter.Variant // -filter_variant
-	compressionRatio float64        // -compression_ratio
-	sync             bool           // -sync
-	db               string         // -db
-	useExistingDB    bool           // -use_existing_db
-	seed             uint64         // -seed
-	hitRatio         float64        // -hit_ratio
-	scanLength       int            // -scan_length
-	threads          int            // -threads
-	batchSize        int            // -batch_size
-	compareFilters   bool           // -compare_filters
-	sweep            []int          // -sweep, as given (0 = no filter)
-	jsonPath         string         // -json
-	csvPath          string         // -csv
-	plotPath         string         // -plot
-	progress         bool           // -progress
+	benchmarks       []string        // -benchmarks, fills first then reads in listed order
+	num              int             // -num
+	reads            int             // -reads
+	keySize          int             // -key_size
+	valueSize        int             // -value_size
+	bloomBits        int             // -bloom_bits; <= 0 disables
+	cacheSize        int64           // -cache_size; < 0 disables
+	blockSize        int             // -block_size
+	writeBufferSize  int             // -write_buffer_size (memtable)
+	targetFileSize   int64           // -target_file_size_base
+	levelBaseBytes   int64           // -max_bytes_for_level_base
+	l0Trigger        int             // -level0_file_num_compaction_trigger
+	compression      string          // -compression
+	filterVariant    filter.Variant  // -filter_variant
+	compressionRatio float64         // -compression_ratio
+	sync             bool            // -sync
+	walMode          bloomkv.WALMode // -wal_mode
+	db               string          // -db
+	useExistingDB    bool            // -use_existing_db
+	seed             uint64          // -seed
+	hitRatio         float64         // -hit_ratio
+	scanLength       int             // -scan_length
+	threads          int             // -threads
+	batchSize        int             // -batch_size
+	compareFilters   bool            // -compare_filters
+	sweep            []int           // -sweep, as given (0 = no filter)
+	jsonPath         string          // -json
+	csvPath          string          // -csv
+	plotPath         string          // -plot
+	progress         bool            // -progress
 
 	// flagValues is every flag's final value, by flag name, for the JSON
 	// "config" object.
@@ -97,7 +99,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&compression, "compression", "snappy", "data block compression: snappy or none")
 	fs.StringVar(&variant, "filter_variant", "standard", "filter block layout: standard, or blocked (each key's probes in one 64-byte cache line: faster, a somewhat higher FP rate)")
 	fs.Float64Var(&c.compressionRatio, "compression_ratio", 0.5, "fraction of each value that is random (the rest repeats it), so values compress to about this ratio")
-	fs.BoolVar(&c.sync, "sync", false, "fsync the write-ahead log on every write")
+	fs.BoolVar(&c.sync, "sync", false, "fsync the write-ahead log on every write (the same as -wal_mode sync)")
+	var walMode string
+	fs.StringVar(&walMode, "wal_mode", "write-through", "how far a write gets before it returns: write-through (to the OS: survives kill -9), buffered (to the OS within 1 ms), sync (fsynced), disabled (no log)")
 	fs.StringVar(&c.db, "db", "", "database directory to create (must be empty or missing) or, with -use_existing_db, to reuse; kept after the run. Default: a temporary directory, removed at exit")
 	fs.BoolVar(&c.useExistingDB, "use_existing_db", false, "reuse the database in -db (filled by an earlier run with the same -num, -key_size, -value_size, -compression_ratio); fill workloads are skipped")
 	fs.Int64Var(&seed, "seed", 1, "seed for the fill order and the keys read")
@@ -126,6 +130,24 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		c.reads = c.num
 	}
 	c.compression = compression
+	switch walMode {
+	case "write-through":
+		c.walMode = bloomkv.WALWriteThrough
+	case "buffered":
+		c.walMode = bloomkv.WALBuffered
+	case "sync":
+		c.walMode = bloomkv.WALSync
+	case "disabled":
+		c.walMode = bloomkv.WALDisabled
+	default:
+		return nil, fmt.Errorf("-wal_mode %q: want write-through, buffered, sync or disabled", walMode)
+	}
+	if c.sync {
+		if c.walMode != bloomkv.WALWriteThrough && c.walMode != bloomkv.WALSync {
+			return nil, fmt.Errorf("-sync with -wal_mode %s: -sync means -wal_mode sync", c.walMode)
+		}
+		c.walMode = bloomkv.WALSync
+	}
 	switch variant {
 	case "standard":
 		c.filterVariant = filter.VariantStandard

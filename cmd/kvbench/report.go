@@ -38,8 +38,8 @@ func writeHeader(sb *strings.Builder, rep *report) {
 	cfg, run := rep.cfg, rep.Run
 	fmt.Fprintf(sb, "kvbench  %s %s/%s, %d CPUs, started %s, %.1f s wall\n",
 		run.GoVersion, run.OS, run.Arch, run.CPUs, run.Started, run.WallSeconds)
-	fmt.Fprintf(sb, "data     %d keys of %d B, values of %d B (compressible to ~%.0f%%), %s blocks of %s\n",
-		cfg.num, cfg.keySize, cfg.valueSize, cfg.compressionRatio*100, cfg.compression, humanBytes(float64(cfg.blockSize)))
+	fmt.Fprintf(sb, "data     %d keys of %d B, values of %d B (compressible to ~%.0f%%), %s blocks of %s; WAL %s\n",
+		cfg.num, cfg.keySize, cfg.valueSize, cfg.compressionRatio*100, cfg.compression, humanBytes(float64(cfg.blockSize)), cfg.walMode)
 	cache := "off"
 	if cfg.cacheSize > 0 {
 		cache = humanBytes(float64(cfg.cacheSize))

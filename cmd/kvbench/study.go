@@ -149,7 +149,7 @@ func (s *study) options(bits int, ignoreFilters bool) *bloomkv.Options {
 		BloomBitsPerKey: tableBits(bits),
 		FilterVariant:   s.cfg.filterVariant,
 		BlockCacheSize:  cache,
-		Sync:            s.cfg.sync,
+		WALMode:         s.cfg.walMode,
 		IgnoreFilters:   ignoreFilters,
 
 		TargetFileSize:        s.cfg.targetFileSize,

@@ -1,0 +1,255 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/bloomkv/bloomkv/internal/record"
+	"github.com/bloomkv/bloomkv/vfs"
+)
+
+// Mode says when an appended record reaches the operating system and the
+// disk: the durability each write buys, and what it costs.
+type Mode int
+
+const (
+	// ModeWriteThrough hands every record to the operating system before
+	// Append returns: it survives a crash of the process (kill -9).
+	ModeWriteThrough Mode = iota
+	// ModeBuffered keeps records in memory and hands them to the operating
+	// system within WriterOptions.BufferedDelay, or as soon as
+	// BufferedBytes are waiting: a crash of the process loses at most the
+	// records of that window -- always the newest ones, never a hole.
+	ModeBuffered
+	// ModeSync fsyncs before Append returns: records survive losing the
+	// operating system.
+	ModeSync
+	// ModeDisabled writes no log at all.
+	ModeDisabled
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeWriteThrough:
+		return "write-through"
+	case ModeBuffered:
+		return "buffered"
+	case ModeSync:
+		return "sync"
+	case ModeDisabled:
+		return "disabled"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// Defaults for WriterOptions fields left at zero.
+const (
+	DefaultBufferedDelay = time.Millisecond
+	DefaultBufferedBytes = 64 << 10
+)
+
+// WriterOptions configure a Writer.
+type WriterOptions struct {
+	Mode          Mode
+	BufferedDelay time.Duration // ModeBuffered: the longest a record waits
+	BufferedBytes int           // ModeBuffered: the most bytes that wait
+}
+
+// Writer appends records to one log file according to its Mode. It is safe
+// for concurrent use: in ModeBuffered a timer hands buffered records to the
+// file while the next ones are appended.
+type Writer struct {
+	opts WriterOptions // constant after construction
+
+	mu   sync.Mutex
+	file vfs.File       // guarded by mu
+	rw   *record.Writer // guarded by mu; writes through bufferedFile
+	// pending holds framed bytes not yet handed to file (ModeBuffered).
+	pending []byte
+	timer   *time.Timer // armed while pending is non-empty
+	// err is sticky: once a write or sync failed, the log's tail is
+	// unknown and every later call fails.
+	err    error
+	closed bool
+}
+
+// ErrClosed is returned by a Writer used after Close.
+var ErrClosed = errors.New("bloomkv/wal: log writer is closed")
+
+// NewWriter writes records to the fresh file f.
+func NewWriter(f vfs.File, o WriterOptions) *Writer {
+	if o.BufferedDelay <= 0 {
+		o.BufferedDelay = DefaultBufferedDelay
+	}
+	if o.BufferedBytes <= 0 {
+		o.BufferedBytes = DefaultBufferedBytes
+	}
+	w := &Writer{opts: o, file: f}
+	w.rw = record.NewWriter(bufferedFile{w})
+	return w
+}
+
+// Mode returns the writer's mode.
+func (w *Writer) Mode() Mode { return w.opts.Mode }
+
+// Append adds one record. With sync, or in ModeSync, the record (and every
+// one before it) is fsynced before Append returns; otherwise it reaches the
+// operating system as the mode says. In ModeDisabled nothing is written.
+func (w *Writer) Append(rec []byte, sync bool) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usableLocked(); err != nil {
+		return err
+	}
+	if w.opts.Mode == ModeDisabled {
+		return nil
+	}
+	if _, err := w.rw.AddRecord(rec); err != nil {
+		return w.failLocked(err)
+	}
+	if sync || w.opts.Mode == ModeSync {
+		return w.syncLocked()
+	}
+	if w.opts.Mode == ModeBuffered {
+		if len(w.pending) >= w.opts.BufferedBytes {
+			return w.flushLocked()
+		}
+		if w.timer == nil {
+			w.timer = time.AfterFunc(w.opts.BufferedDelay, w.flushFromTimer)
+		}
+	}
+	return nil
+}
+
+// Flush hands every buffered record to the operating system.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usableLocked(); err != nil {
+		return err
+	}
+	return w.flushLocked()
+}
+
+// Sync hands every buffered record to the operating system and fsyncs the
+// file.
+func (w *Writer) Sync() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usableLocked(); err != nil {
+		return err
+	}
+	return w.syncLocked()
+}
+
+// Size returns the bytes appended so far, buffered ones included.
+func (w *Writer) Size() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rw.Size()
+}
+
+// Close hands buffered records to the operating system and closes the
+// file. It does not fsync: call Sync first for that.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return ErrClosed
+	}
+	var err error
+	if w.err == nil {
+		err = w.flushLocked()
+	}
+	w.closed = true
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+	if cerr := w.rw.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (w *Writer) usableLocked() error {
+	if w.closed {
+		return ErrClosed
+	}
+	return w.err
+}
+
+func (w *Writer) failLocked(err error) error {
+	if w.err == nil {
+		w.err = err
+	}
+	return w.err
+}
+
+// flushFromTimer is the buffered mode's deadline.
+func (w *Writer) flushFromTimer() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.timer = nil
+	if w.closed || w.err != nil {
+		return
+	}
+	_ = w.flushLocked() // a failure is sticky: the next Append reports it
+}
+
+// flushLocked writes pending to the file. REQUIRES: w.mu held.
+func (w *Writer) flushLocked() error {
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+	if len(w.pending) == 0 {
+		return nil
+	}
+	n, err := w.file.Write(w.pending)
+	if err == nil && n < len(w.pending) {
+		err = fmt.Errorf("short write: %d of %d bytes", n, len(w.pending))
+	}
+	if err != nil {
+		return w.failLocked(fmt.Errorf("bloomkv/wal: write: %w", err))
+	}
+	w.pending = w.pending[:0]
+	if cap(w.pending) > 4*w.opts.BufferedBytes {
+		w.pending = nil // do not pin the memory of one huge record
+	}
+	return nil
+}
+
+// syncLocked flushes and fsyncs. REQUIRES: w.mu held.
+func (w *Writer) syncLocked() error {
+	if err := w.flushLocked(); err != nil {
+		return err
+	}
+	if err := w.rw.Sync(); err != nil {
+		return w.failLocked(err)
+	}
+	return nil
+}
+
+// bufferedFile is the file the record writer writes to: in ModeBuffered it
+// gathers the bytes in Writer.pending, otherwise it writes them at once.
+// Its methods run with Writer.mu held (the record writer is only used under
+// it).
+type bufferedFile struct{ w *Writer }
+
+func (b bufferedFile) Write(p []byte) (int, error) {
+	if b.w.opts.Mode == ModeBuffered {
+		b.w.pending = append(b.w.pending, p...)
+		return len(p), nil
+	}
+	return b.w.file.Write(p)
+}
+
+func (b bufferedFile) Sync() error                             { return b.w.file.Sync() }
+func (b bufferedFile) Close() error                            { return b.w.file.Close() }
+func (b bufferedFile) Read(p []byte) (int, error)              { return b.w.file.Read(p) }
+func (b bufferedFile) ReadAt(p []byte, off int64) (int, error) { return b.w.file.ReadAt(p, off) }
+func (b bufferedFile) Stat() (os.FileInfo, error)              { return b.w.file.Stat() }
