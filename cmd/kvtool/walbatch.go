@@ -39,3 +39,10 @@ func decodeBatch(rec []byte, file string, recOff int64) (batchSummary, error) {
 	s.seq, s.count = batchrep.Seq(rec), batchrep.Count(rec)
 	return s, nil
 }
+
+// batchSequences tells wal.Check the sequences a log record holds, once it
+// decodes as a batch.
+func batchSequences(rec []byte) (first, count uint64, err error) {
+	seq, n, err := batchrep.Validate(rec, batchLimits)
+	return seq, uint64(n), err
+}
