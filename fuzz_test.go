@@ -1,8 +1,9 @@
 package bloomkv
 
-// FuzzDecodeBatch feeds arbitrary bytes to decodeBatch, the decoder of
-// write-ahead-log records (see the byte layout on Batch). It must never
-// panic; every rejection wraps ErrCorruption and happens before any
+// FuzzDecodeBatch feeds arbitrary bytes to decodeBatch, the engine's use of
+// the internal/batchrep decoder for write-ahead-log records (the byte
+// layout is in internal/batchrep; its FuzzDecode fuzzes the decoder on its
+// own). It must never panic; every rejection wraps ErrCorruption and happens before any
 // operation is handed out (a damaged batch is never half applied); and
 // whatever it accepts re-encodes, through the public Batch API, to a
 // batch that decodes to the same operations. CI runs the seeds below;
@@ -42,7 +43,8 @@ func decodeAll(rep []byte) ([]decodedOp, error) {
 func FuzzDecodeBatch(f *testing.F) {
 	// Seeds: valid batches of each shape, and damaged ones.
 	b := NewBatch()
-	f.Add(encodedBatch(b, 0)) // empty
+	f.Add(encodedBatch(b, 1)) // empty
+	f.Add(encodedBatch(b, 0)) // sequence 0 is never handed out
 	b.Put([]byte("k"), []byte("v"))
 	f.Add(encodedBatch(b, 1))
 	b.Delete([]byte("gone"))
@@ -122,8 +124,8 @@ func FuzzDecodeBatch(f *testing.F) {
 	})
 }
 
-// TestDecodeBatchGolden pins the batch encoding (the write-ahead-log record
-// format) with a worked example.
+// TestDecodeBatchGolden pins the encoding the public Batch API produces:
+// internal/batchrep's worked example.
 func TestDecodeBatchGolden(t *testing.T) {
 	b := NewBatch()
 	b.Put([]byte("ab"), []byte("x"))

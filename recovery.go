@@ -1,13 +1,13 @@
 package bloomkv
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/batchrep"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/memtable"
 	"github.com/bloomkv/bloomkv/vfs"
@@ -96,10 +96,8 @@ func (db *DB) checkLogs(state *manifest.ManifestState, nums []uint64) (*wal.Resu
 // batchSequences tells wal.Check the sequences a log record (a batch) holds,
 // after checking that it decodes.
 func batchSequences(rec []byte) (first, count uint64, err error) {
-	if err := decodeBatch(rec, func(uint64, batchOp) {}); err != nil {
-		return 0, 0, err
-	}
-	return binary.LittleEndian.Uint64(rec), uint64(binary.LittleEndian.Uint32(rec[8:])), nil
+	seq, n, err := batchrep.Validate(rec, batchLimits)
+	return seq, uint64(n), err
 }
 
 // replayLogs applies the records plan keeps to memtables and writes them

@@ -36,6 +36,15 @@
 // nothing about the end of the log before it (a recovery that failed after
 // starting its new log leaves one).
 //
+// # Tools
+//
+// A tool (kvtool check) runs Check with Options.KeepGoing to see every
+// problem rather than the first: each log's damage in its LogResult.Err,
+// each sequence gap or overlap as a *SequenceError in LogResult.SeqErrs
+// (reading goes on past those), and writes recorded as synced that are
+// missing in Result.MissingSynced. It judges the same logs by the same
+// rules as Open, so it finds exactly what makes Open refuse a database.
+//
 // # Invariants
 //
 //   - Check reads, never writes: a caller can refuse a database and leave it

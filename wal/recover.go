@@ -54,10 +54,15 @@ type Options struct {
 	// SyncedSeq: every write up to it must be found.
 	SyncedSeq uint64
 	Sequences Sequences
-	// KeepGoing (for tools) records every damage in its log's result and
-	// goes on with the next log instead of returning the first error.
+	// KeepGoing (for tools) records every problem in its log's result
+	// instead of returning the first error. A sequence error does not stop
+	// reading: it goes to LogResult.SeqErrs, and the sequence continues
+	// from that record. Any other damage (and a log that cannot be opened)
+	// goes to LogResult.Err and ends that log; the next log's first record
+	// then starts a new sequence.
 	KeepGoing bool
-	// OnRecord, when set, sees every record kept, with its offset.
+	// OnRecord, when set, sees every record kept (with KeepGoing: every
+	// record read), with its offset.
 	OnRecord func(log *LogResult, offset int64, rec []byte)
 }
 
@@ -76,7 +81,38 @@ type LogResult struct {
 	// Err is the damage that stopped reading this log (point in time, or
 	// KeepGoing), nil otherwise.
 	Err error
+	// SeqErrs (KeepGoing only) are the records whose sequences do not
+	// continue the ones before them, in order. Records, LastSeq and KeepEnd
+	// count the records after them too: with KeepGoing they say what was
+	// read, not what a recovery would keep.
+	SeqErrs []*SequenceError
 }
+
+// SequenceError is a record whose first sequence is not the one the
+// writes before it (tables, earlier records and logs) lead to: a gap
+// (writes are missing) or an overlap (writes are repeated). It wraps
+// base.ErrCorruption.
+type SequenceError struct {
+	Path   string
+	Offset int64  // of the record in the log
+	Got    uint64 // the record's first sequence
+	Want   uint64 // the sequence it should start with
+}
+
+// Gap reports whether writes are missing before the record (Got > Want);
+// otherwise the record overlaps writes before it.
+func (e *SequenceError) Gap() bool { return e.Got > e.Want }
+
+func (e *SequenceError) Error() string {
+	what := "sequence overlap"
+	if e.Gap() {
+		what = fmt.Sprintf("sequence gap (writes %d-%d are missing: a log was lost)", e.Want, e.Got-1)
+	}
+	return fmt.Sprintf("bloomkv/wal: %s: record at offset %d: %s: the record starts at sequence %d, expected %d: %v",
+		e.Path, e.Offset, what, e.Got, e.Want, base.ErrCorruption)
+}
+
+func (e *SequenceError) Unwrap() error { return base.ErrCorruption }
 
 // Dropped returns how many bytes of the log were not kept.
 func (r *LogResult) Dropped() int64 { return r.Size - r.KeepEnd }
@@ -166,20 +202,26 @@ func (c *checker) checkLog(lr *LogResult) error {
 		}
 		return err
 	}
-	return readLog(c.o.FS, lr, -1, func(r *record.Reader, rec []byte) (bool, error) {
+	err := readLog(c.o.FS, lr, -1, func(r *record.Reader, rec []byte) (bool, error) {
+		at := r.RecordOffset()
 		first, count, err := c.o.Sequences(rec)
-		if err == nil && count == 0 {
-			err = fmt.Errorf("a record with no writes")
-		}
-		if err == nil && c.next != 0 && first != c.next {
-			err = fmt.Errorf("sequence gap: the record starts at sequence %d, expected %d", first, c.next)
-			if first > c.next {
-				err = fmt.Errorf("%w (writes %d-%d are missing: a log was lost)", err, c.next, first-1)
+		switch {
+		case err != nil && errors.Is(err, base.ErrCorruption):
+			err = fmt.Errorf("bloomkv/wal: %s: record at offset %d: %w", lr.Path, at, err)
+		case err != nil:
+			err = base.CorruptionErrorf("bloomkv/wal: %s: record at offset %d: %v", lr.Path, at, err)
+		case count == 0:
+			err = base.CorruptionErrorf("bloomkv/wal: %s: record at offset %d: a record with no writes", lr.Path, at)
+		case c.next != 0 && first != c.next:
+			se := &SequenceError{Path: lr.Path, Offset: at, Got: first, Want: c.next}
+			if !c.o.KeepGoing || c.o.Mode == PointInTime {
+				err = se
+				break
 			}
+			lr.SeqErrs = append(lr.SeqErrs, se) // and read on from here
 		}
 		if err != nil {
-			at := r.RecordOffset()
-			return false, damage(at, base.CorruptionErrorf("bloomkv/wal: %s at offset %d: %v", lr.Path, at, err))
+			return false, damage(at, err)
 		}
 		if lr.Records == 0 {
 			lr.FirstSeq = first
@@ -188,12 +230,18 @@ func (c *checker) checkLog(lr *LogResult) error {
 		lr.LastSeq = first + count - 1
 		c.next, c.lastKept = first+count, first+count-1
 		if c.o.OnRecord != nil {
-			c.o.OnRecord(lr, r.RecordOffset(), rec)
+			c.o.OnRecord(lr, at, rec)
 		}
 		return true, nil
 	}, func(r *record.Reader, err error) error {
 		return damage(r.EndOfLastRecord(), err)
 	})
+	if err != nil && c.o.KeepGoing && lr.Err == nil {
+		// Only the log's opening fails here with KeepGoing.
+		lr.Err, lr.KeepEnd, c.next = err, 0, 0
+		return nil
+	}
+	return err
 }
 
 // Replay reads the records Check kept of log lr and calls fn with each.

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"errors"
-	"io"
-
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/batchrep"
 	"github.com/bloomkv/bloomkv/internal/manifest"
-	"github.com/bloomkv/bloomkv/internal/record"
 	"github.com/bloomkv/bloomkv/vfs"
+	"github.com/bloomkv/bloomkv/wal"
 )
 
 // logResult is what check learned about one write-ahead log.
@@ -34,58 +32,97 @@ type logResult struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// seqTracker follows the sequence numbers across the live logs, in log
-// order, as recovery does: every write after the manifest's FlushedSeq
-// must follow the one before it, without a gap.
-type seqTracker struct {
-	// next is the sequence the next record must start with; 0 when the
-	// manifest predates FlushedSeq and the first record sets it.
-	next uint64
-	// last is the last sequence reached (FlushedSeq before any record),
-	// and where: lastFile at offset lastEnd.
-	last     uint64
-	lastFile string
-	lastEnd  int64
-}
-
-// checkLogs checks every log, in number order, by the rules recovery
-// applies (see bloomkv.WALRecoveryMode): logs older than the newest
-// non-empty live log read strictly; the live logs' sequences continue
-// from the manifest's FlushedSeq without a gap; and every write up to its
-// SyncedSeq is found. Without a manifest every log counts as live.
+// checkLogs checks every log, in number order, with wal.Check: the rules
+// Open applies in its default recovery mode (bloomkv.WALRecoverTolerateTornTail),
+// so check finds in the logs exactly what makes Open refuse the database.
+// The live logs (at or past the manifest's log number, not foreign) are
+// checked together: every one before the newest non-empty one strictly,
+// their sequences continuing from the manifest's FlushedSeq without a gap,
+// every write up to its SyncedSeq found. An obsolete log is not part of
+// recovery (Open deletes it): it is read on its own, and damage in it is
+// a warning. Without a manifest there is no log number and no sequence to
+// continue: every log counts as live and is read on its own, strictly
+// when a newer log holds writes.
 func checkLogs(fs vfs.FS, dir string, listing *dirListing, state *manifest.ManifestState, foreign map[string]bool, rep *checkReport, out *findings) {
 	var logNum uint64
-	var seqs *seqTracker
 	if state != nil {
 		logNum = state.LogNum
-		seqs = &seqTracker{last: state.FlushedSeq, lastFile: rep.Manifest.Name}
-		if state.HasFlushedSeq {
-			seqs.next = state.FlushedSeq + 1
-		}
 	}
-	newest := -1 // index in listing.logs of the newest non-empty live log
+	stats := map[uint64]*logStats{}
+	opts := wal.Options{
+		FS:        fs,
+		Mode:      wal.TolerateTornTail,
+		Sequences: batchSequences,
+		KeepGoing: true,
+		OnRecord: func(lr *wal.LogResult, _ int64, rec []byte) {
+			stats[lr.Num].add(rec)
+		},
+	}
+	// results[i] is what wal.Check found in listing.logs[i] (nil: foreign).
+	results := make([]*wal.LogResult, len(listing.logs))
+	var live []wal.Log
+	var liveIdx []int
+	newest := -1 // without a manifest: index of the newest non-empty log
 	for i, f := range listing.logs {
-		if f.num >= logNum && !foreign[f.name] && f.size > 0 {
+		if !foreign[f.name] && f.size > 0 {
 			newest = i
 		}
 	}
 	for i, f := range listing.logs {
 		if foreign[f.name] {
+			continue
+		}
+		stats[f.num] = &logStats{}
+		l := wal.Log{Num: f.num, Path: fs.PathJoin(dir, f.name), Size: f.size}
+		if state != nil && f.num >= logNum {
+			live, liveIdx = append(live, l), append(liveIdx, i)
+			continue
+		}
+		// On its own: an obsolete log, or any log without a manifest.
+		o := opts
+		if state == nil && i < newest {
+			o.Mode = wal.AbsoluteConsistency // strict: a newer log holds writes
+		}
+		results[i] = &checkWith(o, []wal.Log{l}).Logs[0]
+	}
+	var liveRes *wal.Result
+	if state != nil {
+		o := opts
+		o.FlushedSeq, o.FlushedSeqKnown, o.SyncedSeq = state.FlushedSeq, state.HasFlushedSeq, state.SyncedSeq
+		liveRes = checkWith(o, live)
+		for j, i := range liveIdx {
+			results[i] = &liveRes.Logs[j]
+		}
+	}
+
+	for i, f := range listing.logs {
+		lr := results[i]
+		if lr == nil {
 			rep.Logs = append(rep.Logs, logResult{File: f.name, Live: false, Bytes: f.size, Status: "foreign"})
 			continue
 		}
-		live := f.num >= logNum
-		strict := live && i < newest
-		var tracker *seqTracker
-		if live {
-			tracker = seqs
-		}
-		rep.Logs = append(rep.Logs, checkLog(fs, dir, f, live, strict, tracker, out))
+		isLive := state == nil || f.num >= logNum
+		rep.Logs = append(rep.Logs, reportLog(f, lr, stats[f.num], isLive, state != nil, out))
 	}
-	syncedLost := state != nil && state.SyncedSeq > seqs.last
+
+	// Where the logs end: the last live log holding a record (the
+	// manifest, when none does).
+	lastFile, lastEnd := "", int64(0)
+	if state != nil {
+		lastFile = rep.Manifest.Name
+	}
+	if liveRes != nil {
+		for j := len(liveRes.Logs) - 1; j >= 0; j-- {
+			if lr := &liveRes.Logs[j]; lr.Records > 0 {
+				lastFile, lastEnd = listing.logs[liveIdx[j]].name, lr.KeepEnd
+				break
+			}
+		}
+	}
+	syncedLost := liveRes != nil && liveRes.MissingSynced != nil
 	for _, l := range rep.Logs {
 		if l.TornTailOffset != nil {
-			noteTornTail(l, state != nil, syncedLost && l.File == seqs.lastFile, out)
+			noteTornTail(l, state != nil, syncedLost && l.File == lastFile, out)
 		}
 	}
 	if state == nil {
@@ -95,80 +132,101 @@ func checkLogs(fs vfs.FS, dir string, listing *dirListing, state *manifest.Manif
 		checkLogCoverage(rep.Logs, state.LastSeq, out)
 	}
 	if syncedLost {
-		out.errorf(seqs.lastFile, "writes lost: the manifest records every write up to sequence %d as durable, but the logs end at sequence %d (%s at offset %d): a log was deleted, cut short or damaged at its end",
-			state.SyncedSeq, seqs.last, seqs.lastFile, seqs.lastEnd)
+		out.errorf(lastFile, "writes lost: the manifest records every write up to sequence %d as durable, but the logs end at sequence %d (%s at offset %d): a log was deleted, cut short or damaged at its end",
+			state.SyncedSeq, liveRes.LastSeq, lastFile, lastEnd)
 	}
 }
 
-// checkLog reads every record of a log and decodes it as a write batch.
-// Damage in a live log is an error; in an obsolete log, whose contents are
-// in tables already, a warning. A strict log must end cleanly: a torn tail
-// in it is damage too. seqs, for a live log, checks that its sequences
-// continue those before it.
-func checkLog(fs vfs.FS, dir string, f dirFile, live, strict bool, seqs *seqTracker, out *findings) logResult {
-	res := logResult{File: f.name, Live: live, Strict: strict, Bytes: f.size, Status: "ok"}
+// checkWith runs wal.Check. With KeepGoing it records every problem in
+// the result rather than returning it, so an error is not expected; should
+// one come, it is recorded against every log all the same.
+func checkWith(o wal.Options, logs []wal.Log) *wal.Result {
+	res, err := wal.Check(o, logs)
+	if err == nil {
+		return res
+	}
+	res = &wal.Result{Logs: make([]wal.LogResult, len(logs))}
+	for i, l := range logs {
+		res.Logs[i] = wal.LogResult{Log: l, Err: err}
+	}
+	return res
+}
+
+// logStats counts what the records of a log hold.
+type logStats struct {
+	ops, deletes uint64
+}
+
+// add counts rec, a batch that batchSequences accepted.
+func (s *logStats) add(rec []byte) {
+	s.ops += uint64(batchrep.Count(rec))
+	r := batchrep.NewReader(rec, batchLimits)
+	for op, ok := r.Next(); ok; op, ok = r.Next() {
+		if op.Kind == base.KindDelete {
+			s.deletes++
+		}
+	}
+}
+
+// reportLog turns what wal.Check found in log f into its result and
+// findings. Damage in a live log is an error; in an obsolete log, whose
+// contents are in tables already, a warning. opens says a manifest
+// replayed, so that Open gets as far as the logs.
+func reportLog(f dirFile, lr *wal.LogResult, st *logStats, live, opens bool, out *findings) logResult {
+	res := logResult{
+		File: f.name, Live: live, Strict: lr.Strict, Bytes: f.size, Status: "ok",
+		Records: lr.Records, Ops: st.ops, Deletes: st.deletes, FirstSeq: lr.FirstSeq, LastSeq: lr.LastSeq,
+	}
 	sev := sevError
 	if !live {
 		sev = sevWarning
 		out.notef(f.name, "obsolete log (older than the manifest's log number): its writes are in tables; the next Open deletes it")
 	}
-	fail := func(err error) logResult {
-		res.Status, res.Error = "corrupt", err.Error()
-		if strict {
-			out.add(sev, f.name, "a newer log holds writes, so this one must read cleanly to its end, and Open refuses it: %v", err)
+	for _, se := range lr.SeqErrs {
+		noteSequenceError(f.name, se, sev, live && opens, out)
+	}
+	if lr.Err != nil {
+		res.Status, res.Error = "corrupt", lr.Err.Error()
+		if lr.Strict {
+			out.add(sev, f.name, "a newer log holds writes, so this one must read cleanly to its end, and Open refuses it: %v", lr.Err)
 		} else {
-			out.add(sev, f.name, "%v", err)
-		}
-		return res
-	}
-	path := fs.PathJoin(dir, f.name)
-	file, err := fs.Open(path)
-	if err != nil {
-		return fail(err)
-	}
-	defer file.Close()
-	r := record.NewReader(file, path)
-	if strict {
-		r.SetStrict()
-	}
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fail(err)
-		}
-		s, err := decodeBatch(rec, path, r.RecordOffset())
-		if err != nil {
-			return fail(err)
-		}
-		if res.Records > 0 && s.seq <= res.LastSeq {
-			return fail(base.CorruptionErrorf("kvtool: %s: record at offset %d: sequence %d does not follow the previous record's last sequence %d",
-				path, r.RecordOffset(), s.seq, res.LastSeq))
-		}
-		if res.Records == 0 {
-			res.FirstSeq = s.seq
-		}
-		res.Records++
-		res.Ops += uint64(s.count)
-		res.Deletes += uint64(s.deletes)
-		if s.count > 0 {
-			res.LastSeq = s.seq + uint64(s.count) - 1
-		} else {
-			res.LastSeq = max(res.LastSeq, s.seq)
-		}
-		if seqs != nil {
-			seqs.follow(f.name, r.RecordOffset(), r.EndOfLastRecord(), s, out)
+			out.add(sev, f.name, "%v", lr.Err)
 		}
 	}
-	if torn, off := r.TornTail(); torn {
+	if lr.TornTail {
 		// checkLogs notes it, once it knows whether the tail held writes
 		// recorded as synced.
-		res.Status = "torn tail"
-		res.TornTailOffset = &off
+		off := lr.KeepEnd
+		res.Status, res.TornTailOffset = "torn tail", &off
 	}
 	return res
+}
+
+// noteSequenceError reports a record of log file whose sequence does not
+// continue the writes before it. refuses says Open would refuse the
+// database for it (a live log, and a manifest that replays).
+func noteSequenceError(file string, se *wal.SequenceError, sev severity, refuses bool, out *findings) {
+	then := ""
+	if refuses {
+		then = ", and Open refuses the database"
+	}
+	// A log's first record is at offset 0; any other follows a record of
+	// the same log.
+	if se.Gap() {
+		where := "from every table and log (a log was lost)"
+		if se.Offset > 0 {
+			where = "between two records of this log"
+		}
+		out.add(sev, file, "sequence gap at the record at offset %d: it starts at sequence %d, but the writes before it end at %d, so %s missing %s%s",
+			se.Offset, se.Got, se.Want-1, writesRange(se.Want, se.Got-1), where, then)
+		return
+	}
+	before := "the writes before it (tables and earlier logs)"
+	if se.Offset > 0 {
+		before = "the records before it in this log"
+	}
+	out.add(sev, file, "sequence overlap at the record at offset %d: it starts at sequence %d, but %s already reach %d%s",
+		se.Offset, se.Got, before, se.Want-1, then)
 }
 
 // noteTornTail notes the torn tail of log l. opens says the next Open gets
@@ -184,25 +242,6 @@ func noteTornTail(l logResult, opens, syncedLost bool, out *findings) {
 		then = "; the next Open drops them"
 	}
 	out.notef(l.File, "torn tail: the %d bytes from offset %d on are a partial write (a crash artefact)%s", l.Bytes-off, off, then)
-}
-
-// follow checks that record s of log file (at offset off, ending at end)
-// continues the sequence, reporting a gap or an overlap, then moves past
-// it.
-func (t *seqTracker) follow(file string, off, end int64, s batchSummary, out *findings) {
-	if t.next != 0 && s.seq != t.next {
-		if s.seq > t.next {
-			out.errorf(file, "sequence gap at the record at offset %d: it starts at sequence %d, but the writes before it end at %d, so %s missing from every table and log (a log was lost), and Open refuses the database",
-				off, s.seq, t.next-1, writesRange(t.next, s.seq-1))
-		} else {
-			out.errorf(file, "sequence overlap at the record at offset %d: it starts at sequence %d, but the writes before it (tables and earlier logs) already reach %d, and Open refuses the database",
-				off, s.seq, t.next-1)
-		}
-	}
-	if s.count > 0 {
-		t.next = s.seq + uint64(s.count)
-		t.last, t.lastFile, t.lastEnd = t.next-1, file, end
-	}
 }
 
 // checkLogCoverage is the coverage check for manifests written before

@@ -373,7 +373,112 @@ func TestCheckOlderLogTornTail(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	wantFinding(t, out, "ERROR", older, "must read cleanly to its end")
+	// The newer log's first write follows the lost tail's: the tail is the
+	// damage, not a lost log, and Open stops at the damage.
+	if strings.Contains(out, "sequence gap") {
+		t.Errorf("the damage is also reported as a sequence gap:\n%s", out)
+	}
 	wantOpenRefuses(t, dir)
+}
+
+// writeLiveLog writes a live log (numbered inside the manifest's
+// reservation, past every other log) holding recs, and returns its name.
+func writeLiveLog(t *testing.T, dir string, recs ...[]byte) string {
+	t.Helper()
+	name := base.MakeFilename(base.FileTypeLog, replayCurrent(t, dir).NextFileNum-1)
+	f, err := vfs.Default.Create(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := walWriter(f)
+	for _, rec := range recs {
+		l.add(t, rec)
+	}
+	l.close(t)
+	return name
+}
+
+// TestCheckSequenceInsideLog: the records of one log must follow each
+// other too. Each gap and overlap is reported, and the log is read on
+// past them (its statistics count every record).
+func TestCheckSequenceInsideLog(t *testing.T) {
+	dir := crashImage(t)
+	logs := filesOfType(t, dir, base.FileTypeLog)
+	last := lastLogSeq(t, filepath.Join(dir, logs[len(logs)-1]))
+	put := func(seq uint64, key string) []byte { return encodeBatch(seq, []testBatchOp{{key: key, value: "v"}}) }
+	del := func(seq uint64, key string) []byte { return encodeBatch(seq, []testBatchOp{{del: true, key: key}}) }
+	name := writeLiveLog(t, dir, put(last+1, "a"), put(last+4, "b"), del(last+2, "c"), put(last+3, "d"))
+	code, out, _ := runTool(t, "check", dir)
+	if code != exitProblems {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	wantFinding(t, out, "ERROR", name, "sequence gap at the record at offset 24", fmt.Sprintf("writes %d-%d missing between two records of this log", last+2, last+3), "Open refuses")
+	wantFinding(t, out, "ERROR", name, "sequence overlap at the record at offset 48", fmt.Sprintf("starts at sequence %d", last+2), fmt.Sprintf("the records before it in this log already reach %d", last+4))
+	code, js, _ := runTool(t, "check", "-json", dir)
+	var rep struct{ Logs []logResult }
+	if err := json.Unmarshal([]byte(js), &rep); err != nil || code != exitProblems {
+		t.Fatalf("exit %d, %v:\n%s", code, err, js)
+	}
+	l := rep.Logs[len(rep.Logs)-1]
+	if l.File != name || l.Records != 4 || l.Ops != 4 || l.Deletes != 1 || l.FirstSeq != last+1 || l.LastSeq != last+3 || l.Status != "ok" {
+		t.Errorf("log %+v", l)
+	}
+	wantOpenRefuses(t, dir)
+}
+
+// TestCheckEmptyBatch: the engine never logs a batch without operations,
+// and Open refuses a log holding one; so does check.
+func TestCheckEmptyBatch(t *testing.T) {
+	dir := cleanDB(t)
+	name := writeLiveLog(t, dir, encodeBatch(replayCurrent(t, dir).LastSeq+1, nil))
+	code, out, _ := runTool(t, "check", dir)
+	if code != exitProblems {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	wantFinding(t, out, "ERROR", name, "record at offset 0", "no writes")
+	wantOpenRefuses(t, dir)
+}
+
+// TestCheckObsoleteLogDamage: an obsolete log is not part of recovery, so
+// damage in it is a warning (check still exits 0), and Open deletes it.
+func TestCheckObsoleteLogDamage(t *testing.T) {
+	dir := cleanDB(t)
+	// A number below the log number that no file in dir has.
+	used := map[uint64]bool{}
+	for _, n := range mustList(t, dir) {
+		if _, num, ok := base.ParseFilename(n); ok {
+			used[num] = true
+		}
+	}
+	num := replayCurrent(t, dir).LogNum - 1
+	for used[num] {
+		num--
+	}
+	name := base.MakeFilename(base.FileTypeLog, num)
+	f, err := vfs.Default.Create(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := walWriter(f)
+	for i := range 3 { // intact records after the damage: not a torn tail
+		l.add(t, encodeBatch(uint64(10+i), []testBatchOp{{key: "k", value: "v"}}))
+	}
+	l.close(t)
+	xorByte(t, filepath.Join(dir, name), 30, 0x01) // inside the second record
+	code, out, _ := runTool(t, "check", dir)
+	if code != exitOK {
+		t.Fatalf("damage in an obsolete log is a warning, but check exited %d:\n%s", code, out)
+	}
+	wantFinding(t, out, "NOTE", name, "obsolete log")
+	wantFinding(t, out, "WARN", name, "at offset 24", "intact records follow")
+	if code, _, _ := runTool(t, "check", "-strict", dir); code != exitProblems {
+		t.Fatalf("-strict exited %d", code)
+	}
+	db, err := bloomkv.Open(dir, nil)
+	if err != nil {
+		t.Fatalf("check reports only a warning, but Open fails: %v", err)
+	}
+	db.Close()
 }
 
 // wantOpenRefuses checks that the engine agrees with check's error.

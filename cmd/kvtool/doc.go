@@ -37,16 +37,20 @@
 //     then levels 1..6) never shows an older version of a key before a
 //     newer one, and no (key, sequence) pair is stored twice.
 //   - Every write-ahead log decodes: record framing and checksums (package
-//     wal) and, inside each record, the write batch (sequence, count and
-//     operations). The logs are held to the rules recovery applies (see
-//     bloomkv.WALRecoveryMode): a torn tail, which a crash leaves and the
-//     next Open drops, is a note only in the newest non-empty live log;
-//     every live log before it must read cleanly to its end (strictly),
-//     else it is an error. The live logs' sequences continue from the
-//     manifest's flushed sequence without a gap (a gap or an overlap is an
-//     error naming the log and the record's offset), and every write up to
-//     the manifest's synced sequence is found (else the writes are lost, an
-//     error). The log the manifest's log number names must exist.
+//     internal/record) and, inside each record, the write batch (sequence,
+//     count and operations; internal/batchrep). The logs are judged by
+//     wal.Check, the code Open recovers with, by the rules of the default
+//     mode (see bloomkv.WALRecoveryMode), so check finds in them exactly
+//     what makes Open refuse the database: a torn tail, which a crash
+//     leaves and the next Open drops, is a note only in the newest
+//     non-empty live log; every live log before it must read cleanly to
+//     its end (strictly), else it is an error. The live logs' sequences
+//     continue from the manifest's flushed sequence without a gap (a gap
+//     or an overlap is an error naming the log and the record's offset),
+//     and every write up to the manifest's synced sequence is found (else
+//     the writes are lost, an error). The log the manifest's log number
+//     names must exist. An obsolete log is read on its own (damage in it
+//     is a warning), and so is every log when no manifest replays.
 //   - Tables on disk that the manifest does not list are orphans: leftovers
 //     of an interrupted flush or compaction that the next Open deletes.
 //     Manifests CURRENT does not name, logs older than the manifest's log

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/batchrep"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/internal/record"
 	"github.com/bloomkv/bloomkv/memtable"
@@ -329,9 +330,10 @@ func (rp *repairer) readLog(l *repairLog) error {
 		if l.mem == nil {
 			l.mem = memtable.New()
 		}
-		forEachBatchOp(rec, func(seq uint64, kind base.Kind, key, value []byte) {
-			l.mem.Add(seq, kind, key, value)
-		})
+		ops := batchrep.NewReader(rec, batchLimits) // decodeBatch accepted rec
+		for op, ok := ops.Next(); ok; op, ok = ops.Next() {
+			l.mem.Add(op.Seq, op.Kind, op.Key, op.Value)
+		}
 		if l.res.Records == 0 {
 			l.res.FirstSeq = s.seq
 		}
