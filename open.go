@@ -113,7 +113,8 @@ func (db *DB) recover() error {
 		}
 		maxNum = max(maxNum, num)
 		beyond := manifestName != "" && num >= state.NextFileNum
-		if t == base.FileTypeLog && num >= state.LogNum && (!beyond || !reserving) {
+		_, listed := foreign[name]
+		if t == base.FileTypeLog && num >= state.LogNum && !listed && (!beyond || !reserving) {
 			logs = append(logs, num)
 		} else if beyond {
 			foreign[name] = struct{}{}

@@ -162,9 +162,12 @@ func Check(o Options, logs []Log) (*Result, error) {
 	}
 	res.LastSeq = c.lastKept
 	if o.SyncedSeq > c.lastKept {
-		where := "no log"
-		if n := len(res.Logs); n > 0 {
-			where = fmt.Sprintf("%s at offset %d", res.Logs[n-1].Path, res.Logs[n-1].KeepEnd)
+		where := "no log holds a record"
+		for i := len(res.Logs) - 1; i >= 0; i-- {
+			if lr := &res.Logs[i]; lr.Records > 0 || i == 0 {
+				where = fmt.Sprintf("%s at offset %d", lr.Path, lr.KeepEnd)
+				break
+			}
 		}
 		err := base.CorruptionErrorf("bloomkv/wal: the manifest records every write up to sequence %d as durable, "+
 			"but the logs end at sequence %d (%s): a log was deleted, cut short or damaged at its end",
