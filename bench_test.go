@@ -3,6 +3,7 @@ package bloomkv
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 )
 
@@ -118,4 +119,37 @@ func BenchmarkFillRandomWriteAmp(b *testing.B) {
 // set: the Get path should allocate only the returned copy.
 func BenchmarkGetHitCached(b *testing.B) {
 	benchmarkGet(b, true, &Options{BlockCacheSize: 256 << 20})
+}
+
+// benchmarkGetParallel reads with b.RunParallel: run with -cpu 1,2 to see
+// whether readers scale.
+func benchmarkGetParallel(b *testing.B, hit bool, opts *Options) {
+	db := loadBenchDB(b, benchKeys, opts)
+	defer db.Close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	var seed atomicCounter
+	b.RunParallel(func(pb *testing.PB) {
+		rng := rand.New(rand.NewPCG(seed.next(), 2))
+		k := make([]byte, 16)
+		for pb.Next() {
+			idx := 2 * rng.Uint64N(benchKeys)
+			if !hit {
+				idx++
+			}
+			if _, err := db.Get(benchKey(k, idx)); hit && err != nil || !hit && err != ErrNotFound {
+				b.Errorf("Get: %v", err)
+				return
+			}
+		}
+	})
+}
+
+type atomicCounter struct{ n atomic.Uint64 }
+
+func (c *atomicCounter) next() uint64 { return c.n.Add(1) }
+
+func BenchmarkGetMissParallel(b *testing.B) { benchmarkGetParallel(b, false, nil) }
+func BenchmarkGetHitCachedParallel(b *testing.B) {
+	benchmarkGetParallel(b, true, &Options{BlockCacheSize: 256 << 20})
 }
