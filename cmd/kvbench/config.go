@@ -60,6 +60,8 @@ type config struct {
 	compareFilters   bool            // -compare_filters
 	sweep            []int           // -sweep, as given (0 = no filter)
 	jsonPath         string          // -json
+	cpuProfile       string          // -cpuprofile
+	memProfile       string          // -memprofile
 	csvPath          string          // -csv
 	plotPath         string          // -plot
 	progress         bool            // -progress
@@ -113,6 +115,8 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&sweep, "sweep", "", "comma list of bits per key (0 = no filter): load once, then for each setting recompact all tables with it and run the read workloads")
 	fs.StringVar(&c.jsonPath, "json", "", "write every figure of the report as JSON to this file")
 	fs.StringVar(&c.csvPath, "csv", "", "write one CSV row per workload run to this file")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (fills and reads) to this file, for go tool pprof")
+	fs.StringVar(&c.memProfile, "memprofile", "", "write a heap profile (allocations since the start) to this file at the end of the run")
 	fs.StringVar(&c.plotPath, "plot", "", "with -sweep: write a chart (.png or .svg) of FP rate and data blocks per absent Get against bits per key")
 	fs.BoolVar(&c.progress, "progress", isTerminal(stderr), "show progress of long phases on stderr (a bar on a terminal, plain lines otherwise); default on when stderr is a terminal")
 	fs.Usage = func() {

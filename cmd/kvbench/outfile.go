@@ -61,6 +61,17 @@ func (o *outFile) write(fill func(io.Writer) error) error {
 	return nil
 }
 
+// close closes a file that was written while the run went on (a CPU
+// profile).
+func (o *outFile) close() error {
+	f := o.f
+	o.f = nil
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("%s %s: %w", o.flag, o.path, err)
+	}
+	return nil
+}
+
 // abandon closes a file that was not written, removing it if kvbench
 // created it. It does nothing once the file is written.
 func (o *outFile) abandon() {
@@ -77,11 +88,13 @@ func (o *outFile) abandon() {
 // outFiles are the output files of one run; nil for a flag not given.
 type outFiles struct {
 	json, csv, plot *outFile
+	cpuProfile      *outFile // written while the benchmark runs
+	memProfile      *outFile
 }
 
 func (outs *outFiles) all() []*outFile {
 	var out []*outFile
-	for _, o := range []*outFile{outs.json, outs.csv, outs.plot} {
+	for _, o := range []*outFile{outs.json, outs.csv, outs.plot, outs.cpuProfile, outs.memProfile} {
 		if o != nil {
 			out = append(out, o)
 		}
@@ -107,6 +120,8 @@ func openOutFiles(cfg *config) (*outFiles, error) {
 		{&outs.json, "-json", cfg.jsonPath},
 		{&outs.csv, "-csv", cfg.csvPath},
 		{&outs.plot, "-plot", cfg.plotPath},
+		{&outs.cpuProfile, "-cpuprofile", cfg.cpuProfile},
+		{&outs.memProfile, "-memprofile", cfg.memProfile},
 	} {
 		if x.path == "" {
 			continue

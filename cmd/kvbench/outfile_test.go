@@ -91,3 +91,31 @@ func TestOutputFlagsSameFile(t *testing.T) {
 		t.Errorf("refused run left %s behind (stat: %v)", path, err)
 	}
 }
+
+// TestProfiles: -cpuprofile and -memprofile write profiles pprof can read
+// (gzipped protobufs), and a bad path fails before the run like other
+// output files.
+func TestProfiles(t *testing.T) {
+	dir := t.TempDir()
+	cpu, mem := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "mem.pprof")
+	var out, errb bytes.Buffer
+	args := []string{"-num", "5000", "-progress=false", "-wal_mode", "buffered", "-cpuprofile", cpu, "-memprofile", mem}
+	if code := run(args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, p := range []string{cpu, mem} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Fatalf("%s is not a gzipped profile (%d bytes)", p, len(b))
+		}
+	}
+	if !strings.Contains(out.String(), "WAL buffered") {
+		t.Fatalf("the report does not say which WAL mode it ran:\n%s", out.String())
+	}
+	if code := run([]string{"-num", "5000", "-cpuprofile", filepath.Join(dir, "none", "x")}, &out, &errb); code != 2 {
+		t.Fatalf("bad -cpuprofile path: exit %d", code)
+	}
+}

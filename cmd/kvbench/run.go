@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/pprof"
 	"time"
 )
 
@@ -28,7 +29,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer outs.abandon()
+	if o := outs.cpuProfile; o != nil {
+		if err := pprof.StartCPUProfile(o.f); err != nil {
+			fmt.Fprintf(stderr, "kvbench: -cpuprofile %s: %v\n", o.path, err)
+			return 1
+		}
+	}
+	if outs.memProfile != nil {
+		runtime.MemProfileRate = 64 << 10 // every allocation site that matters, cheaply
+	}
 	rep, err := execute(cfg, stderr)
+	if outs.cpuProfile != nil {
+		pprof.StopCPUProfile()
+		if cerr := outs.cpuProfile.close(); err == nil {
+			err = cerr
+		}
+	}
+	if o := outs.memProfile; o != nil && err == nil {
+		err = o.write(func(w io.Writer) error { return pprof.Lookup("allocs").WriteTo(w, 0) })
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "kvbench: %v\n", err)
 		return 1
