@@ -31,10 +31,7 @@ type DB struct {
 	// not write (manifest.VersionEdit.ForeignFiles): never handed out.
 	foreignNums map[uint64]struct{}
 
-	// readStats count the point-lookup work per level, where it happens
-	// (the SSTable reader and block cache); Metrics sums them.
-	readStats [manifest.NumLevels]sstable.ReadStats
-	counters  dbCounters
+	counters dbCounters
 	// filterStats caches each live table's filterStats (fileNum -> value);
 	// entries go when the table's file is deleted.
 	filterStats sync.Map
@@ -46,8 +43,11 @@ type DB struct {
 	// closing tells background work to stop early.
 	closing atomic.Bool
 
-	readStateMu sync.RWMutex
-	readState   *readState // guarded by readStateMu
+	// readState is the published read state (see loadReadState); replaced
+	// under mu, loaded without any lock.
+	readState atomic.Pointer[readState]
+	// reads spread the point-lookup counters over cache lines (readshards.go).
+	reads readShards
 
 	// manifestMu serializes version edits: one logAndApply at a time, from
 	// reading the base version to installing the new one.

@@ -53,12 +53,13 @@
 //   - DB.mu guards the write queue, the memtables, the sequence counters,
 //     file-number allocation, the current version pointer and background
 //     work's state (see the fields under DB.mu). No I/O under it.
-//   - DB.readStateMu guards the published read state, so a read pins the
-//     memtables and version it uses with one RLock.
+//   - The published read state (DB.readState) is an atomic pointer: a read
+//     pins the memtables and version it uses with one compare-and-swap on
+//     the state's reference count, and takes no lock.
 //   - Leaf locks: the live-versions set, the table and block caches' own
 //     mutexes (package sstable).
 //
-// Lock order: manifestMu -> mu -> readStateMu -> leaf locks. Nothing takes
+// Lock order: manifestMu -> mu -> leaf locks. Nothing takes
 // manifestMu while holding mu: code that needs a manifest edit (a file-number
 // reservation, a flush or compaction installing its result) releases mu
 // first. Functions named ...Locked expect mu held.

@@ -33,25 +33,26 @@ func (db *DB) get(key []byte, seq uint64) ([]byte, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	db.counters.gets.Add(1)
+	sh := db.reads.pick()
+	sh.gets.Add(1)
 	s := db.loadReadState()
 	defer s.unref()
 	if seq == readNow {
 		seq = db.visibleSeq.Load()
 	}
-	return db.getFrom(s, key, seq)
+	return db.getFrom(sh, s, key, seq)
 }
 
-// getFrom looks key up in read state s as of sequence seq.
-func (db *DB) getFrom(s *readState, key []byte, seq uint64) ([]byte, error) {
+// getFrom looks key up in read state s as of sequence seq, counting in sh.
+func (db *DB) getFrom(sh *readShard, s *readState, key []byte, seq uint64) ([]byte, error) {
 
 	if v, kind, ok := s.mem.Get(key, seq); ok {
-		db.counters.memtableHits.Add(1)
+		sh.memtableHits.Add(1)
 		return valueOrNotFound(copyValue(v), kind)
 	}
 	for _, m := range s.imm {
 		if v, kind, ok := m.Get(key, seq); ok {
-			db.counters.memtableHits.Add(1)
+			sh.memtableHits.Add(1)
 			return valueOrNotFound(copyValue(v), kind)
 		}
 	}
@@ -60,7 +61,7 @@ func (db *DB) getFrom(s *readState, key []byte, seq uint64) ([]byte, error) {
 		if !f.Overlaps(key, key) {
 			continue
 		}
-		if v, kind, ok, err := db.getFromTable(f, 0, key, seq); err != nil || ok {
+		if v, kind, ok, err := db.getFromTable(sh, f, 0, key, seq); err != nil || ok {
 			if err != nil {
 				return nil, err
 			}
@@ -72,7 +73,7 @@ func (db *DB) getFrom(s *readState, key []byte, seq uint64) ([]byte, error) {
 		if f == nil {
 			continue
 		}
-		if v, kind, ok, err := db.getFromTable(f, level, key, seq); err != nil || ok {
+		if v, kind, ok, err := db.getFromTable(sh, f, level, key, seq); err != nil || ok {
 			if err != nil {
 				return nil, err
 			}
@@ -94,8 +95,8 @@ func valueOrNotFound(v []byte, kind base.Kind) ([]byte, error) {
 // copyValue returns a copy the caller owns (non-nil, also when empty).
 func copyValue(v []byte) []byte { return append(make([]byte, 0, len(v)), v...) }
 
-func (db *DB) getFromTable(f *manifest.FileMetadata, level int, key []byte, seq uint64) ([]byte, base.Kind, bool, error) {
-	db.counters.levelProbes[level].Add(1)
+func (db *DB) getFromTable(sh *readShard, f *manifest.FileMetadata, level int, key []byte, seq uint64) ([]byte, base.Kind, bool, error) {
+	sh.probes[level].Add(1)
 	r, release, err := findTable(db.tableCache, f)
 	if errors.Is(err, sstable.ErrTableCacheClosed) {
 		return nil, 0, false, ErrClosed // Close ran while this Get was under way
@@ -104,7 +105,7 @@ func (db *DB) getFromTable(f *manifest.FileMetadata, level int, key []byte, seq 
 		return nil, 0, false, fmt.Errorf("bloomkv: get: %w", err)
 	}
 	defer release()
-	v, kind, ok, err := r.Get(key, seq, !db.opts.IgnoreFilters, &db.readStats[level])
+	v, kind, ok, err := r.Get(key, seq, !db.opts.IgnoreFilters, &sh.levels[level])
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("bloomkv: get: %w", err)
 	}

@@ -36,7 +36,7 @@ func TestGetLoadsSequenceAfterReadState(t *testing.T) {
 		t.Fatal(err)
 	}
 	seq := db.visibleSeq.Load() // ... and resumes
-	got, err := db.getFrom(s, key, seq)
+	got, err := db.getFrom(db.reads.pick(), s, key, seq)
 	if err != nil || string(got) != "v2" {
 		t.Fatalf("Get of a key present at every instant = %q, %v; want v2", got, err)
 	}

@@ -178,13 +178,11 @@ func humanBytes(n uint64) string {
 // dbCounters are the DB's own atomics (the SSTable reader keeps the
 // per-block ones in sstable.ReadStats).
 type dbCounters struct {
-	gets, memtableHits                           atomic.Uint64
 	flushes, compactions                         atomic.Uint64
 	writeStalls, writeStallNanos, writeSlowdowns atomic.Uint64
 	userBytes, walBytes, flushBytes              atomic.Uint64
 	walRecords, walSyncs                         atomic.Uint64
 	walRecoveryDroppedBytes                      atomic.Uint64
-	levelProbes                                  [manifest.NumLevels]atomic.Uint64
 	levelCompIn, levelCompOut, levelCompactions  [manifest.NumLevels]atomic.Uint64
 }
 
@@ -192,8 +190,10 @@ type dbCounters struct {
 func (db *DB) Metrics() Metrics {
 	var m Metrics
 	c := &db.counters
-	m.Gets = c.gets.Load()
-	m.MemtableHits = c.memtableHits.Load()
+	for i := range db.reads {
+		m.Gets += db.reads[i].gets.Load()
+		m.MemtableHits += db.reads[i].memtableHits.Load()
+	}
 	m.Flushes = c.flushes.Load()
 	m.Compactions = c.compactions.Load()
 	m.WriteStalls = c.writeStalls.Load()
@@ -208,19 +208,23 @@ func (db *DB) Metrics() Metrics {
 
 	m.Levels = make([]LevelMetrics, manifest.NumLevels)
 	for l := range m.Levels {
-		lm, rs := &m.Levels[l], &db.readStats[l]
-		lm.TablesProbed = c.levelProbes[l].Load()
-		lm.FilterNegatives = rs.FilterNegatives.Load()
-		lm.FilterFalsePositives = rs.FilterFalsePositives.Load()
-		lm.DataBlockReads = rs.DataBlockReads.Load()
-		lm.BytesRead = rs.BytesRead.Load()
+		lm := &m.Levels[l]
+		for i := range db.reads {
+			sh := &db.reads[i]
+			rs := &sh.levels[l]
+			lm.TablesProbed += sh.probes[l].Load()
+			lm.FilterNegatives += rs.FilterNegatives.Load()
+			lm.FilterFalsePositives += rs.FilterFalsePositives.Load()
+			lm.DataBlockReads += rs.DataBlockReads.Load()
+			lm.BytesRead += rs.BytesRead.Load()
+			m.BlockCacheHits += rs.BlockCacheHits.Load()
+			m.BlockCacheMisses += rs.BlockCacheMisses.Load()
+		}
 		m.TablesProbed += lm.TablesProbed
 		m.FilterNegatives += lm.FilterNegatives
 		m.FilterFalsePositives += lm.FilterFalsePositives
 		m.DataBlockReads += lm.DataBlockReads
 		m.BytesRead += lm.BytesRead
-		m.BlockCacheHits += rs.BlockCacheHits.Load()
-		m.BlockCacheMisses += rs.BlockCacheMisses.Load()
 		m.Levels[l].CompactionBytesIn = c.levelCompIn[l].Load()
 		m.Levels[l].CompactionBytesOut = c.levelCompOut[l].Load()
 		m.Levels[l].Compactions = c.levelCompactions[l].Load()

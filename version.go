@@ -81,14 +81,29 @@ func (s *readState) unref() {
 	}
 }
 
+// tryRef takes a reference unless the state was already released (its
+// count reached zero: it was replaced and its last reader left).
+func (s *readState) tryRef() bool {
+	for {
+		n := s.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if s.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
 // loadReadState returns the current read state with a reference the caller
-// must drop with unref.
+// must drop with unref. It takes no lock: a state replaced (and released)
+// between the load and the reference is simply loaded again.
 func (db *DB) loadReadState() *readState {
-	db.readStateMu.RLock()
-	s := db.readState
-	s.refs.Add(1)
-	db.readStateMu.RUnlock()
-	return s
+	for {
+		if s := db.readState.Load(); s.tryRef() {
+			return s
+		}
+	}
 }
 
 // updateReadStateLocked publishes a read state for the current memtables and
@@ -100,10 +115,7 @@ func (db *DB) updateReadStateLocked() {
 	}
 	s.refs.Store(1)
 	s.v.ref()
-	db.readStateMu.Lock()
-	old := db.readState
-	db.readState = s
-	db.readStateMu.Unlock()
+	old := db.readState.Swap(s)
 	if old != nil {
 		old.unref()
 	}
