@@ -189,13 +189,9 @@ func (db *DB) Close() error {
 // sstWriterOptions returns the options every new table is written with:
 // the current filter settings, so compaction rebuilds filters with them.
 func (db *DB) sstWriterOptions(fileNum uint64) sstable.WriterOptions {
-	c := sstable.SnappyCompression
-	if db.opts.Compression == NoCompression {
-		c = sstable.NoCompression
-	}
 	return sstable.WriterOptions{
 		BlockSize:       db.opts.BlockSize,
-		Compression:     c,
+		Compression:     db.opts.Compression,
 		BloomBitsPerKey: db.opts.filterBits(),
 		FilterKey:       db.opts.FilterKey,
 		FilterKeyName:   db.opts.FilterKeyName,

@@ -7,6 +7,7 @@ require (
 	github.com/bits-and-blooms/bloom/v3 v3.7.1
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/cockroachdb/datadriven v1.0.3
+	github.com/dustin/go-humanize v1.1.0
 	github.com/golang/snappy v1.0.0
 	github.com/google/btree v1.1.3
 	github.com/klauspost/crc32 v1.3.0

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/dustin/go-humanize"
 )
 
 // Metrics is a snapshot of counters since Open. Every counter is measured
@@ -130,49 +131,39 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 	return d
 }
 
-// String prints a per-level table and the read and write counters.
+// String prints a per-level table and the read and write counters. Sizes
+// are in binary units as github.com/dustin/go-humanize's IBytes prints
+// them, like kvtool's and kvbench's: one decimal below 10 of a unit
+// (3.0 MiB), none from 10 on (13 MiB).
 func (m Metrics) String() string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "level  files        size   comp-in  comp-out  compactions |   probed  filter-neg  filter-fp   blocks\n")
 	var files int
 	var bytes int64
 	for i, l := range m.Levels {
-		fmt.Fprintf(&sb, "%5d %6d %11s %9s %9s %12d | %8d %11d %10d %8d\n", i, l.Files, humanBytes(uint64(l.Bytes)),
-			humanBytes(l.CompactionBytesIn), humanBytes(l.CompactionBytesOut), l.Compactions,
+		fmt.Fprintf(&sb, "%5d %6d %11s %9s %9s %12d | %8d %11d %10d %8d\n", i, l.Files, humanize.IBytes(uint64(l.Bytes)),
+			humanize.IBytes(l.CompactionBytesIn), humanize.IBytes(l.CompactionBytesOut), l.Compactions,
 			l.TablesProbed, l.FilterNegatives, l.FilterFalsePositives, l.DataBlockReads)
 		files += l.Files
 		bytes += l.Bytes
 	}
-	fmt.Fprintf(&sb, "total %6d %11s %9s %9s %12d | %8d %11d %10d %8d\n", files, humanBytes(uint64(bytes)),
-		humanBytes(m.CompactionBytesRead), humanBytes(m.CompactionBytesWritten), m.Compactions,
+	fmt.Fprintf(&sb, "total %6d %11s %9s %9s %12d | %8d %11d %10d %8d\n", files, humanize.IBytes(uint64(bytes)),
+		humanize.IBytes(m.CompactionBytesRead), humanize.IBytes(m.CompactionBytesWritten), m.Compactions,
 		m.TablesProbed, m.FilterNegatives, m.FilterFalsePositives, m.DataBlockReads)
 	fmt.Fprintf(&sb, "gets %d: tables probed %d, filter negatives %d, false positives %d, data blocks %d (cache hits %d, misses %d), bytes read %s, memtable hits %d\n",
 		m.Gets, m.TablesProbed, m.FilterNegatives, m.FilterFalsePositives, m.DataBlockReads,
-		m.BlockCacheHits, m.BlockCacheMisses, humanBytes(m.BytesRead), m.MemtableHits)
+		m.BlockCacheHits, m.BlockCacheMisses, humanize.IBytes(m.BytesRead), m.MemtableHits)
 	fmt.Fprintf(&sb, "writes: user %s, wal %s in %d records (%d syncs), flushed %s, compacted %s, write amplification %.2f; flushes %d, stalls %d (%s), slowdowns %d\n",
-		humanBytes(m.UserBytesWritten), humanBytes(m.WALBytesWritten), m.WALRecords, m.WALSyncs, humanBytes(m.FlushBytesWritten),
-		humanBytes(m.CompactionBytesWritten), m.WriteAmplification(), m.Flushes, m.WriteStalls,
+		humanize.IBytes(m.UserBytesWritten), humanize.IBytes(m.WALBytesWritten), m.WALRecords, m.WALSyncs, humanize.IBytes(m.FlushBytesWritten),
+		humanize.IBytes(m.CompactionBytesWritten), m.WriteAmplification(), m.Flushes, m.WriteStalls,
 		m.WriteStallTime.Round(time.Microsecond), m.WriteSlowdowns)
 	if m.WALRecoveryDroppedBytes > 0 {
-		fmt.Fprintf(&sb, "recovery dropped %s of write-ahead log\n", humanBytes(m.WALRecoveryDroppedBytes))
+		fmt.Fprintf(&sb, "recovery dropped %s of write-ahead log\n", humanize.IBytes(m.WALRecoveryDroppedBytes))
 	}
 	fmt.Fprintf(&sb, "memory: filters %s (%d keys), block cache %s, memtables %s, open tables %d\n",
-		humanBytes(uint64(m.FilterBytes)), m.FilterKeys, humanBytes(uint64(m.BlockCacheBytes)),
-		humanBytes(uint64(m.MemtableBytes)), m.TableCacheOpen)
+		humanize.IBytes(uint64(m.FilterBytes)), m.FilterKeys, humanize.IBytes(uint64(m.BlockCacheBytes)),
+		humanize.IBytes(uint64(m.MemtableBytes)), m.TableCacheOpen)
 	return sb.String()
-}
-
-func humanBytes(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := uint64(unit), 0
-	for x := n / unit; x >= unit; x /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // dbCounters are the DB's own atomics (the SSTable reader keeps the

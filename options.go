@@ -6,31 +6,24 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/filter"
+	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/bloomkv/bloomkv/vfs"
 	"github.com/bloomkv/bloomkv/wal"
 )
 
 // Compression selects how data blocks are stored. The zero value means
-// SnappyCompression.
-type Compression int
+// SnappyCompression. It is sstable.Compression under another name: the
+// engine has one compression setting, and the table format alone decides
+// how it is recorded on disk.
+type Compression = sstable.Compression
 
 const (
 	// SnappyCompression compresses each data block with snappy when that
 	// saves space (the default).
-	SnappyCompression Compression = iota
+	SnappyCompression = sstable.SnappyCompression
 	// NoCompression stores blocks raw.
-	NoCompression
+	NoCompression = sstable.NoCompression
 )
-
-func (c Compression) String() string {
-	switch c {
-	case SnappyCompression:
-		return "snappy"
-	case NoCompression:
-		return "none"
-	}
-	return fmt.Sprintf("Compression(%d)", int(c))
-}
 
 // Options configure a DB. The zero value of every field means its default;
 // a nil *Options means all defaults.

@@ -3,6 +3,8 @@ package sstable
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/bloomkv/bloomkv/internal/lru"
 )
 
 // BlockCache is a sharded LRU cache of uncompressed data blocks keyed by
@@ -27,10 +29,10 @@ const (
 type cacheKey struct{ fileNum, offset uint64 }
 
 type cacheEntry struct {
-	key        cacheKey
-	blk        *block
-	charge     int64
-	prev, next *cacheEntry // LRU list; the shard's sentinel closes the ring
+	key    cacheKey
+	blk    *block
+	charge int64
+	node   lru.Node[*cacheEntry] // in its shard's lru, guarded by the shard's mu
 }
 
 type cacheShard struct {
@@ -39,8 +41,8 @@ type cacheShard struct {
 	// Guarded by mu:
 	used    int64
 	entries map[cacheKey]*cacheEntry
-	lru     cacheEntry // sentinel: lru.next is the most recently used
-	_       [64]byte   // keep neighbouring shards' locks on separate cache lines
+	lru     lru.List[*cacheEntry] // the same entries, most recently used first
+	_       [64]byte              // keep neighbouring shards' locks on separate cache lines
 }
 
 // NewBlockCache returns a cache holding up to capacity bytes of blocks.
@@ -55,7 +57,6 @@ func NewBlockCache(capacity int64) *BlockCache {
 		s := &c.shards[i]
 		s.capacity = c.capacity / int64(n)
 		s.entries = make(map[cacheKey]*cacheEntry)
-		s.lru.next, s.lru.prev = &s.lru, &s.lru
 	}
 	return c
 }
@@ -74,7 +75,7 @@ func (c *BlockCache) get(fileNum, offset uint64) *block {
 	s.mu.Lock()
 	e := s.entries[k]
 	if e != nil {
-		s.moveToFront(e)
+		s.lru.MoveToFront(&e.node)
 	}
 	s.mu.Unlock()
 	if e == nil {
@@ -101,12 +102,13 @@ func (c *BlockCache) set(fileNum, offset uint64, b *block) {
 		c.removeLocked(s, old)
 	}
 	e := &cacheEntry{key: k, blk: b, charge: charge}
+	e.node.Value = e
 	s.entries[k] = e
-	s.pushFront(e)
+	s.lru.PushFront(&e.node)
 	s.used += charge
 	c.size.Add(charge)
 	for s.used > s.capacity {
-		c.removeLocked(s, s.lru.prev)
+		c.removeLocked(s, s.lru.Back().Value)
 	}
 }
 
@@ -117,40 +119,23 @@ func (c *BlockCache) EvictFile(fileNum uint64) {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		for e := s.lru.next; e != &s.lru; {
-			next := e.next
-			if e.key.fileNum == fileNum {
-				c.removeLocked(s, e)
+		for n := s.lru.Front(); n != nil; {
+			next := n.Next()
+			if n.Value.key.fileNum == fileNum {
+				c.removeLocked(s, n.Value)
 			}
-			e = next
+			n = next
 		}
 		s.mu.Unlock()
 	}
 }
 
-// removeLocked unlinks e. REQUIRES: s.mu held.
+// removeLocked drops e from the shard. REQUIRES: s.mu held.
 func (c *BlockCache) removeLocked(s *cacheShard, e *cacheEntry) {
-	e.prev.next, e.next.prev = e.next, e.prev
-	e.prev, e.next = nil, nil
+	s.lru.Remove(&e.node)
 	delete(s.entries, e.key)
 	s.used -= e.charge
 	c.size.Add(-e.charge)
-}
-
-// pushFront links e as most recently used. REQUIRES: s.mu held.
-func (s *cacheShard) pushFront(e *cacheEntry) {
-	e.prev, e.next = &s.lru, s.lru.next
-	s.lru.next.prev = e
-	s.lru.next = e
-}
-
-// moveToFront marks e most recently used. REQUIRES: s.mu held.
-func (s *cacheShard) moveToFront(e *cacheEntry) {
-	if s.lru.next == e {
-		return
-	}
-	e.prev.next, e.next.prev = e.next, e.prev
-	s.pushFront(e)
 }
 
 // Hits returns the number of lookups that found their block.

@@ -91,11 +91,11 @@ func TestBlockCacheConcurrent(t *testing.T) {
 	for i := range c.shards {
 		s := &c.shards[i]
 		var n int
-		for e := s.lru.next; e != &s.lru; e = e.next {
-			sum += e.charge
+		for e := s.lru.Front(); e != nil; e = e.Next() {
+			sum += e.Value.charge
 			n++
 		}
-		if n != len(s.entries) || s.used > s.capacity {
+		if n != len(s.entries) || n != s.lru.Len() || s.used > s.capacity {
 			t.Fatalf("shard %d: list %d, map %d, used %d of %d", i, n, len(s.entries), s.used, s.capacity)
 		}
 	}

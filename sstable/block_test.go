@@ -222,7 +222,7 @@ func TestDecodeBlockContents(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored := f.data[:h.end()]
-	if stored[h.size] != byte(SnappyCompression) {
+	if stored[h.size] != blockTypeSnappy {
 		t.Fatalf("a block of repeated bytes was not compressed")
 	}
 	got, err := decodeBlockContents(stored, testLoc)
@@ -238,8 +238,8 @@ func TestDecodeBlockContents(t *testing.T) {
 	// A snappy header claiming a huge size must be refused before allocating.
 	huge := binary.AppendUvarint(nil, 1<<40)
 	huge = append(huge, 0, 0)
-	huge = append(huge, byte(SnappyCompression))
-	huge = binary.LittleEndian.AppendUint32(huge, blockChecksum(huge[:len(huge)-1], byte(SnappyCompression)))
+	huge = append(huge, blockTypeSnappy)
+	huge = binary.LittleEndian.AppendUint32(huge, blockChecksum(huge[:len(huge)-1], blockTypeSnappy))
 	if _, err := decodeBlockContents(huge, testLoc); !errors.Is(err, base.ErrCorruption) {
 		t.Fatalf("huge snappy claim accepted: %v", err)
 	}
@@ -253,7 +253,7 @@ func TestDecodeBlockContents(t *testing.T) {
 	if err := w.bw.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if f.data[h.offset+h.size] != byte(NoCompression) {
+	if f.data[h.offset+h.size] != blockTypeRaw {
 		t.Fatal("random bytes were stored compressed")
 	}
 }

@@ -14,8 +14,8 @@ import (
 func appendRawBlock(dst, raw []byte) ([]byte, blockHandle) {
 	h := blockHandle{offset: uint64(len(dst)), size: uint64(len(raw))}
 	dst = append(dst, raw...)
-	dst = append(dst, byte(NoCompression))
-	return binary.LittleEndian.AppendUint32(dst, blockChecksum(raw, byte(NoCompression))), h
+	dst = append(dst, blockTypeRaw)
+	return binary.LittleEndian.AppendUint32(dst, blockChecksum(raw, blockTypeRaw)), h
 }
 
 // rewriteTail re-encodes a table's index and properties blocks and footer

@@ -225,9 +225,9 @@ func TestFooterValidation(t *testing.T) {
 func FuzzOpen(f *testing.F) {
 	rng := rand.New(rand.NewPCG(29, 30))
 	for _, o := range []WriterOptions{
-		{BlockSize: 64, BloomBitsPerKey: 10},
+		{BlockSize: 64, Compression: NoCompression, BloomBitsPerKey: 10},
 		{BlockSize: 128, Compression: SnappyCompression},
-		{},
+		{Compression: NoCompression},
 	} {
 		data, _ := buildTable(f, randomEntries(rng, 30, 2), o)
 		f.Add(data)

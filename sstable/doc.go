@@ -28,7 +28,10 @@
 //	| 0 = raw, 1 = snappy   | the stored block bytes followed by the type |
 //	+-----------------------+---------------------------------------------+
 //
-// A block handle's size counts the stored bytes, not the trailer. With
+// The type byte is a block type, not a Compression value: Compression's
+// constants are settings (its zero value, SnappyCompression, is the
+// default) and only block types reach the disk (blockType converts). A
+// block handle's size counts the stored bytes, not the trailer. With
 // SnappyCompression, data and index blocks are stored snappy-compressed
 // (github.com/golang/snappy block format) only when that saves at least
 // 12.5%; filter and properties blocks are always stored raw. Readers accept
@@ -85,7 +88,7 @@
 //	01 FormatVersion   08 IndexSize        15 BloomBitsPerKey (as configured)
 //	02 NumEntries      09 FilterSize       16 FilterKeyCount
 //	03 NumDeletions    10 SmallestKey      17 FilterKeyName ("" = whole key)
-//	04 NumDataBlocks   11 LargestKey       18 Compression
+//	04 NumDataBlocks   11 LargestKey       18 Compression (a block type)
 //	05 RawKeyBytes     12 SmallestSeq      19 BlockSize
 //	06 RawValueBytes   13 LargestSeq       20 RestartInterval
 //	07 DataSize        14 FilterVariant (0 = no filter)
@@ -115,8 +118,8 @@
 // # Worked example
 //
 // The table holding "ab"#2,SET = "x" and "ac"#1,DEL, written with
-// BloomBitsPerKey 10 and default options, is 232 bytes (pinned by
-// TestGoldenTable):
+// NoCompression, BloomBitsPerKey 10 and default options otherwise, is 232
+// bytes (pinned by TestGoldenTable):
 //
 //	data block, offset 0, 34 bytes:
 //	  00 0a 01  61 62 01 02 00 00 00 00 00 00  78   shared 0, unshared 10, value 1: "ab"#2,SET "x"

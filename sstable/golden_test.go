@@ -9,7 +9,10 @@ import (
 	"github.com/bloomkv/bloomkv/internal/base"
 )
 
-// goldenEntries and goldenOptions are the worked example in doc.go.
+// goldenEntries and goldenOptions are the worked example in doc.go. The
+// example is written raw (NoCompression, explicitly, since the zero value
+// means snappy) so that every byte of it stays readable; its properties
+// record block type 0 for that.
 func goldenEntries() []kv {
 	return []kv{
 		{base.MakeInternalKey([]byte("ab"), 2, base.KindSet), []byte("x")},
@@ -17,7 +20,7 @@ func goldenEntries() []kv {
 	}
 }
 
-var goldenOptions = WriterOptions{BloomBitsPerKey: 10}
+var goldenOptions = WriterOptions{Compression: NoCompression, BloomBitsPerKey: 10}
 
 // goldenHex is the whole table of the worked example, region by region
 // (block bytes, then the 5-byte trailer). If this test fails, the on-disk

@@ -54,8 +54,9 @@ func (b BlockInfo) End() uint64 {
 // (from the index), the filter block if any, the index and properties
 // blocks, and the footer. It reads each block's 5-byte trailer to learn how
 // the block is stored, but verifies no checksum and decodes no contents:
-// Check does that. It is meant for tools; a corrupt index handle or a
-// truncated file is an error wrapping base.ErrCorruption.
+// Check does that. It is meant for tools; a corrupt index handle, a
+// truncated file or a trailer naming an unknown compression type is an
+// error wrapping base.ErrCorruption.
 func (r *Reader) Layout() ([]BlockInfo, error) {
 	if r.closed.Load() {
 		return nil, fmt.Errorf("bloomkv/sstable: %s: reader is closed", r.name)
@@ -92,11 +93,15 @@ func (r *Reader) Layout() ([]BlockInfo, error) {
 		if err := r.readAt(trailer[:], loc); err != nil {
 			return nil, err
 		}
-		b.Compression = Compression(trailer[0])
+		c, ok := compressionFromBlockType(trailer[0])
+		if !ok {
+			return nil, loc.corruptf("unknown compression type %d in the block trailer", trailer[0])
+		}
+		b.Compression = c
 	}
 	// Data blocks come first in index order; the writer puts the metadata
 	// blocks after them, but readers must not rely on that order.
 	sort.SliceStable(blocks, func(i, j int) bool { return blocks[i].Offset < blocks[j].Offset })
-	blocks = append(blocks, BlockInfo{Kind: FooterBlock, Offset: uint64(r.size) - footerLen, Size: footerLen})
+	blocks = append(blocks, BlockInfo{Kind: FooterBlock, Offset: uint64(r.size) - footerLen, Size: footerLen, Compression: NoCompression})
 	return blocks, nil
 }

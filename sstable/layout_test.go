@@ -21,11 +21,11 @@ func TestLayoutGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []BlockInfo{
-		{Kind: DataBlock, Offset: 0, Size: 34, IndexKey: base.MakeInternalKey([]byte("b"), base.MaxSeq, base.KindSeek)},
-		{Kind: FilterBlock, Offset: 39, Size: 14},
-		{Kind: IndexBlock, Offset: 58, Size: 22},
-		{Kind: PropertiesBlock, Offset: 85, Size: 78},
-		{Kind: FooterBlock, Offset: 168, Size: 64},
+		{Kind: DataBlock, Offset: 0, Size: 34, Compression: NoCompression, IndexKey: base.MakeInternalKey([]byte("b"), base.MaxSeq, base.KindSeek)},
+		{Kind: FilterBlock, Offset: 39, Size: 14, Compression: NoCompression},
+		{Kind: IndexBlock, Offset: 58, Size: 22, Compression: NoCompression},
+		{Kind: PropertiesBlock, Offset: 85, Size: 78, Compression: NoCompression},
+		{Kind: FooterBlock, Offset: 168, Size: 64, Compression: NoCompression},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d blocks %+v, want %d", len(got), got, len(want))
@@ -53,7 +53,7 @@ func TestLayoutGolden(t *testing.T) {
 func TestLayoutTilesFile(t *testing.T) {
 	rng := rand.New(rand.NewPCG(81, 82))
 	for iter := 0; iter < testScale(20); iter++ {
-		o := WriterOptions{BlockSize: 64 + rng.IntN(512)}
+		o := WriterOptions{BlockSize: 64 + rng.IntN(512), Compression: NoCompression}
 		if rng.IntN(2) == 0 {
 			o.BloomBitsPerKey = 1 + rng.IntN(16)
 		}
@@ -85,9 +85,12 @@ func TestLayoutTilesFile(t *testing.T) {
 				t.Fatalf("iter %d: %v has an index key", iter, b.Kind)
 			}
 			if b.Kind != FooterBlock {
-				if typ := Compression(data[b.Offset+b.Size]); typ != b.Compression {
-					t.Fatalf("iter %d: %v at %d: compression %v, trailer says %v", iter, b.Kind, b.Offset, b.Compression, typ)
+				typ := data[b.Offset+b.Size]
+				if c, ok := compressionFromBlockType(typ); !ok || c != b.Compression {
+					t.Fatalf("iter %d: %v at %d: compression %v, trailer says type %d", iter, b.Kind, b.Offset, b.Compression, typ)
 				}
+			} else if b.Compression != NoCompression {
+				t.Fatalf("iter %d: footer reported as %v", iter, b.Compression)
 			}
 			if o.Compression == NoCompression && b.Compression != NoCompression {
 				t.Fatalf("iter %d: %v compressed with compression off", iter, b.Kind)

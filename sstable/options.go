@@ -6,29 +6,6 @@ import (
 	"github.com/bloomkv/bloomkv/filter"
 )
 
-// Compression says how a table's data and index blocks are stored. The
-// values double as the block trailer's type byte and are part of the
-// on-disk format: they never change.
-type Compression uint8
-
-const (
-	// NoCompression stores blocks as they are.
-	NoCompression Compression = 0
-	// SnappyCompression stores a block snappy-compressed when that saves at
-	// least 12.5% of its size, and raw otherwise.
-	SnappyCompression Compression = 1
-)
-
-func (c Compression) String() string {
-	switch c {
-	case NoCompression:
-		return "none"
-	case SnappyCompression:
-		return "snappy"
-	}
-	return fmt.Sprintf("Compression(%d)", uint8(c))
-}
-
 // Defaults for WriterOptions fields left at zero.
 const (
 	DefaultBlockSize       = 4096
@@ -36,7 +13,7 @@ const (
 )
 
 // WriterOptions configure a Writer. The zero value is usable: 4 KiB blocks,
-// a restart point every 16 entries, no compression, no filter.
+// a restart point every 16 entries, snappy compression, no filter.
 type WriterOptions struct {
 	// BlockSize is the target uncompressed size of a data block; a block is
 	// cut once it reaches this size (default 4096).
@@ -44,7 +21,8 @@ type WriterOptions struct {
 	// RestartInterval is the number of entries between restart points, where
 	// a key is stored whole (default 16).
 	RestartInterval int
-	// Compression applies to data and index blocks.
+	// Compression applies to data and index blocks (the zero value is
+	// SnappyCompression); filter and properties blocks are always raw.
 	Compression Compression
 	// BloomBitsPerKey sizes the table's filter block; <= 0 writes none.
 	BloomBitsPerKey int
@@ -80,8 +58,8 @@ func (o WriterOptions) withDefaults() WriterOptions {
 
 func (o WriterOptions) validate() error {
 	switch {
-	case o.Compression != NoCompression && o.Compression != SnappyCompression:
-		return fmt.Errorf("bloomkv/sstable: unknown compression %d", uint8(o.Compression))
+	case !o.Compression.valid():
+		return fmt.Errorf("bloomkv/sstable: unknown compression %d", int(o.Compression))
 	case o.FilterKey != nil && o.FilterKeyName == "":
 		return fmt.Errorf("bloomkv/sstable: WriterOptions.FilterKey is set but FilterKeyName is empty")
 	}

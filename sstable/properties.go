@@ -117,12 +117,18 @@ func (p *Properties) fields(s *propertyScratch) []propertyField {
 }
 
 // encode returns the properties block contents: for each field in tag
-// order, uvarint tag, uvarint value length, value.
+// order, uvarint tag, uvarint value length, value. Compression is recorded
+// as its block type (0 = none, 1 = snappy); p.Compression must be valid,
+// which the Writer checks before it writes anything.
 func (p *Properties) encode() []byte {
+	typ, ok := blockType(p.Compression)
+	if !ok {
+		panic(fmt.Sprintf("bloomkv/sstable: encoding properties with unknown %v", p.Compression))
+	}
 	s := propertyScratch{
 		version:       uint64(p.FormatVersion),
 		variant:       uint64(p.FilterVariant),
-		compression:   uint64(p.Compression),
+		compression:   uint64(typ),
 		filterKeyName: []byte(p.FilterKeyName),
 	}
 	var out, val []byte
@@ -192,9 +198,13 @@ func decodeProperties(data []byte, loc location) (Properties, error) {
 	if s.version > 0xFFFFFFFF || s.variant > 0xFF || s.compression > 0xFF {
 		return Properties{}, loc.corruptf("property out of range (version %d, filter variant %d, compression %d)", s.version, s.variant, s.compression)
 	}
+	c, ok := compressionFromBlockType(byte(s.compression))
+	if !ok {
+		return Properties{}, loc.corruptf("property Compression: unknown compression type %d", s.compression)
+	}
 	p.FormatVersion = uint32(s.version)
 	p.FilterVariant = uint8(s.variant)
-	p.Compression = Compression(s.compression)
+	p.Compression = c
 	p.FilterKeyName = string(s.filterKeyName)
 	return p, nil
 }

@@ -191,10 +191,10 @@ func decodeBlockContents(buf []byte, loc location) ([]byte, error) {
 	if got := blockChecksum(stored, typ); got != want {
 		return nil, loc.corruptf("checksum mismatch (computed %#08x, stored %#08x)", got, want)
 	}
-	switch Compression(typ) {
-	case NoCompression:
+	switch typ {
+	case blockTypeRaw:
 		return stored, nil
-	case SnappyCompression:
+	case blockTypeSnappy:
 		dlen, err := snappy.DecodedLen(stored)
 		if err != nil {
 			return nil, loc.corruptf("snappy header: %v", err)

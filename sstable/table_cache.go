@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/lru"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
@@ -44,9 +45,10 @@ type TableCache struct {
 	mu sync.Mutex
 	// Guarded by mu:
 	entries map[uint64]*tableEntry // the LRU list's and those being closed
-	lru     tableEntry             // sentinel: lru.next is the most recently used
-	lruLen  int                    // entries in the LRU list: those counted against capacity
-	closed  bool
+	// lru holds the entries counted against capacity, most recently used
+	// first: every entry of entries but those being closed.
+	lru    lru.List[*tableEntry]
+	closed bool
 }
 
 // tableEntry is one open (or opening) table. The cache holds one reference
@@ -64,7 +66,7 @@ type tableEntry struct {
 	err     error
 	release func() // bound once to unref, so Find allocates nothing on a hit
 
-	prev, next *tableEntry // LRU links, guarded by TableCache.mu
+	node lru.Node[*tableEntry] // in TableCache.lru, guarded by TableCache.mu
 	// gone is set, under TableCache.mu, when the cache takes the idle entry
 	// out of the LRU list to close it, and closed once the reader is closed
 	// and the entry has left entries.
@@ -77,9 +79,7 @@ var ErrTableCacheClosed = errors.New("bloomkv/sstable: table cache closed")
 // NewTableCache returns a cache of at most n open tables (n < 1 is taken as
 // 1) in dir, opened through fs with options o.
 func NewTableCache(fs vfs.FS, dir string, n int, o ReaderOptions) *TableCache {
-	c := &TableCache{fs: fs, dir: dir, capacity: max(n, 1), opts: o, entries: make(map[uint64]*tableEntry)}
-	c.lru.next, c.lru.prev = &c.lru, &c.lru
-	return c
+	return &TableCache{fs: fs, dir: dir, capacity: max(n, 1), opts: o, entries: make(map[uint64]*tableEntry)}
 }
 
 // Find returns an open Reader for the table id.FileNum of size id.Size and
@@ -108,7 +108,7 @@ func (c *TableCache) Find(id Identity) (*Reader, func(), error) {
 	}
 	if e != nil {
 		e.refs.Add(1)
-		c.moveToFrontLocked(e)
+		c.lru.MoveToFront(&e.node)
 		c.mu.Unlock()
 		<-e.loaded
 		if e.err != nil {
@@ -119,9 +119,10 @@ func (c *TableCache) Find(id Identity) (*Reader, func(), error) {
 	}
 	e = &tableEntry{cache: c, fileNum: fileNum, loaded: make(chan struct{})}
 	e.release = e.unref
+	e.node.Value = e
 	e.refs.Store(2) // the cache's and ours
 	c.entries[fileNum] = e
-	c.pushFrontLocked(e)
+	c.lru.PushFront(&e.node)
 	victims := c.trimLocked(nil)
 	c.mu.Unlock()
 	c.closeVictims(victims)
@@ -283,7 +284,7 @@ func (c *TableCache) Close() error {
 // move to the front, so that repeated trims while many tables are pinned do
 // not walk the same ones again. REQUIRES: c.mu.
 func (c *TableCache) trimLocked(victims []*tableEntry) []*tableEntry {
-	if c.lruLen <= c.capacity {
+	if c.lru.Len() <= c.capacity {
 		c.over.Store(false)
 		return victims
 	}
@@ -291,17 +292,17 @@ func (c *TableCache) trimLocked(victims []*tableEntry) []*tableEntry {
 	// either drops its reference before we read it (and we see the entry
 	// idle) or reads over afterwards and trims again.
 	c.over.Store(true)
-	for n := c.lruLen; n > 0 && c.lruLen > c.capacity; n-- {
-		v := c.lru.prev
+	for n := c.lru.Len(); n > 0 && c.lru.Len() > c.capacity; n-- {
+		v := c.lru.Back().Value
 		if v.refs.Load() == 1 {
-			c.unlinkLocked(v)
+			c.lru.Remove(&v.node)
 			v.gone = make(chan struct{})
 			victims = append(victims, v)
 		} else {
-			c.moveToFrontLocked(v)
+			c.lru.MoveToFront(&v.node)
 		}
 	}
-	c.over.Store(c.lruLen > c.capacity)
+	c.over.Store(c.lru.Len() > c.capacity)
 	return victims
 }
 
@@ -309,29 +310,6 @@ func (c *TableCache) trimLocked(victims []*tableEntry) []*tableEntry {
 // REQUIRES: c.mu.
 func (c *TableCache) removeLocked(e *tableEntry) {
 	delete(c.entries, e.fileNum)
-	c.unlinkLocked(e)
-	c.over.Store(c.lruLen > c.capacity)
-}
-
-// unlinkLocked takes e out of the LRU list. REQUIRES: c.mu.
-func (c *TableCache) unlinkLocked(e *tableEntry) {
-	e.prev.next, e.next.prev = e.next, e.prev
-	e.prev, e.next = nil, nil
-	c.lruLen--
-}
-
-// pushFrontLocked links e as most recently used. REQUIRES: c.mu.
-func (c *TableCache) pushFrontLocked(e *tableEntry) {
-	e.prev, e.next = &c.lru, c.lru.next
-	c.lru.next.prev = e
-	c.lru.next = e
-	c.lruLen++
-}
-
-// moveToFrontLocked marks e most recently used. REQUIRES: c.mu.
-func (c *TableCache) moveToFrontLocked(e *tableEntry) {
-	if c.lru.next != e {
-		c.unlinkLocked(e)
-		c.pushFrontLocked(e)
-	}
+	c.lru.Remove(&e.node)
+	c.over.Store(c.lru.Len() > c.capacity)
 }

@@ -153,8 +153,9 @@ func (w *Writer) flushDataBlock() {
 // writeBlock writes a block and its trailer, compressing it when asked and
 // worthwhile, and returns its handle. Errors are sticky in w.err.
 func (w *Writer) writeBlock(raw []byte, c Compression) blockHandle {
-	stored, typ := raw, byte(NoCompression)
-	if c == SnappyCompression {
+	stored, typ := raw, blockTypeRaw
+	switch c {
+	case SnappyCompression:
 		n := snappy.MaxEncodedLen(len(raw))
 		if cap(w.compressed) < n {
 			w.compressed = make([]byte, n)
@@ -163,7 +164,7 @@ func (w *Writer) writeBlock(raw []byte, c Compression) blockHandle {
 		// Compressed blocks cost CPU on every read: keep them only when they
 		// save at least 1/8 of the space.
 		if len(enc) <= len(raw)-len(raw)/8 {
-			stored, typ = enc, byte(SnappyCompression)
+			stored, typ = enc, blockTypeSnappy
 		}
 	}
 	var trailer [blockTrailerLen]byte

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/schollz/progressbar/v3"
 )
 
@@ -149,7 +150,7 @@ func progressLine(name string, cur, total int64, unit string, elapsed time.Durat
 
 func formatCount(n int64, unit string) string {
 	if unit == unitBytes {
-		return humanBytes(float64(n))
+		return humanize.IBytes(uint64(n))
 	}
 	return fmt.Sprintf("%d %s", n, unit)
 }

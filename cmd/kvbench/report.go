@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/dustin/go-humanize"
 )
 
 // printReport writes the human-readable report: the setup, the load, the
@@ -39,10 +41,10 @@ func writeHeader(sb *strings.Builder, rep *report) {
 	fmt.Fprintf(sb, "kvbench  %s %s/%s, %d CPUs, started %s, %.1f s wall\n",
 		run.GoVersion, run.OS, run.Arch, run.CPUs, run.Started, run.WallSeconds)
 	fmt.Fprintf(sb, "data     %d keys of %d B, values of %d B (compressible to ~%.0f%%), %s blocks of %s; WAL %s\n",
-		cfg.num, cfg.keySize, cfg.valueSize, cfg.compressionRatio*100, cfg.compression, humanBytes(float64(cfg.blockSize)), cfg.walMode)
+		cfg.num, cfg.keySize, cfg.valueSize, cfg.compressionRatio*100, cfg.compression, humanize.IBytes(uint64(cfg.blockSize)), cfg.walMode)
 	cache := "off"
 	if cfg.cacheSize > 0 {
-		cache = humanBytes(float64(cfg.cacheSize))
+		cache = humanize.IBytes(uint64(cfg.cacheSize))
 	}
 	fmt.Fprintf(sb, "reads    %d per workload, %d thread(s), seed %d; block cache %s; filters written with %s\n",
 		cfg.reads, cfg.threads, cfg.seed, cache, bitsLabel(tableBits(cfg.bloomBits)))
@@ -77,13 +79,13 @@ func writeShape(sb *strings.Builder, title string, s shape) {
 	t.add("level", "tables", "size")
 	for _, l := range s.Levels {
 		if l.Files > 0 {
-			t.add(fmt.Sprintf("L%d", l.Level), fmt.Sprint(l.Files), humanBytes(float64(l.Bytes)))
+			t.add(fmt.Sprintf("L%d", l.Level), fmt.Sprint(l.Files), humanize.IBytes(uint64(l.Bytes)))
 		}
 	}
-	t.add("total", fmt.Sprint(s.Files), humanBytes(float64(s.Bytes)))
+	t.add("total", fmt.Sprint(s.Files), humanize.IBytes(uint64(s.Bytes)))
 	_ = t.write(sb)
 	fmt.Fprintf(sb, "filters  %s in memory for %d keys: %.2f bits/key spent\n\n",
-		humanBytes(float64(s.FilterBytes)), s.FilterKeys, s.FilterBitsPerKey)
+		humanize.IBytes(uint64(s.FilterBytes)), s.FilterKeys, s.FilterBitsPerKey)
 }
 
 func loadResults(results []*result) []*result {
@@ -233,7 +235,7 @@ func writeSweep(sb *strings.Builder, rep *report) {
 		t.add("recompaction", "seconds", "tables", "filter memory", "bits/key spent")
 		for _, st := range rep.Sweep {
 			t.add(bitsLabel(st.BloomBits), fmt.Sprintf("%.1f", st.RecompactSeconds), fmt.Sprint(st.Shape.Files),
-				humanBytes(float64(st.Shape.FilterBytes)), fmt.Sprintf("%.2f", st.Shape.FilterBitsPerKey))
+				humanize.IBytes(uint64(st.Shape.FilterBytes)), fmt.Sprintf("%.2f", st.Shape.FilterBitsPerKey))
 		}
 		_ = t.write(sb)
 		sb.WriteString("\n")
@@ -249,7 +251,7 @@ func writeSweep(sb *strings.Builder, rep *report) {
 			if r.FilterProbes > 0 {
 				k = fmt.Sprint(r.FilterProbes)
 			}
-			t.add(bitsLabel(r.BloomBits), fmt.Sprintf("%.2f", r.FilterBitsPerKey), k, humanBytes(float64(r.FilterBytes)),
+			t.add(bitsLabel(r.BloomBits), fmt.Sprintf("%.2f", r.FilterBitsPerKey), k, humanize.IBytes(uint64(r.FilterBytes)),
 				fmtPercent(r.FPRateMeasured), fmtPercent(r.FPRateTheory), fmtFloat(r.TablesProbedPerGet, 3),
 				fmtFloat(r.DataBlocksPerGet, 4), fmtFloat(r.BytesReadPerGet, 0), fmtPercent(r.CacheHitRate),
 				fmtMicros(r.P50us), fmtMicros(r.P99us), fmtMicros(r.P999us), fmt.Sprintf("%.0f", r.OpsPerSec))

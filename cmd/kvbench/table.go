@@ -68,16 +68,3 @@ func fmtMicros(us float64) string {
 	}
 	return fmt.Sprintf("%.0f", us)
 }
-
-func humanBytes(n float64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%.0f B", n)
-	}
-	exp := 0
-	for n >= unit && exp < 5 {
-		n /= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", n, "KMGTP"[exp-1])
-}

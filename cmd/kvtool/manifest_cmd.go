@@ -7,6 +7,7 @@ import (
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/vfs"
+	"github.com/dustin/go-humanize"
 )
 
 func runManifest(args []string, stdout, stderr io.Writer) int {
@@ -45,7 +46,7 @@ func manifestPath(fs vfs.FS, arg string) (string, error) {
 // read before it, and makes the exit code 1.
 func printManifest(fs vfs.FS, path string, stdout, stderr io.Writer) int {
 	h := readHistory(fs, path)
-	fmt.Fprintf(stdout, "%s: %s, %s\n", path, humanBytes(h.size), plural(len(h.edits), "edit"))
+	fmt.Fprintf(stdout, "%s: %s, %s\n", path, humanize.IBytes(uint64(h.size)), plural(len(h.edits), "edit"))
 	for i, e := range h.edits {
 		fmt.Fprintln(stdout)
 		printEdit(stdout, i+1, e)
@@ -113,7 +114,7 @@ func printEdit(w io.Writer, n int, he historyEdit) {
 	for _, nf := range e.NewFiles {
 		m := nf.Meta
 		row(t, "  add", fmt.Sprintf("L%d", nf.Level), base.MakeFilename(base.FileTypeTable, m.FileNum),
-			humanBytes(int64(m.Size)), fmt.Sprintf("seqs %d-%d", m.SmallestSeq, m.LargestSeq),
+			humanize.IBytes(m.Size), fmt.Sprintf("seqs %d-%d", m.SmallestSeq, m.LargestSeq),
 			shorten(base.FormatInternalKey(m.Smallest))+" .. "+shorten(base.FormatInternalKey(m.Largest)))
 	}
 	if len(e.CompactPointers)+len(e.DeletedFiles)+len(e.NewFiles)+len(e.ForeignFiles) == 0 &&
@@ -131,7 +132,7 @@ func printVersion(w io.Writer, v *manifest.Version) {
 	for level, files := range v.Levels {
 		for _, m := range files {
 			n++
-			row(t, fmt.Sprintf("L%d", level), base.MakeFilename(base.FileTypeTable, m.FileNum), humanBytes(int64(m.Size)),
+			row(t, fmt.Sprintf("L%d", level), base.MakeFilename(base.FileTypeTable, m.FileNum), humanize.IBytes(m.Size),
 				fmt.Sprintf("%d-%d", m.SmallestSeq, m.LargestSeq),
 				shorten(base.FormatInternalKey(m.Smallest)), shorten(base.FormatInternalKey(m.Largest)))
 		}

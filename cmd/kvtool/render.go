@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/dustin/go-humanize"
 )
 
 // alignedTable aligns tab-separated columns two spaces apart. Write rows
@@ -69,20 +70,6 @@ func shorten(s string) string {
 	return s
 }
 
-// humanBytes renders a size with a binary unit.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, i := float64(n)/unit, 0
-	for v >= unit && i < 4 {
-		v /= unit
-		i++
-	}
-	return fmt.Sprintf("%.1f %ciB", v, "KMGTP"[i])
-}
-
 func levelName(level *int) string {
 	if level == nil {
 		return "-"
@@ -127,7 +114,7 @@ func renderCheckDetails(w io.Writer, rep *checkReport) {
 			flushed = fmt.Sprint(m.FlushedSeq)
 		}
 		fmt.Fprintf(w, "\nmanifest  %s: %s, %s; log number %d, next file number %d, last sequence %d, flushed %s, synced %d\n",
-			m.Name, plural(m.Edits, "edit"), humanBytes(m.Bytes), m.LogNum, m.NextFileNum, m.LastSeq, flushed, m.SyncedSeq)
+			m.Name, plural(m.Edits, "edit"), humanize.IBytes(uint64(m.Bytes)), m.LogNum, m.NextFileNum, m.LastSeq, flushed, m.SyncedSeq)
 	} else if rep.noManifest != "" {
 		fmt.Fprintf(w, "\nmanifest  %s\n", rep.noManifest)
 	}
@@ -136,7 +123,7 @@ func renderCheckDetails(w io.Writer, rep *checkReport) {
 		t := newTable(w)
 		row(t, "LEVEL", "TABLES", "SIZE", "ENTRIES", "SMALLEST", "LARGEST")
 		for _, l := range rep.Levels {
-			row(t, fmt.Sprintf("L%d", l.Level), l.Tables, humanBytes(l.Bytes), l.Entries, shorten(l.Smallest), shorten(l.Largest))
+			row(t, fmt.Sprintf("L%d", l.Level), l.Tables, humanize.IBytes(uint64(l.Bytes)), l.Entries, shorten(l.Smallest), shorten(l.Largest))
 		}
 		t.Flush()
 	}

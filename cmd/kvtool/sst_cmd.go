@@ -11,6 +11,7 @@ import (
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/bloomkv/bloomkv/vfs"
+	"github.com/dustin/go-humanize"
 )
 
 // fpProbes is how many absent keys measure a filter's false-positive rate:
@@ -250,7 +251,7 @@ func printBlockSummary(w io.Writer, blocks []sstable.BlockInfo, scan tableScan) 
 			raw += scan.blockRawBytes[i]
 		}
 		fmt.Fprintf(w, "  data: %.1f entries per block (min %d, max %d); %s of keys and values stored in %s (%.2fx)\n",
-			float64(sum)/float64(len(scan.blockEntries)), lo, hi, humanBytes(int64(raw)), humanBytes(int64(d.stored)),
+			float64(sum)/float64(len(scan.blockEntries)), lo, hi, humanize.IBytes(raw), humanize.IBytes(d.stored),
 			float64(raw)/float64(max(d.stored, 1)))
 	}
 }
@@ -295,7 +296,7 @@ func printFilter(w io.Writer, r *sstable.Reader, scan tableScan) bool {
 	}
 	t := newTable(w)
 	row(t, "  variant", variant)
-	row(t, "  bits", fmt.Sprintf("%d (%s in memory)", fb.Bits(), humanBytes(int64(r.FilterMemory()))))
+	row(t, "  bits", fmt.Sprintf("%d (%s in memory)", fb.Bits(), humanize.IBytes(uint64(r.FilterMemory()))))
 	row(t, "  keys", fmt.Sprintf("%d distinct, %.2f bits/key (configured %d)", fb.NumKeys(), fb.BitsPerKey(), p.BloomBitsPerKey))
 	row(t, "  probes (k)", fb.NumProbes())
 	row(t, "  built over", builtOver)

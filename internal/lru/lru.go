@@ -1,0 +1,121 @@
+// Package lru is the recency list that bloomkv's caches share: an
+// intrusive doubly linked list of elements, most recently used first. The
+// sstable block cache and table cache each keep their elements in a map
+// for lookup and in a List for eviction order.
+//
+// Intrusive: every element embeds a Node, so that pushing, moving and
+// removing an element allocate nothing, and a cache that found an element
+// in its map reaches its place in the list in O(1).
+//
+// # Locking
+//
+// A List does no locking of its own. Its owner guards the List and the
+// links of every Node in it with one mutex of its own (the owner's mu),
+// which every method of List and Node requires, except reading Node.Value,
+// which never changes once the node is first pushed.
+//
+// # Invariants (under the owner's mutex)
+//
+//   - The nodes of a List and its sentinel form one ring: n.next.prev == n
+//     and n.prev.next == n for each.
+//   - Len is the number of nodes in the ring besides the sentinel; each of
+//     them records the List it is in.
+//   - A node is in at most one List at a time. A node in none has nil
+//     links and may be pushed again.
+//
+// Misuse that would break them (pushing a node that is in a list, moving
+// or removing one that is not in this list) panics rather than corrupting
+// the list.
+package lru
+
+// Node links its element into a List. The element embeds it and sets
+// Value to itself (a pointer to the element) before the node is first
+// pushed; the zero Node is in no list.
+type Node[T any] struct {
+	prev, next *Node[T]
+	list       *List[T] // the List the node is in; nil when in none
+	// Value is the element that embeds the node. Constant once the node
+	// is pushed: it may be read without the owner's mutex.
+	Value T
+}
+
+// InList reports whether n is in a list.
+func (n *Node[T]) InList() bool { return n.list != nil }
+
+// Next returns the node after n, towards the least recently used end, or
+// nil when n is the last or in no list.
+func (n *Node[T]) Next() *Node[T] {
+	if n.list == nil || n.next == &n.list.root {
+		return nil
+	}
+	return n.next
+}
+
+// List holds nodes from the most recently used (front) to the least
+// (back). The zero value is an empty list ready to use. A List must not
+// be copied once a node has been pushed: its nodes point at its sentinel.
+type List[T any] struct {
+	root Node[T] // sentinel: root.next is the front, root.prev the back
+	len  int
+}
+
+// Len returns the number of nodes in l.
+func (l *List[T]) Len() int { return l.len }
+
+// Front returns the most recently used node, or nil when l is empty.
+func (l *List[T]) Front() *Node[T] {
+	if l.len == 0 {
+		return nil
+	}
+	return l.root.next
+}
+
+// Back returns the least recently used node, or nil when l is empty.
+func (l *List[T]) Back() *Node[T] {
+	if l.len == 0 {
+		return nil
+	}
+	return l.root.prev
+}
+
+// PushFront links n, which must be in no list, as the most recently used.
+func (l *List[T]) PushFront(n *Node[T]) {
+	if n.list != nil {
+		panic("bloomkv/internal/lru: PushFront of a node already in a list")
+	}
+	if l.root.next == nil { // the zero List: close the empty ring
+		l.root.next, l.root.prev = &l.root, &l.root
+	}
+	l.linkFront(n)
+	l.len++
+}
+
+// MoveToFront marks n, which must be in l, the most recently used.
+func (l *List[T]) MoveToFront(n *Node[T]) {
+	if n.list != l {
+		panic("bloomkv/internal/lru: MoveToFront of a node not in this list")
+	}
+	if l.root.next == n {
+		return
+	}
+	n.prev.next, n.next.prev = n.next, n.prev
+	l.linkFront(n)
+}
+
+// Remove unlinks n, which must be in l. n may then be pushed again, to l
+// or another list.
+func (l *List[T]) Remove(n *Node[T]) {
+	if n.list != l {
+		panic("bloomkv/internal/lru: Remove of a node not in this list")
+	}
+	n.prev.next, n.next.prev = n.next, n.prev
+	n.prev, n.next, n.list = nil, nil, nil
+	l.len--
+}
+
+// linkFront links n after the sentinel. The ring must be closed.
+func (l *List[T]) linkFront(n *Node[T]) {
+	n.prev, n.next, n.list = &l.root, l.root.next, l
+	l.root.next.prev = n
+	l.root.next = n
+}
