@@ -186,7 +186,7 @@ func (o *Options) withDefaults() (Options, error) {
 		return bad("MemtableSize %d outside [1 KiB, 1 GiB]", r.MemtableSize)
 	case r.BlockSize < 64 || r.BlockSize > 1<<20:
 		return bad("BlockSize %d outside [64 B, 1 MiB]", r.BlockSize)
-	case r.Compression != SnappyCompression && r.Compression != NoCompression:
+	case !r.Compression.Valid():
 		return bad("Compression %d unknown", int(r.Compression))
 	case r.BloomBitsPerKey > 64:
 		return bad("BloomBitsPerKey %d above 64", r.BloomBitsPerKey)

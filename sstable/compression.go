@@ -34,8 +34,8 @@ func (c Compression) String() string {
 	return fmt.Sprintf("Compression(%d)", int(c))
 }
 
-// valid reports whether c is one of the constants above.
-func (c Compression) valid() bool {
+// Valid reports whether c is one of the constants above.
+func (c Compression) Valid() bool {
 	_, ok := blockType(c)
 	return ok
 }

@@ -28,12 +28,12 @@ func TestBlockTypes(t *testing.T) {
 		if c, ok := compressionFromBlockType(tc.typ); !ok || c != tc.c {
 			t.Errorf("compressionFromBlockType(%d) = %v, %v; want %v", tc.typ, c, ok, tc.c)
 		}
-		if tc.c.String() != tc.name || !tc.c.valid() {
-			t.Errorf("%v: name %q, valid %v", tc.c, tc.c.String(), tc.c.valid())
+		if tc.c.String() != tc.name || !tc.c.Valid() {
+			t.Errorf("%v: name %q, valid %v", tc.c, tc.c.String(), tc.c.Valid())
 		}
 	}
 	for _, c := range []Compression{-1, 2, 7} {
-		if _, ok := blockType(c); ok || c.valid() {
+		if _, ok := blockType(c); ok || c.Valid() {
 			t.Errorf("blockType accepts %v", c)
 		}
 	}

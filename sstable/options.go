@@ -58,7 +58,7 @@ func (o WriterOptions) withDefaults() WriterOptions {
 
 func (o WriterOptions) validate() error {
 	switch {
-	case !o.Compression.valid():
+	case !o.Compression.Valid():
 		return fmt.Errorf("bloomkv/sstable: unknown compression %d", int(o.Compression))
 	case o.FilterKey != nil && o.FilterKeyName == "":
 		return fmt.Errorf("bloomkv/sstable: WriterOptions.FilterKey is set but FilterKeyName is empty")

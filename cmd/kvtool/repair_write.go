@@ -62,7 +62,7 @@ func (rp *repairer) chooseSettings() *tableSettings {
 			BloomBitsPerKey: int(max(0, min(p.BloomBitsPerKey, 1000))),
 			FilterVariant:   filter.Variant(p.FilterVariant),
 		}
-		if c := s.opts.Compression; c != sstable.NoCompression && c != sstable.SnappyCompression {
+		if !s.opts.Compression.Valid() {
 			s.opts.Compression = sstable.SnappyCompression
 		}
 		if v := s.opts.FilterVariant; v != filter.VariantStandard && v != filter.VariantBlocked {
