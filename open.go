@@ -208,13 +208,13 @@ func (db *DB) recover() error {
 
 // loadManifestState replays the manifest CURRENT names and returns its
 // state and name ("" for a new database).
-func (db *DB) loadManifestState(names []string) (*manifest.ManifestState, string, error) {
+func (db *DB) loadManifestState(names []string) (*manifest.State, string, error) {
 	name, err := manifest.ReadCurrent(db.fs, db.dirname)
 	if errors.Is(err, os.ErrNotExist) {
 		if err := db.checkNewDirectory(names); err != nil {
 			return nil, "", err
 		}
-		return &manifest.ManifestState{Version: &manifest.Version{}, NextFileNum: 2, HasFlushedSeq: true}, "", nil
+		return &manifest.State{Version: &manifest.Version{}, NextFileNum: 2, HasFlushedSeq: true}, "", nil
 	}
 	if err != nil {
 		return nil, "", err
@@ -300,7 +300,7 @@ func readSmallFile(fs vfs.FS, name string, limit int64) ([]byte, error) {
 // data is lost -- most often because damage to the manifest's last block
 // was taken for a torn tail and dropped the edits that made those deletions
 // safe. Opening anyway would silently serve a database missing data.
-func (db *DB) checkManifestFiles(state *manifest.ManifestState, manifestName string, names []string) error {
+func (db *DB) checkManifestFiles(state *manifest.State, manifestName string, names []string) error {
 	if manifestName == "" {
 		return nil // a new database
 	}

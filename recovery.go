@@ -52,7 +52,7 @@ const lostDir = "lost"
 // checkLogs reads every live log (numbers in ascending order) without
 // changing anything, decides per the recovery mode what to keep, and
 // reports what it drops.
-func (db *DB) checkLogs(state *manifest.ManifestState, nums []uint64) (*wal.Result, error) {
+func (db *DB) checkLogs(state *manifest.State, nums []uint64) (*wal.Result, error) {
 	logs := make([]wal.Log, len(nums))
 	for i, num := range nums {
 		path := db.path(base.FileTypeLog, num)

@@ -175,7 +175,7 @@ func check(fs vfs.FS, dir string) *checkReport {
 // foreign, and -- when the manifest records a database identity, so the
 // engine reserves file numbers in it before use -- every file numbered at
 // or past its next file number, which the next Open adds to the list.
-func foreignFiles(listing *dirListing, state *manifest.ManifestState, out *findings) map[string]bool {
+func foreignFiles(listing *dirListing, state *manifest.State, out *findings) map[string]bool {
 	foreign := map[string]bool{}
 	if state == nil {
 		return foreign
@@ -231,7 +231,7 @@ func noteLostDir(fs vfs.FS, dir string, out *findings) {
 // loadManifest reads CURRENT and replays the manifest it names. It returns
 // nil state when either cannot be read (the reason is an error finding, and
 // rep.noManifest says it for the text report); the history is nil then too.
-func loadManifest(fs vfs.FS, dir string, listing *dirListing, rep *checkReport, out *findings) (*manifest.ManifestState, *history) {
+func loadManifest(fs vfs.FS, dir string, listing *dirListing, rep *checkReport, out *findings) (*manifest.State, *history) {
 	currentName := base.MakeFilename(base.FileTypeCurrent, 0)
 	name, err := manifest.ReadCurrent(fs, dir)
 	if err != nil {
@@ -279,7 +279,7 @@ func loadManifest(fs vfs.FS, dir string, listing *dirListing, rep *checkReport, 
 
 // checkVersion checks the live version: level invariants, every table
 // against its file, orphans, and the read order across tables.
-func checkVersion(fs vfs.FS, dir string, listing *dirListing, state *manifest.ManifestState, hist *history, foreign map[string]bool, rep *checkReport, out *findings) {
+func checkVersion(fs vfs.FS, dir string, listing *dirListing, state *manifest.State, hist *history, foreign map[string]bool, rep *checkReport, out *findings) {
 	v := state.Version
 	if err := v.CheckInvariants(); err != nil {
 		out.errorf(rep.Manifest.Name, "%v", err)

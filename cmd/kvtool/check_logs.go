@@ -43,7 +43,7 @@ type logResult struct {
 // a warning. Without a manifest there is no log number and no sequence to
 // continue: every log counts as live and is read on its own, strictly
 // when a newer log holds writes.
-func checkLogs(fs vfs.FS, dir string, listing *dirListing, state *manifest.ManifestState, foreign map[string]bool, rep *checkReport, out *findings) {
+func checkLogs(fs vfs.FS, dir string, listing *dirListing, state *manifest.State, foreign map[string]bool, rep *checkReport, out *findings) {
 	var logNum uint64
 	if state != nil {
 		logNum = state.LogNum

@@ -510,7 +510,7 @@ func TestCheckSequenceGap(t *testing.T) {
 }
 
 // replayCurrent returns the state of the manifest CURRENT names.
-func replayCurrent(t testing.TB, dir string) *manifest.ManifestState {
+func replayCurrent(t testing.TB, dir string) *manifest.State {
 	t.Helper()
 	name, err := manifest.ReadCurrent(vfs.Default, dir)
 	if err != nil {

@@ -51,7 +51,7 @@ func TestManifestGolden(t *testing.T) {
 		Smallest: base.MakeInternalKey([]byte("b"), 12, base.KindSet),
 		Largest:  base.MakeInternalKey([]byte("c"), 10, base.KindSet),
 	}
-	state := &manifest.ManifestState{Version: &manifest.Version{}, LogNum: 4, NextFileNum: 6, LastSeq: 9}
+	state := &manifest.State{Version: &manifest.Version{}, LogNum: 4, NextFileNum: 6, LastSeq: 9}
 	state.Version.Levels[0] = []*manifest.FileMetadata{f5}
 	vs := manifest.NewVersionSet(fs, dir, 1<<20, state)
 	if err := vs.WriteSnapshot(state, func() (uint64, uint64) { return 3, 6 }); err != nil {

@@ -60,7 +60,7 @@ func handDB(t *testing.T, tables []handTable) string {
 		t.Fatal(err)
 	}
 	lf.Close()
-	state := &manifest.ManifestState{Version: v, LogNum: logNum, NextFileNum: logNum + 2, LastSeq: lastSeq}
+	state := &manifest.State{Version: v, LogNum: logNum, NextFileNum: logNum + 2, LastSeq: lastSeq}
 	vs := manifest.NewVersionSet(fs, dir, 1<<20, state)
 	if err := vs.WriteSnapshot(state, func() (uint64, uint64) { return logNum + 1, logNum + 2 }); err != nil {
 		t.Fatal(err)

@@ -189,7 +189,7 @@ type repairer struct {
 
 	listing *dirListing
 	// state is the old manifest chosen (nil when none replays).
-	state     *manifest.ManifestState
+	state     *manifest.State
 	stateName string
 	trusted   bool
 	dbid      []byte
@@ -291,7 +291,7 @@ func (rp *repairer) list() error {
 func (rp *repairer) chooseManifest() {
 	type candidate struct {
 		f     dirFile
-		state *manifest.ManifestState
+		state *manifest.State
 	}
 	var cands []candidate
 	listedForeign := map[string]bool{}

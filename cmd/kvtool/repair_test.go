@@ -494,7 +494,7 @@ func TestRepairNewestVersionAcrossLevels(t *testing.T) {
 
 // writeNaiveManifest replaces the database's manifest with one listing
 // the given tables, all in level 0.
-func writeNaiveManifest(t testing.TB, dir string, old *manifest.ManifestState, tables []*manifest.FileMetadata) {
+func writeNaiveManifest(t testing.TB, dir string, old *manifest.State, tables []*manifest.FileMetadata) {
 	t.Helper()
 	edit := &manifest.VersionEdit{}
 	lastSeq := uint64(0)
@@ -515,7 +515,7 @@ func writeNaiveManifest(t testing.TB, dir string, old *manifest.ManifestState, t
 	if err := os.WriteFile(logName, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	state := &manifest.ManifestState{
+	state := &manifest.State{
 		Version: v, LogNum: num, NextFileNum: num + 2, LastSeq: lastSeq,
 		FlushedSeq: lastSeq, HasFlushedSeq: true, SyncedSeq: lastSeq, DBID: old.DBID,
 	}

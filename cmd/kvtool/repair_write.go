@@ -319,7 +319,7 @@ func (rp *repairer) commit() error {
 	manifestNum := rp.nextNum
 	rep.LastSeq = rp.maxSeq
 	_, logNum, _ := base.ParseFilename(rep.NewLog)
-	state := &manifest.ManifestState{
+	state := &manifest.State{
 		Version:       v,
 		LogNum:        logNum,
 		NextFileNum:   manifestNum + 1,

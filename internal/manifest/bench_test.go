@@ -49,7 +49,7 @@ func bigVersion(b *testing.B, n int) *Version {
 }
 
 func BenchmarkEditEncodeDecode(b *testing.B) {
-	e := SnapshotEdit(&ManifestState{Version: bigVersion(b, 100)})
+	e := SnapshotEdit(&State{Version: bigVersion(b, 100)})
 	enc := e.Encode()
 	b.Run("encode", func(b *testing.B) {
 		b.ReportAllocs()

@@ -16,7 +16,7 @@ func FuzzVersionEditDecode(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{0x01, 0x80})
 	f.Add([]byte{0x04, 0x01, 0x05, 'a', 'b'})
-	f.Add(SnapshotEdit(&ManifestState{Version: &Version{}}).Encode())
+	f.Add(SnapshotEdit(&State{Version: &Version{}}).Encode())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var e VersionEdit
 		if err := e.Decode(data); err != nil {

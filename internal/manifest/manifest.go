@@ -12,9 +12,9 @@ import (
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
-// ManifestState is what replaying a manifest yields: the live version and
+// State is what replaying a manifest yields: the live version and
 // the counters the database resumes from.
-type ManifestState struct {
+type State struct {
 	Version     *Version
 	LogNum      uint64 // logs with number < LogNum are obsolete
 	NextFileNum uint64
@@ -36,7 +36,7 @@ type ManifestState struct {
 // checkMonotonic rejects an edit that would move a counter of s backwards:
 // the log number and the flushed and synced sequences only ever grow (the
 // next file number and last sequence are raised, never lowered, by apply).
-func (s *ManifestState) checkMonotonic(e *VersionEdit) error {
+func (s *State) checkMonotonic(e *VersionEdit) error {
 	switch {
 	case e.HasLogNum && e.LogNum < s.LogNum:
 		return fmt.Errorf("log number goes back from %d to %d", s.LogNum, e.LogNum)
@@ -51,7 +51,7 @@ func (s *ManifestState) checkMonotonic(e *VersionEdit) error {
 // apply records the effect of e (already applied to the version, giving
 // v) on the counters of s. It is the one place that says what each field
 // of an edit means for the state, for replay and for new edits alike.
-func (s *ManifestState) apply(e *VersionEdit, v *Version) {
+func (s *State) apply(e *VersionEdit, v *Version) {
 	s.Version = v
 	if e.HasLogNum {
 		s.LogNum = e.LogNum
@@ -97,7 +97,7 @@ func (s *ManifestState) apply(e *VersionEdit, v *Version) {
 
 // clone returns a copy of s that shares the (immutable) version, identity
 // and compact-pointer map.
-func (s *ManifestState) clone() *ManifestState {
+func (s *State) clone() *State {
 	c := *s
 	return &c
 }
@@ -108,7 +108,7 @@ func (s *ManifestState) clone() *ManifestState {
 // sets LogNum, NextFileNum and LastSeq). NextFileNum is raised past every
 // file number the manifest mentions, and LastSeq to at least every table's
 // LargestSeq, so that no number is handed out twice.
-func ReadManifest(fs vfs.FS, path string) (*ManifestState, error) {
+func ReadManifest(fs vfs.FS, path string) (*State, error) {
 	f, err := fs.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("bloomkv/manifest: open %s: %w", path, err)
@@ -118,9 +118,9 @@ func ReadManifest(fs vfs.FS, path string) (*ManifestState, error) {
 }
 
 // replay applies the edits read from r; name is used in errors.
-func replay(r io.Reader, name string) (*ManifestState, error) {
+func replay(r io.Reader, name string) (*State, error) {
 	wr := record.NewReader(r, name)
-	s := &ManifestState{Version: &Version{}}
+	s := &State{Version: &Version{}}
 	b := NewBuilder(nil)
 	var e VersionEdit
 	edits := 0
@@ -165,7 +165,7 @@ func replay(r io.Reader, name string) (*ManifestState, error) {
 // SnapshotEdit returns the edit that recreates s (for starting a new
 // manifest): its counters and identity, its compact pointers by level, and
 // every live file as a new file, level by level.
-func SnapshotEdit(s *ManifestState) *VersionEdit {
+func SnapshotEdit(s *State) *VersionEdit {
 	e := &VersionEdit{
 		HasLogNum: true, LogNum: s.LogNum,
 		HasNextFileNum: true, NextFileNum: s.NextFileNum,

@@ -41,7 +41,7 @@ func writeLog(t *testing.T, records ...[]byte) (string, []int64) {
 }
 
 // scenario is a multi-edit manifest and the state it must replay to.
-func scenario() ([]*VersionEdit, *ManifestState) {
+func scenario() ([]*VersionEdit, *State) {
 	f1, f2, f3 := meta(10, "a", "f", 5), meta(11, "g", "k", 6), meta(12, "a", "z", 9)
 	f4 := meta(13, "b", "c", 12)
 	edits := []*VersionEdit{
@@ -57,7 +57,7 @@ func scenario() ([]*VersionEdit, *ManifestState) {
 	v := &Version{}
 	v.Levels[1] = []*FileMetadata{meta(16, "a", "b", 12), meta(17, "ba", "fz", 12)}
 	v.Levels[2] = []*FileMetadata{f2}
-	want := &ManifestState{Version: v, LogNum: 15, NextFileNum: 18, LastSeq: 40,
+	want := &State{Version: v, LogNum: 15, NextFileNum: 18, LastSeq: 40,
 		CompactPointers: map[int][]byte{0: []byte("q"), 1: []byte("k")}}
 	return edits, want
 }
@@ -70,7 +70,7 @@ func encodeAll(edits []*VersionEdit) [][]byte {
 	return recs
 }
 
-func checkState(t *testing.T, got, want *ManifestState) {
+func checkState(t *testing.T, got, want *State) {
 	t.Helper()
 	if got.LogNum != want.LogNum || got.NextFileNum != want.NextFileNum || got.LastSeq != want.LastSeq {
 		t.Fatalf("counters: got log %d next %d seq %d, want log %d next %d seq %d",
@@ -207,7 +207,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	dir := t.TempDir()
 	for i := range 30 {
-		want := &ManifestState{
+		want := &State{
 			Version: randomVersion(t, rng), LogNum: 500 + rng.Uint64N(10),
 			LastSeq: 1000 + rng.Uint64N(10), CompactPointers: map[int][]byte{},
 		}
@@ -250,7 +250,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 }
 
 func TestSnapshotEditOrder(t *testing.T) {
-	s := &ManifestState{Version: &Version{}, CompactPointers: map[int][]byte{3: []byte("c"), 1: []byte("a")}}
+	s := &State{Version: &Version{}, CompactPointers: map[int][]byte{3: []byte("c"), 1: []byte("a")}}
 	s.Version.Levels[0] = []*FileMetadata{meta(2, "a", "b", 9), meta(1, "a", "b", 3)}
 	s.Version.Levels[4] = []*FileMetadata{meta(3, "a", "b", 1)}
 	e := SnapshotEdit(s)

@@ -432,7 +432,7 @@ func ddFormatVersion(v *Version) string {
 	return out.String()
 }
 
-func ddFormatState(s *ManifestState) string {
+func ddFormatState(s *State) string {
 	var out strings.Builder
 	fmt.Fprintf(&out, "log-num %d, next-file-num %d, last-seq %d\n", s.LogNum, s.NextFileNum, s.LastSeq)
 	flushed := "unset"

@@ -26,7 +26,7 @@ type VersionSet struct {
 	dir     string // constant after construction
 	maxSize int64  // roll over to a fresh manifest past this size
 
-	state *ManifestState // never modified in place: replaced by each edit
+	state *State // never modified in place: replaced by each edit
 	num   uint64         // number of the manifest in use; 0 before the first
 	w     *record.Writer // nil before the first manifest and after Close
 	// uncertain: a write or sync of the manifest (or of CURRENT) failed,
@@ -74,7 +74,7 @@ func LoadVersionSet(fs vfs.FS, dir string, maxSize int64) (*VersionSet, string, 
 
 // NewVersionSet returns the set of a database that has no manifest yet,
 // starting from state. Nothing is written until WriteSnapshot.
-func NewVersionSet(fs vfs.FS, dir string, maxSize int64, state *ManifestState) *VersionSet {
+func NewVersionSet(fs vfs.FS, dir string, maxSize int64, state *State) *VersionSet {
 	if state.Version == nil {
 		state.Version = &Version{}
 	}
@@ -86,7 +86,7 @@ func NewVersionSet(fs vfs.FS, dir string, maxSize int64, state *ManifestState) *
 
 // State returns the durable state. It must not be modified; it stays valid
 // (and unchanged) after later edits, which replace it.
-func (vs *VersionSet) State() *ManifestState { return vs.state }
+func (vs *VersionSet) State() *State { return vs.state }
 
 // SetMaxSize changes the size past which the manifest rolls over.
 func (vs *VersionSet) SetMaxSize(n int64) { vs.maxSize = n }
@@ -107,7 +107,7 @@ type FileNumAllocator func() (num, next uint64)
 // manifest: it writes the snapshot edit, syncs it, points CURRENT at it and
 // closes the previous manifest. Open uses it after recovery; LogAndApply
 // when it rolls over.
-func (vs *VersionSet) WriteSnapshot(s *ManifestState, alloc FileNumAllocator) error {
+func (vs *VersionSet) WriteSnapshot(s *State, alloc FileNumAllocator) error {
 	if vs.closed {
 		return errClosed
 	}
