@@ -26,7 +26,7 @@ type VersionSet struct {
 	dir     string // constant after construction
 	maxSize int64  // roll over to a fresh manifest past this size
 
-	state *State // never modified in place: replaced by each edit
+	state *State         // never modified in place: replaced by each edit
 	num   uint64         // number of the manifest in use; 0 before the first
 	w     *record.Writer // nil before the first manifest and after Close
 	// uncertain: a write or sync of the manifest (or of CURRENT) failed,
