@@ -1,6 +1,8 @@
 package bloomkv
 
 import (
+	"bytes"
+
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/iterator"
 	"github.com/bloomkv/bloomkv/internal/manifest"
@@ -8,7 +10,15 @@ import (
 
 // IterOptions bound an iterator to [LowerBound, UpperBound); nil means
 // unbounded on that side.
-type IterOptions struct{ LowerBound, UpperBound []byte }
+type IterOptions struct {
+	LowerBound, UpperBound []byte
+	// Prefix, when set, limits the iterator to the keys that start with
+	// Prefix: "iterate exactly this row". When Options.FilterKey is set and
+	// Prefix is a filter key (FilterKey of the keys that start with it),
+	// First and SeekGE skip the tables whose filter says the prefix is
+	// absent, without reading a block.
+	Prefix []byte
+}
 
 // Iterator is a consistent point-in-time view of the database, in
 // bytewise key order, moving both ways. Key and Value stay valid until the
@@ -18,6 +28,8 @@ type Iterator struct {
 	db     *DB
 	vis    *iterator.Visible
 	state  *readState
+	shard  *readShard // where the iterator's work is counted
+	prefix []byte     // IterOptions.Prefix (owned), nil without one
 	err    error
 	closed bool
 }
@@ -33,29 +45,65 @@ func (db *DB) NewIterator(o *IterOptions) *Iterator {
 // newIterator reads as of seq, or as of now when seq is readNow (loaded after the
 // read state, as get explains).
 func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
-	var lower, upper []byte
+	var lower, upper, prefix []byte
 	if o != nil {
 		// Copy: the engine keeps no reference to a caller's slice.
-		lower, upper = cloneOrNil(o.LowerBound), cloneOrNil(o.UpperBound)
+		lower, upper, prefix = cloneOrNil(o.LowerBound), cloneOrNil(o.UpperBound), cloneOrNil(o.Prefix)
+	}
+	if prefix != nil {
+		lower, upper = prefixBounds(prefix, lower, upper)
 	}
 	s := db.loadReadState()
 	if seq == readNow {
 		seq = db.visibleSeq.Load()
 	}
+	sh := db.reads.pick()
 	iters := []base.InternalIterator{s.mem.NewIter()}
 	for _, m := range s.imm {
 		iters = append(iters, m.NewIter())
 	}
+	level := func(l int, files []*manifest.FileMetadata) *levelIter {
+		li := newLevelIter(db.tableCache, files)
+		li.stats, li.probes, li.prefixOf = &sh.iterLevels[l], &sh.iterProbes[l], db.opts.FilterKey
+		li.ignoreFilters = db.opts.IgnoreFilters
+		return li
+	}
 	// Level-0 tables may overlap: each is its own one-table "level".
 	for _, f := range s.v.Levels[0] {
-		iters = append(iters, newLevelIter(db.tableCache, []*manifest.FileMetadata{f}))
+		iters = append(iters, level(0, []*manifest.FileMetadata{f}))
 	}
-	for level := 1; level < len(s.v.Levels); level++ {
-		if len(s.v.Levels[level]) > 0 {
-			iters = append(iters, newLevelIter(db.tableCache, s.v.Levels[level]))
+	for l := 1; l < len(s.v.Levels); l++ {
+		if len(s.v.Levels[l]) > 0 {
+			iters = append(iters, level(l, s.v.Levels[l]))
 		}
 	}
-	return &Iterator{db: db, vis: iterator.NewVisible(iterator.NewMerging(iters...), seq, lower, upper), state: s}
+	vis := iterator.NewVisible(iterator.NewMerging(iters...), seq, lower, upper)
+	vis.SetPrefixExtractor(db.opts.FilterKey)
+	return &Iterator{db: db, vis: vis, state: s, shard: sh, prefix: prefix}
+}
+
+// prefixBounds narrows [lower, upper) to the keys that start with prefix.
+func prefixBounds(prefix, lower, upper []byte) ([]byte, []byte) {
+	if lower == nil || bytes.Compare(lower, prefix) < 0 {
+		lower = prefix
+	}
+	if end := prefixEnd(prefix); end != nil && (upper == nil || bytes.Compare(end, upper) < 0) {
+		upper = end
+	}
+	return lower, upper
+}
+
+// prefixEnd returns the smallest key greater than every key that starts
+// with prefix, or nil when there is none (prefix is all 0xff bytes).
+func prefixEnd(prefix []byte) []byte {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
 }
 
 func cloneOrNil(b []byte) []byte {
@@ -76,13 +124,79 @@ func (it *Iterator) usable() bool {
 }
 
 // First moves to the first key; it reports whether the iterator is valid.
-func (it *Iterator) First() bool { return it.usable() && it.vis.First() }
+func (it *Iterator) First() bool {
+	if !it.usable() {
+		return false
+	}
+	it.shard.iterSeeks.Add(1)
+	if it.prefix != nil && it.db.opts.FilterKey != nil {
+		it.shard.iterPrefixSeeks.Add(1)
+		return it.vis.SeekPrefixRangeGE(it.prefix, it.prefix)
+	}
+	return it.vis.First()
+}
 
 // Last moves to the last key.
-func (it *Iterator) Last() bool { return it.usable() && it.vis.Last() }
+func (it *Iterator) Last() bool {
+	if !it.usable() {
+		return false
+	}
+	it.shard.iterSeeks.Add(1)
+	return it.vis.Last()
+}
 
 // SeekGE moves to the first key >= max(key, LowerBound) below UpperBound.
-func (it *Iterator) SeekGE(key []byte) bool { return it.usable() && it.vis.SeekGE(key) }
+func (it *Iterator) SeekGE(key []byte) bool {
+	if !it.usable() {
+		return false
+	}
+	it.shard.iterSeeks.Add(1)
+	if it.prefix != nil && it.db.opts.FilterKey != nil {
+		it.shard.iterPrefixSeeks.Add(1)
+		return it.vis.SeekPrefixRangeGE(it.prefix, key)
+	}
+	return it.vis.SeekGE(key)
+}
+
+// SeekPrefixGE moves to the first key >= max(key, LowerBound) below
+// UpperBound whose filter key (Options.FilterKey; the whole key without one)
+// is key's. Next and Prev then stay inside that prefix: the iterator becomes
+// invalid at its edges, until positioned again. Tables whose filter says no
+// key has the prefix are skipped without reading a block. The keys of one
+// prefix must all start with one common byte string (rows of row+column
+// keys do). Without a FilterKey it is a point seek: at most key itself.
+func (it *Iterator) SeekPrefixGE(key []byte) bool {
+	if !it.usable() {
+		return false
+	}
+	it.shard.iterSeeks.Add(1)
+	it.shard.iterPrefixSeeks.Add(1)
+	return it.vis.SeekPrefixGE(key)
+}
+
+// SeekLT moves to the last key < min(key, UpperBound) at or above
+// LowerBound.
+func (it *Iterator) SeekLT(key []byte) bool {
+	if !it.usable() {
+		return false
+	}
+	it.shard.iterSeeks.Add(1)
+	return it.vis.SeekLT(key)
+}
+
+// SetBounds replaces the iterator's bounds ([lower, upper), nil unbounded;
+// both copied), keeping its point-in-time view: reuse one iterator over
+// many ranges without re-creating it. The iterator is unpositioned
+// afterwards. With IterOptions.Prefix the bounds stay inside the prefix.
+func (it *Iterator) SetBounds(lower, upper []byte) {
+	if !it.usable() {
+		return
+	}
+	if it.prefix != nil {
+		lower, upper = prefixBounds(it.prefix, lower, upper)
+	}
+	it.vis.SetBounds(lower, upper)
+}
 
 // Next moves to the next key.
 func (it *Iterator) Next() bool { return it.usable() && it.vis.Next() }

@@ -1,9 +1,11 @@
 package bloomkv
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sort"
+	"sync/atomic"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
@@ -20,6 +22,16 @@ type levelIter struct {
 	iter  base.InternalIterator
 	close func()
 	err   error
+
+	// stats counts the iterator work in this level's tables and probes the
+	// tables prefix seeks consider; both may be nil.
+	stats  *sstable.ReadStats
+	probes *atomic.Uint64
+	// prefixOf is the database's FilterKey (nil: a prefix is a whole key).
+	prefixOf func([]byte) []byte
+	// ignoreFilters (Options.IgnoreFilters): prefix seeks do not consult
+	// filters, so their cost without filters can be measured.
+	ignoreFilters bool
 }
 
 func newLevelIter(tc *sstable.TableCache, files []*manifest.FileMetadata) *levelIter {
@@ -29,22 +41,31 @@ func newLevelIter(tc *sstable.TableCache, files []*manifest.FileMetadata) *level
 // open positions the iterator on file i (closing the previous one). It
 // returns false on an error or when i is out of range.
 func (l *levelIter) open(i int) bool {
+	r, release := l.find(i)
+	if r == nil {
+		return false
+	}
+	l.iter, l.close = r.NewIterWithStats(true, l.stats), release
+	return true
+}
+
+// find closes the current file and returns the reader of file i (and its
+// release), or nil on an error or when i is out of range.
+func (l *levelIter) find(i int) (*sstable.Reader, func()) {
 	l.closeCurrent()
 	l.index = i
 	if i < 0 || i >= len(l.files) {
-		return false
+		return nil, nil
 	}
-	f := l.files[i]
-	r, release, err := findTable(l.tc, f)
+	r, release, err := findTable(l.tc, l.files[i])
 	if errors.Is(err, sstable.ErrTableCacheClosed) {
 		err = fmt.Errorf("%w: %w", ErrClosed, err) // the DB closed under this iterator
 	}
 	if err != nil {
 		l.err = err
-		return false
+		return nil, nil
 	}
-	l.iter, l.close = r.NewIter(true), release
-	return true
+	return r, release
 }
 
 func (l *levelIter) closeCurrent() {
@@ -104,6 +125,58 @@ func (l *levelIter) SeekGE(ikey []byte) bool {
 		return false
 	}
 	return l.skipForward(l.iter.SeekGE(ikey))
+}
+
+// SeekPrefixGE is SeekGE(ikey) for a caller that only looks at keys whose
+// filter key is prefix (every such key starts with one common byte string,
+// so they are contiguous). Tables whose filter says the prefix is absent
+// are skipped without reading a block: the first file that can hold ikey,
+// then the following ones while their smallest key has the prefix. When
+// every candidate is skipped the iterator is invalid. A table that a
+// filter let through but that holds no key of the prefix at or after ikey
+// is a false positive, counted in stats.
+func (l *levelIter) SeekPrefixGE(prefix, ikey []byte) bool {
+	i := sort.Search(len(l.files), func(i int) bool {
+		return base.CompareInternal(l.files[i].Largest, ikey) >= 0
+	})
+	for ; i < len(l.files); i++ {
+		r, release := l.find(i)
+		if r == nil {
+			return false
+		}
+		if l.probes != nil {
+			l.probes.Add(1)
+		}
+		may, filtered := true, false
+		if !l.ignoreFilters {
+			may, filtered = r.PrefixMayMatch(prefix, l.stats)
+		}
+		if !may {
+			release()
+			if i+1 < len(l.files) && bytes.Equal(l.prefix(l.files[i+1].SmallestUserKey()), prefix) {
+				continue // the prefix may go on in the next table
+			}
+			l.index = len(l.files)
+			return false
+		}
+		l.iter, l.close = r.NewIterWithStats(true, l.stats), release
+		ok := l.skipForward(l.iter.SeekGE(ikey))
+		if filtered && l.stats != nil && (!ok || !bytes.Equal(l.prefix(base.UserKey(l.iter.Key())), prefix)) {
+			l.stats.FilterFalsePositives.Add(1)
+		}
+		return ok
+	}
+	l.closeCurrent()
+	l.index = len(l.files)
+	return false
+}
+
+// prefix returns the filter key of user key k.
+func (l *levelIter) prefix(k []byte) []byte {
+	if l.prefixOf == nil {
+		return k
+	}
+	return l.prefixOf(k)
 }
 
 func (l *levelIter) SeekLT(ikey []byte) bool {

@@ -29,6 +29,19 @@ type Metrics struct {
 	BytesRead            uint64 // bytes read from SSTable files for Gets
 	MemtableHits         uint64 // Gets answered by a memtable (value or tombstone)
 
+	// Iterators (on DB and Snapshot), counted where the work happens.
+	IterSeeks       uint64 // positioning calls: First, Last, SeekGE, SeekLT, SeekPrefixGE
+	IterPrefixSeeks uint64 // of those, SeekPrefixGE (and positioning with IterOptions.Prefix)
+	// IterTablesProbed counts the tables prefix seeks considered; of those,
+	// IterFilterNegatives were skipped on their filter (no block read) and
+	// IterFilterFalsePositives let through by their filter held no key of
+	// the prefix.
+	IterTablesProbed         uint64
+	IterFilterNegatives      uint64
+	IterFilterFalsePositives uint64
+	IterDataBlockReads       uint64 // data blocks iterators read, from cache or file
+	IterBytesRead            uint64 // bytes iterators read from table files
+
 	// Background work.
 	Flushes     uint64
 	Compactions uint64
@@ -79,6 +92,12 @@ type LevelMetrics struct {
 	FilterFalsePositives uint64
 	DataBlockReads       uint64
 	BytesRead            uint64
+	// The same for iterators in this level's tables (see Metrics.Iter*).
+	IterTablesProbed         uint64
+	IterFilterNegatives      uint64
+	IterFilterFalsePositives uint64
+	IterDataBlockReads       uint64
+	IterBytesRead            uint64
 }
 
 // WriteAmplification returns (bytes written to logs and tables) / (bytes of
@@ -105,6 +124,11 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 			d.Levels[i].FilterFalsePositives -= earlier.Levels[i].FilterFalsePositives
 			d.Levels[i].DataBlockReads -= earlier.Levels[i].DataBlockReads
 			d.Levels[i].BytesRead -= earlier.Levels[i].BytesRead
+			d.Levels[i].IterTablesProbed -= earlier.Levels[i].IterTablesProbed
+			d.Levels[i].IterFilterNegatives -= earlier.Levels[i].IterFilterNegatives
+			d.Levels[i].IterFilterFalsePositives -= earlier.Levels[i].IterFilterFalsePositives
+			d.Levels[i].IterDataBlockReads -= earlier.Levels[i].IterDataBlockReads
+			d.Levels[i].IterBytesRead -= earlier.Levels[i].IterBytesRead
 		}
 	}
 	d.Gets -= earlier.Gets
@@ -116,6 +140,13 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 	d.BlockCacheMisses -= earlier.BlockCacheMisses
 	d.BytesRead -= earlier.BytesRead
 	d.MemtableHits -= earlier.MemtableHits
+	d.IterSeeks -= earlier.IterSeeks
+	d.IterPrefixSeeks -= earlier.IterPrefixSeeks
+	d.IterTablesProbed -= earlier.IterTablesProbed
+	d.IterFilterNegatives -= earlier.IterFilterNegatives
+	d.IterFilterFalsePositives -= earlier.IterFilterFalsePositives
+	d.IterDataBlockReads -= earlier.IterDataBlockReads
+	d.IterBytesRead -= earlier.IterBytesRead
 	d.Flushes -= earlier.Flushes
 	d.Compactions -= earlier.Compactions
 	d.WriteStalls -= earlier.WriteStalls
@@ -153,6 +184,9 @@ func (m Metrics) String() string {
 	fmt.Fprintf(&sb, "gets %d: tables probed %d, filter negatives %d, false positives %d, data blocks %d (cache hits %d, misses %d), bytes read %s, memtable hits %d\n",
 		m.Gets, m.TablesProbed, m.FilterNegatives, m.FilterFalsePositives, m.DataBlockReads,
 		m.BlockCacheHits, m.BlockCacheMisses, humanize.IBytes(m.BytesRead), m.MemtableHits)
+	fmt.Fprintf(&sb, "iterators: %d seeks (%d prefix seeks: tables probed %d, filter negatives %d, false positives %d), data blocks %d, bytes read %s\n",
+		m.IterSeeks, m.IterPrefixSeeks, m.IterTablesProbed, m.IterFilterNegatives, m.IterFilterFalsePositives,
+		m.IterDataBlockReads, humanize.IBytes(m.IterBytesRead))
 	fmt.Fprintf(&sb, "writes: user %s, wal %s in %d records (%d syncs), flushed %s, compacted %s, write amplification %.2f; flushes %d, stalls %d (%s), slowdowns %d\n",
 		humanize.IBytes(m.UserBytesWritten), humanize.IBytes(m.WALBytesWritten), m.WALRecords, m.WALSyncs, humanize.IBytes(m.FlushBytesWritten),
 		humanize.IBytes(m.CompactionBytesWritten), m.WriteAmplification(), m.Flushes, m.WriteStalls,
@@ -184,6 +218,8 @@ func (db *DB) Metrics() Metrics {
 	for i := range db.reads {
 		m.Gets += db.reads[i].gets.Load()
 		m.MemtableHits += db.reads[i].memtableHits.Load()
+		m.IterSeeks += db.reads[i].iterSeeks.Load()
+		m.IterPrefixSeeks += db.reads[i].iterPrefixSeeks.Load()
 	}
 	m.Flushes = c.flushes.Load()
 	m.Compactions = c.compactions.Load()
@@ -210,7 +246,18 @@ func (db *DB) Metrics() Metrics {
 			lm.BytesRead += rs.BytesRead.Load()
 			m.BlockCacheHits += rs.BlockCacheHits.Load()
 			m.BlockCacheMisses += rs.BlockCacheMisses.Load()
+			is := &sh.iterLevels[l]
+			lm.IterTablesProbed += sh.iterProbes[l].Load()
+			lm.IterFilterNegatives += is.FilterNegatives.Load()
+			lm.IterFilterFalsePositives += is.FilterFalsePositives.Load()
+			lm.IterDataBlockReads += is.DataBlockReads.Load()
+			lm.IterBytesRead += is.BytesRead.Load()
 		}
+		m.IterTablesProbed += lm.IterTablesProbed
+		m.IterFilterNegatives += lm.IterFilterNegatives
+		m.IterFilterFalsePositives += lm.IterFilterFalsePositives
+		m.IterDataBlockReads += lm.IterDataBlockReads
+		m.IterBytesRead += lm.IterBytesRead
 		m.TablesProbed += lm.TablesProbed
 		m.FilterNegatives += lm.FilterNegatives
 		m.FilterFalsePositives += lm.FilterFalsePositives

@@ -41,7 +41,11 @@ type Options struct {
 	BloomBitsPerKey int
 	// FilterKey, when set, is a ROW-style extractor: the filter indexes
 	// FilterKey(key) instead of the whole key, and Get probes with the same
-	// extractor. It must be deterministic.
+	// extractor. It must be deterministic. For Iterator.SeekPrefixGE and
+	// IterOptions.Prefix it must also return a prefix of its key such that
+	// every key starting with that prefix has it as its filter key (a
+	// fixed-width row, or a row with its delimiter): the keys of a prefix
+	// are then contiguous.
 	FilterKey func(key []byte) []byte
 	// FilterKeyName identifies FilterKey and is recorded in every table.
 	// A table whose filter was built under another name is read without its

@@ -26,7 +26,12 @@ type readShard struct {
 	// levels count the work in each level's tables, where it happens (the
 	// SSTable reader and block cache).
 	levels [manifest.NumLevels]sstable.ReadStats
-	_      [64]byte // keep the next shard's counters off this one's cache lines
+	// Iterators: positioning calls, prefix seeks, the tables prefix seeks
+	// considered and the work in each level's tables.
+	iterSeeks, iterPrefixSeeks atomic.Uint64
+	iterProbes                 [manifest.NumLevels]atomic.Uint64
+	iterLevels                 [manifest.NumLevels]sstable.ReadStats
+	_                          [64]byte // keep the next shard's counters off this one's cache lines
 }
 
 // pick returns the shard a Get counts in.

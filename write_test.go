@@ -88,6 +88,7 @@ func TestMetricsStringAndSub(t *testing.T) {
     1      5      10 MiB   7.0 MiB   6.0 MiB            3 |      100          52          0       50
 total      7      13 MiB       0 B       0 B            0 |      250         200          1       52
 gets 100: tables probed 250, filter negatives 200, false positives 1, data blocks 52 (cache hits 0, misses 0), bytes read 0 B, memtable hits 0
+iterators: 0 seeks (0 prefix seeks: tables probed 0, filter negatives 0, false positives 0), data blocks 0, bytes read 0 B
 writes: user 1000 B, wal 1.1 KiB in 10 records (10 syncs), flushed 0 B, compacted 0 B, write amplification 1.10; flushes 2, stalls 0 (1.5ms), slowdowns 0
 memory: filters 0 B (0 keys), block cache 0 B, memtables 0 B, open tables 0
 `

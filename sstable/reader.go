@@ -30,6 +30,9 @@ type Reader struct {
 	filter     filter.Block
 	filterMode filterMode
 	filterKey  func([]byte) []byte // the reader's extractor, when filterMode == filterByExtractor
+	// wholeKeyPrefixes: the reader has no extractor, so a prefix is a whole
+	// user key and a whole-key filter answers for it.
+	wholeKeyPrefixes bool
 
 	closed atomic.Bool
 }
@@ -104,6 +107,7 @@ func (r *Reader) open(o ReaderOptions) error {
 		if r.filterMode == filterByExtractor {
 			r.filterKey = o.FilterKey
 		}
+		r.wholeKeyPrefixes = o.FilterKey == nil
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 type tableIter struct {
 	r         *Reader
 	fillCache bool
+	stats     *ReadStats // data blocks and bytes the iterator reads; may be nil
 	index     blockIter
 	data      blockIter
 	err       error
@@ -23,7 +24,13 @@ type tableIter struct {
 // With fillCache false (compactions, long scans) blocks read from the file
 // do not enter the block cache, though cached blocks are still used.
 func (r *Reader) NewIter(fillCache bool) base.InternalIterator {
-	it := &tableIter{r: r, fillCache: fillCache}
+	return r.NewIterWithStats(fillCache, nil)
+}
+
+// NewIterWithStats is NewIter counting the data blocks it reads (from the
+// cache or the file) and the bytes it reads from the file in stats.
+func (r *Reader) NewIterWithStats(fillCache bool, stats *ReadStats) base.InternalIterator {
+	it := &tableIter{r: r, fillCache: fillCache, stats: stats}
 	it.index.init(r.index)
 	return it
 }
@@ -35,7 +42,7 @@ func (it *tableIter) loadBlock() bool {
 	h, err := it.r.dataHandle(it.index.Key(), it.index.Value())
 	if err == nil {
 		var b *block
-		if b, err = it.r.dataBlock(h, it.fillCache, nil); err == nil {
+		if b, err = it.r.dataBlock(h, it.fillCache, it.stats); err == nil {
 			it.data.init(b)
 			return true
 		}

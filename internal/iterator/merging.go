@@ -21,12 +21,18 @@ type mergingIter struct {
 	children []mergeChild
 	heap     mergeHeap // valid children; heap.reverse says the walk direction
 	err      error
+	// prefixSeek: positioned by SeekPrefixGE, so children that skipped a
+	// prefix do not rest where the position invariant says; turning
+	// around re-seeks them all. seekKey is scratch for that.
+	prefixSeek bool
+	seekKey    []byte
 }
 
 // positionAll applies move to every child and rebuilds the heap for the
 // given direction.
 func (m *mergingIter) positionAll(reverse bool, move func(base.InternalIterator) bool) bool {
 	m.err = nil
+	m.prefixSeek = false
 	for i := range m.children {
 		c := &m.children[i]
 		c.valid = move(c.iter)
@@ -67,6 +73,21 @@ func (m *mergingIter) rebuild(reverse bool) bool {
 func (m *mergingIter) SeekGE(ikey []byte) bool {
 	return m.positionAll(false, func(it base.InternalIterator) bool { return it.SeekGE(ikey) })
 }
+
+// SeekPrefixGE seeks every child to ikey, letting those that can skip a
+// prefix (base.PrefixSeeker) do so.
+func (m *mergingIter) SeekPrefixGE(prefix, ikey []byte) bool {
+	ok := m.positionAll(false, func(it base.InternalIterator) bool {
+		if ps, isPS := it.(base.PrefixSeeker); isPS {
+			return ps.SeekPrefixGE(prefix, ikey)
+		}
+		return it.SeekGE(ikey)
+	})
+	m.prefixSeek = true
+	return ok
+}
+
+var _ base.PrefixSeeker = (*mergingIter)(nil)
 
 func (m *mergingIter) SeekLT(ikey []byte) bool {
 	return m.positionAll(true, func(it base.InternalIterator) bool { return it.SeekLT(ikey) })
@@ -126,6 +147,9 @@ func (m *mergingIter) advanceTop(step func(base.InternalIterator) bool) bool {
 // current child itself steps past the current entry. Ties need no special
 // case because the (key, index) order is total.
 func (m *mergingIter) switchDirection(reverse bool) bool {
+	if m.prefixSeek {
+		return m.reseek(reverse)
+	}
 	cur := m.heap.items[0]
 	for i := range m.children {
 		c := &m.children[i]
@@ -155,6 +179,21 @@ func (m *mergingIter) switchDirection(reverse bool) bool {
 		m.noteChildError(cur)
 	}
 	return m.rebuild(reverse)
+}
+
+// reseek turns the walk around after a prefix seek by seeking every child
+// from the current entry: to the last entry before it, or to the first
+// after it (internal keys are unique, so only the current child holds the
+// entry itself).
+func (m *mergingIter) reseek(reverse bool) bool {
+	m.seekKey = append(m.seekKey[:0], m.heap.items[0].key...)
+	if reverse {
+		return m.SeekLT(m.seekKey)
+	}
+	if m.SeekGE(m.seekKey) && base.CompareInternal(m.Key(), m.seekKey) == 0 {
+		return m.advanceTop(base.InternalIterator.Next)
+	}
+	return m.Valid()
 }
 
 func (m *mergingIter) Valid() bool { return m.err == nil && len(m.heap.items) > 0 }

@@ -15,6 +15,7 @@ const (
 	posBackward                     // on a key; inner rests before the key's versions
 	posBeforeStart                  // ran off the start: Next goes to First
 	posAfterEnd                     // ran off the end: Prev goes to Last
+	posPrefixEnd                    // ran off the prefix of a prefix seek: Next and Prev stay put
 	posFailed                       // err is set, or the iterator is closed
 )
 
@@ -35,6 +36,111 @@ type Visible struct {
 	// for search keys. Reused across moves so steady-state moves allocate
 	// nothing.
 	keyBuf, valBuf, skipKey, seekKey []byte
+
+	// Prefix iteration (SeekPrefixGE): while inPrefix, only user keys whose
+	// prefixOf is prefix are shown; the iterator stops at the prefix's edges.
+	prefixOf func([]byte) []byte // nil: a prefix is a whole user key
+	prefix   []byte              // owned
+	inPrefix bool
+}
+
+// SetPrefixExtractor sets the function that gives a user key's prefix for
+// SeekPrefixGE (nil: the whole key). Every key with a given prefix must
+// start with one common byte string, so that they are contiguous.
+func (v *Visible) SetPrefixExtractor(fn func([]byte) []byte) { v.prefixOf = fn }
+
+// SetBounds replaces the bounds (copied; nil unbounded). The iterator is
+// unpositioned afterwards.
+func (v *Visible) SetBounds(lower, upper []byte) {
+	if v.pos == posFailed {
+		return
+	}
+	v.lower = append(v.lower[:0], lower...)
+	if lower == nil {
+		v.lower = nil
+	}
+	v.upper = append(v.upper[:0], upper...)
+	if upper == nil {
+		v.upper = nil
+	}
+	v.pos, v.inPrefix, v.key, v.value = posUnpositioned, false, nil, nil
+}
+
+// SeekPrefixGE moves to the first visible key >= max(key, lower) whose
+// prefix is key's prefix; Next and Prev then stay inside that prefix (the
+// iterator becomes invalid at its edges). Sources that hold no key of the
+// prefix (by their filters) are skipped.
+func (v *Visible) SeekPrefixGE(key []byte) bool {
+	return v.SeekPrefixGEWith(v.prefixOfKey(key), key)
+}
+
+// SeekPrefixGEWith is SeekPrefixGE with the prefix given (it must be the
+// prefix of every key the caller wants, key included).
+func (v *Visible) SeekPrefixGEWith(prefix, key []byte) bool {
+	return v.seekPrefixGE(prefix, key, true)
+}
+
+// SeekPrefixRangeGE is SeekGE(key) for an iterator whose bounds already
+// hold exactly the keys of prefix: sources that hold no key of prefix are
+// skipped, and the bounds, not a prefix check, end the iteration.
+func (v *Visible) SeekPrefixRangeGE(prefix, key []byte) bool {
+	return v.seekPrefixGE(prefix, key, false)
+}
+
+func (v *Visible) seekPrefixGE(prefix, key []byte, stopAtEdge bool) bool {
+	if v.pos == posFailed {
+		return false
+	}
+	v.prefix = append(v.prefix[:0], prefix...)
+	v.inPrefix = stopAtEdge
+	if v.lower != nil && bytes.Compare(key, v.lower) < 0 {
+		key = v.lower
+	}
+	if v.upper != nil && bytes.Compare(key, v.upper) >= 0 {
+		v.pos = posAfterEnd
+		if stopAtEdge {
+			v.pos = posPrefixEnd
+		}
+		return false
+	}
+	v.seekKey = base.AppendInternalKey(v.seekKey[:0], key, v.seq, base.KindSeek)
+	if ps, ok := v.inner.(base.PrefixSeeker); ok {
+		ps.SeekPrefixGE(v.prefix, v.seekKey)
+	} else {
+		v.inner.SeekGE(v.seekKey)
+	}
+	return v.findNext()
+}
+
+// SeekLT moves to the last visible key < min(key, upper), at or above lower.
+func (v *Visible) SeekLT(key []byte) bool {
+	if v.pos == posFailed {
+		return false
+	}
+	v.inPrefix = false
+	if v.upper != nil && bytes.Compare(key, v.upper) > 0 {
+		key = v.upper
+	}
+	if v.lower != nil && bytes.Compare(key, v.lower) <= 0 {
+		v.pos = posBeforeStart
+		return false
+	}
+	// The search key with MaxSeq sorts before every version of key.
+	v.seekKey = base.AppendInternalKey(v.seekKey[:0], key, base.MaxSeq, base.KindSeek)
+	v.inner.SeekLT(v.seekKey)
+	return v.findPrev()
+}
+
+func (v *Visible) prefixOfKey(k []byte) []byte {
+	if v.prefixOf == nil {
+		return k
+	}
+	return v.prefixOf(k)
+}
+
+// outsidePrefix reports whether a prefix iteration must stop at ukey.
+func (v *Visible) outsidePrefix(ukey []byte) bool {
+	return v.inPrefix && !bytes.Equal(v.prefixOfKey(ukey), v.prefix)
 }
 
 // NewVisible returns a Visible over inner (internal keys in CompareInternal
@@ -60,6 +166,7 @@ func (v *Visible) First() bool {
 	if v.pos == posFailed {
 		return false
 	}
+	v.inPrefix = false
 	if v.lower != nil {
 		return v.seekGE(v.lower)
 	}
@@ -72,6 +179,7 @@ func (v *Visible) Last() bool {
 	if v.pos == posFailed {
 		return false
 	}
+	v.inPrefix = false
 	if v.upper != nil {
 		// The search key with MaxSeq sorts before every version of upper,
 		// so SeekLT lands on the last entry of a smaller user key.
@@ -88,6 +196,7 @@ func (v *Visible) SeekGE(key []byte) bool {
 	if v.pos == posFailed {
 		return false
 	}
+	v.inPrefix = false
 	if v.lower != nil && bytes.Compare(key, v.lower) < 0 {
 		key = v.lower
 	}
@@ -166,6 +275,10 @@ func (v *Visible) findNext() bool {
 		if v.upper != nil && bytes.Compare(ukey, v.upper) >= 0 {
 			break
 		}
+		if v.outsidePrefix(ukey) {
+			v.pos = posPrefixEnd
+			return false
+		}
 		if seq > v.seq {
 			v.inner.Next() // too new for this view
 			continue
@@ -183,6 +296,9 @@ func (v *Visible) findNext() bool {
 		return v.fail(err)
 	}
 	v.pos = posAfterEnd
+	if v.inPrefix {
+		v.pos = posPrefixEnd
+	}
 	return false
 }
 
@@ -201,6 +317,9 @@ func (v *Visible) findPrev() bool {
 			return v.fail(malformedKey(ikey))
 		}
 		if v.lower != nil && bytes.Compare(ukey, v.lower) < 0 {
+			break
+		}
+		if v.outsidePrefix(ukey) {
 			break
 		}
 		if have && !bytes.Equal(ukey, v.keyBuf) {
@@ -226,6 +345,9 @@ func (v *Visible) findPrev() bool {
 		return v.showBackward()
 	}
 	v.pos = posBeforeStart
+	if v.inPrefix {
+		v.pos = posPrefixEnd
+	}
 	return false
 }
 

@@ -1,0 +1,25 @@
+package sstable
+
+// PrefixMayMatch reports whether the table may hold a key whose filter key
+// (the reader's FilterKey of it) is prefix, and whether a filter answered.
+// A table built over the same extractor is probed with prefix; a table
+// built over whole user keys is probed only when the reader has no
+// extractor (a prefix is then a whole key); any other table, or one without
+// a filter, may match (filtered is false). A "no" is counted in
+// stats.FilterNegatives (stats may be nil). The answer never risks a false
+// negative.
+func (r *Reader) PrefixMayMatch(prefix []byte, stats *ReadStats) (may, filtered bool) {
+	switch {
+	case r.filterMode == filterByExtractor:
+	case r.filterMode == filterByUserKey && r.wholeKeyPrefixes:
+	default:
+		return true, false
+	}
+	if r.filter.MayContain(prefix) {
+		return true, true
+	}
+	if stats != nil {
+		stats.FilterNegatives.Add(1)
+	}
+	return false, true
+}
