@@ -7,6 +7,8 @@ type comparison struct {
 	BloomBits        int    `json:"bloom_bits"`
 	DataBlocksPerGet pair   `json:"data_blocks_per_get"`
 	BytesReadPerGet  pair   `json:"bytes_read_per_get"`
+	DataBlocksPerOp  pair   `json:"data_blocks_per_op"` // iterator workloads
+	BytesPerOp       pair   `json:"bytes_per_op"`
 	P50us            pair   `json:"p50_us"`
 	P99us            pair   `json:"p99_us"`
 	P999us           pair   `json:"p999_us"`
@@ -53,6 +55,8 @@ func compareResults(results []*result) []comparison {
 			BloomBits:        w.BloomBits,
 			DataBlocksPerGet: newPair(w.DataBlocksPerGet, wo.DataBlocksPerGet),
 			BytesReadPerGet:  newPair(w.BytesReadPerGet, wo.BytesReadPerGet),
+			DataBlocksPerOp:  newPair(w.DataBlocksPerOp, wo.DataBlocksPerOp),
+			BytesPerOp:       newPair(w.BytesPerOp, wo.BytesPerOp),
 			P50us:            newPair(ptr(w.P50us), ptr(wo.P50us)),
 			P99us:            newPair(ptr(w.P99us), ptr(wo.P99us)),
 			P999us:           newPair(ptr(w.P999us), ptr(wo.P999us)),

@@ -24,9 +24,13 @@ const (
 	readMissing = "readmissing"
 	readMixed   = "readmixed"
 	scanBench   = "scan"
+	// Row+column workloads (-rows, -cols_per_row).
+	seekPrefix        = "seekprefix"
+	seekPrefixMissing = "seekprefixmissing"
+	readMissingCol    = "readmissingcol"
 )
 
-var knownBenchmarks = []string{fillSeq, fillRandom, readRandom, readMissing, readMixed, scanBench}
+var knownBenchmarks = []string{fillSeq, fillRandom, readRandom, readMissing, readMixed, scanBench, seekPrefix, seekPrefixMissing, readMissingCol}
 
 func isFill(name string) bool { return name == fillSeq || name == fillRandom }
 
@@ -56,6 +60,8 @@ type config struct {
 	hitRatio         float64         // -hit_ratio
 	scanLength       int             // -scan_length
 	threads          int             // -threads
+	rows             int             // -rows: row+column keys when > 0
+	colsPerRow       int             // -cols_per_row
 	batchSize        int             // -batch_size
 	compareFilters   bool            // -compare_filters
 	sweep            []int           // -sweep, as given (0 = no filter)
@@ -85,7 +91,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&benchmarks, "benchmarks", "fillrandom,readrandom,readmissing",
 		"comma list of workloads: fillseq, fillrandom (each key once, in key order / a random order), "+
 			"readrandom (present keys), readmissing (absent keys inside the key range), "+
-			"readmixed (present with probability -hit_ratio), scan (SeekGE then -scan_length entries). "+
+			"readmixed (present with probability -hit_ratio), scan (SeekGE then -scan_length entries); "+
+			"with -rows: seekprefix (SeekPrefixGE an existing row, read all its columns), seekprefixmissing (an absent row), "+
+			"readmissingcol (Get an absent column of an existing row). "+
 			"Fills run first, then the reads, in the order listed")
 	fs.IntVar(&c.num, "num", 1_000_000, "number of keys the fill writes")
 	fs.IntVar(&c.reads, "reads", -1, "operations per read workload; -1 = -num (scan: keys visited; it seeks reads/scan_length times)")
@@ -110,6 +118,8 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.Float64Var(&c.hitRatio, "hit_ratio", 0.5, "readmixed: fraction of reads for present keys")
 	fs.IntVar(&c.scanLength, "scan_length", 100, "scan: entries visited after each SeekGE")
 	fs.IntVar(&c.threads, "threads", 1, "goroutines issuing the reads of each read workload")
+	fs.IntVar(&c.rows, "rows", 0, "row+column keys: this many rows of -cols_per_row columns (-num becomes rows x cols); the filters index rows (Options.FilterKey = the 8-byte row), for seekprefix, seekprefixmissing and readmissingcol")
+	fs.IntVar(&c.colsPerRow, "cols_per_row", 10, "with -rows: columns per row")
 	fs.IntVar(&c.batchSize, "batch_size", 1, "fill: keys per write (1 = Put, more = an atomic Batch)")
 	fs.BoolVar(&c.compareFilters, "compare_filters", false, "run the read workloads twice on the same tables: consulting filters, then with Options.IgnoreFilters, and compare")
 	fs.StringVar(&sweep, "sweep", "", "comma list of bits per key (0 = no filter): load once, then for each setting recompact all tables with it and run the read workloads")
@@ -130,6 +140,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))
 	}
 	c.seed = uint64(seed)
+	if c.rows > 0 {
+		c.num = c.rows * c.colsPerRow
+	}
 	if c.reads == -1 {
 		c.reads = c.num
 	}
@@ -177,6 +190,11 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// isRowWorkload reports whether workload name needs row+column keys.
+func isRowWorkload(name string) bool {
+	return name == seekPrefix || name == seekPrefixMissing || name == readMissingCol
 }
 
 func parseBenchmarks(s string) ([]string, error) {
@@ -249,6 +267,14 @@ func (c *config) validate() error {
 		return fmt.Errorf("-threads %d outside [1, 1024]", c.threads)
 	case c.batchSize < 1:
 		return fmt.Errorf("-batch_size %d below 1", c.batchSize)
+	case c.rows < 0 || c.rows == 1 || c.rows > 1<<28:
+		return fmt.Errorf("-rows %d outside {0} and [2, 2^28]", c.rows)
+	case c.rows > 0 && (c.colsPerRow < 1 || c.colsPerRow > 1<<15):
+		return fmt.Errorf("-cols_per_row %d outside [1, 32768]", c.colsPerRow)
+	case c.rows == 0 && slices.ContainsFunc(c.benchmarks, isRowWorkload):
+		return errors.New("-benchmarks: seekprefix, seekprefixmissing and readmissingcol need row+column keys: set -rows")
+	case c.rows > 0 && c.keySize < rowKeyLen+2:
+		return fmt.Errorf("-key_size %d: row+column keys need at least %d bytes", c.keySize, rowKeyLen+2)
 	case c.useExistingDB && c.db == "":
 		return errors.New("-use_existing_db needs -db")
 	case c.compareFilters && len(c.sweep) > 0:

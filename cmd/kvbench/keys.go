@@ -11,9 +11,13 @@ import (
 // absent key between the i-th and (i+1)-th present keys. The mapping
 // depends only on its parameters, never on -seed (see doc.go).
 type keySpace struct {
-	num       int
-	keySize   int
-	valueSize int
+	num int
+	// rows and cols: with rows > 0 the keys are row+column keys: present
+	// key i is column i%cols of row i/cols, and absent slot 2i+1 is an odd
+	// (never written) column of the same row (see rowKey).
+	rows, cols int
+	keySize    int
+	valueSize  int
 	// rawSize is the random part of each value: a value is rawSize bytes
 	// cut from pool, repeated up to valueSize, so that it compresses to
 	// about -compression_ratio by itself (db_bench builds values alike).
@@ -25,12 +29,24 @@ type keySpace struct {
 }
 
 func newKeySpace(num, keySize, valueSize int, compressionRatio float64) *keySpace {
+	return newRowKeySpace(0, 0, num, keySize, valueSize, compressionRatio)
+}
+
+// newRowKeySpace is newKeySpace for row+column keys when rows > 0 (num
+// must be rows*cols then).
+func newRowKeySpace(rows, cols, num, keySize, valueSize int, compressionRatio float64) *keySpace {
+	spread := 2 * num
+	if rows > 0 {
+		spread = 2 * rows
+	}
 	ks := &keySpace{
+		rows:      rows,
+		cols:      cols,
 		num:       num,
 		keySize:   keySize,
 		valueSize: valueSize,
 		rawSize:   min(valueSize, max(1, int(math.Ceil(float64(valueSize)*compressionRatio)))),
-		stride:    math.MaxUint64 / uint64(2*num),
+		stride:    math.MaxUint64 / uint64(spread),
 	}
 	rng := rand.New(rand.NewPCG(0x6b7662656e6368, 0x706f6f6c)) // fixed: values never depend on -seed
 	ks.pool = make([]byte, max(1<<20, 2*ks.rawSize))
@@ -57,6 +73,10 @@ func mix64(x uint64) uint64 {
 // their neighbours) yet spread over the whole 64-bit space like random keys.
 // The rest of the key is pseudo-random padding derived from the slot.
 func (ks *keySpace) key(dst []byte, slot uint64) []byte {
+	if ks.rows > 0 {
+		i := slot / 2
+		return ks.cellKey(dst, 2*(i/uint64(ks.cols)), 2*(i%uint64(ks.cols))+slot%2)
+	}
 	prefix := slot*ks.stride + mix64(slot)%ks.stride
 	dst = binary.BigEndian.AppendUint64(dst[:0], prefix)
 	for h := mix64(^slot); len(dst) < ks.keySize; h = mix64(h) {
@@ -95,4 +115,44 @@ func (ks *keySpace) randomPresent(rng *rand.Rand) uint64 {
 // above the largest key, where no table would even be probed).
 func (ks *keySpace) randomAbsent(rng *rand.Rand) uint64 {
 	return 2*uint64(rng.IntN(ks.num-1)) + 1
+}
+
+// rowKeyLen is the width of the row part of a row+column key: the filter
+// key (Options.FilterKey returns it), so that every key of a row starts
+// with it and every key starting with it is the row's.
+const rowKeyLen = 8
+
+// rowFilterKey is the extractor kvbench opens row+column databases with.
+func rowFilterKey(k []byte) []byte {
+	if len(k) < rowKeyLen {
+		return k
+	}
+	return k[:rowKeyLen]
+}
+
+// cellKey appends the key of column colSlot of row rowSlot to dst[:0].
+// Even row slots 2r are the rows the fill writes, odd ones rows it never
+// writes (between two written rows); likewise even column slots are the
+// written columns. The row is 8 bytes, big-endian, spread over the 64-bit
+// space like ordinary keys; then the column slot (2 bytes, big-endian);
+// then padding derived from both, up to -key_size.
+func (ks *keySpace) cellKey(dst []byte, rowSlot, colSlot uint64) []byte {
+	prefix := rowSlot*ks.stride + mix64(rowSlot)%ks.stride
+	dst = binary.BigEndian.AppendUint64(dst[:0], prefix)
+	dst = binary.BigEndian.AppendUint16(dst, uint16(colSlot))
+	for h := mix64(rowSlot<<16 | colSlot); len(dst) < ks.keySize; h = mix64(h) {
+		var b [8]byte
+		binary.LittleEndian.PutUint64(b[:], h)
+		dst = append(dst, b[:min(8, ks.keySize-len(dst))]...)
+	}
+	return dst
+}
+
+// randomRow returns a uniformly chosen written row's slot, and with absent
+// one strictly between two written rows.
+func (ks *keySpace) randomRow(rng *rand.Rand, absent bool) uint64 {
+	if absent {
+		return 2*uint64(rng.IntN(ks.rows-1)) + 1
+	}
+	return 2 * uint64(rng.IntN(ks.rows))
 }

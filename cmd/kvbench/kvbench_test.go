@@ -389,3 +389,50 @@ func TestCSVColumnsMatchJSON(t *testing.T) {
 			get("fp_rate_measured"), get("fp_rate_theory"), get("files_per_level"))
 	}
 }
+
+// TestRowWorkloads: with -rows, the prefix seeks find every column of a
+// written row and nothing of an absent one (a fresh run errors otherwise),
+// readmissingcol finds nothing, and the row filters spare absent-row seeks
+// nearly every block.
+func TestRowWorkloads(t *testing.T) {
+	var out, errb bytes.Buffer
+	jsonPath := filepath.Join(t.TempDir(), "rows.json")
+	args := []string{"-rows", "2000", "-cols_per_row", "5", "-reads", "4000", "-progress=false", "-json", jsonPath,
+		"-benchmarks", "fillrandom,seekprefix,seekprefixmissing,readmissingcol", "-compare_filters",
+		"-max_bytes_for_level_base", "65536", "-target_file_size_base", "32768", "-write_buffer_size", "65536"}
+	if code := run(args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Results []struct {
+			Benchmark       string   `json:"benchmark"`
+			Pass            string   `json:"pass"`
+			DataBlocksPerOp *float64 `json:"data_blocks_per_op"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	blocks := map[string]float64{}
+	for _, r := range doc.Results {
+		if r.Benchmark == "seekprefixmissing" && r.DataBlocksPerOp != nil {
+			blocks[r.Pass] = *r.DataBlocksPerOp
+		}
+	}
+	if with, without := blocks["filters"], blocks["ignore_filters"]; without == 0 || with > without/5 {
+		t.Fatalf("absent-row seeks read %.3f blocks with filters, %.3f without", with, without)
+	}
+	report := out.String()
+	for _, want := range []string{"per seek", "seekprefixmissing (filters)", "data blocks/seek"} {
+		if !strings.Contains(report, want) {
+			t.Fatalf("report lacks %q:\n%s", want, report)
+		}
+	}
+	if code := run([]string{"-benchmarks", "seekprefix"}, &out, &errb); code != 2 {
+		t.Fatalf("seekprefix without -rows: exit %d, want 2", code)
+	}
+}

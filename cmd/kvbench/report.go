@@ -24,6 +24,7 @@ func printReport(w io.Writer, rep *report) error {
 	default:
 		writeLatency(&sb, rep.Results)
 		writeCosts(&sb, rep.Results)
+		writeSeekCosts(&sb, rep.Results)
 		writeLevels(&sb, rep.Results)
 		if cfg.compareFilters {
 			writeComparisons(&sb, rep.Comparisons)
@@ -158,6 +159,29 @@ func writeCosts(sb *strings.Builder, results []*result) {
 	sb.WriteString("\n")
 }
 
+// writeSeekCosts shows what iterator workloads cost per operation (a seek
+// and its steps): tables a prefix seek considered, skipped on their filter
+// or let through for nothing, and data blocks and bytes read.
+func writeSeekCosts(sb *strings.Builder, results []*result) {
+	t := &table{}
+	t.add("per seek", "bits/key", "tables", "filter neg", "filter FP", "data blocks", "bytes read", "found")
+	n := 0
+	for _, r := range results {
+		if r.Seeks == 0 {
+			continue
+		}
+		n++
+		t.add(label(r), filterState(r), fmtFloat(r.IterTablesProbedPerOp, 3), fmtFloat(r.IterFilterNegativesPerOp, 3),
+			fmtFloat(r.IterFilterFalsePositivesPerOp, 4), fmtFloat(r.DataBlocksPerOp, 3), fmtFloat(r.BytesPerOp, 0),
+			fmt.Sprintf("%d", r.Found))
+	}
+	if n == 0 {
+		return
+	}
+	_ = t.write(sb)
+	sb.WriteString("\n")
+}
+
 // writeLevels shows, per read workload, where Gets went level by level:
 // tables probed per Get, and data blocks read per Get after the filters.
 func writeLevels(sb *strings.Builder, results []*result) {
@@ -211,6 +235,8 @@ func writeComparisons(sb *strings.Builder, cs []comparison) {
 		t.add(c.Benchmark, "", "", "")
 		row("data blocks/Get", c.DataBlocksPerGet, 3)
 		row("bytes read/Get", c.BytesReadPerGet, 0)
+		row("data blocks/seek", c.DataBlocksPerOp, 3)
+		row("bytes read/seek", c.BytesPerOp, 0)
 		row("p50 µs", c.P50us, 2)
 		row("p99 µs", c.P99us, 2)
 		row("p99.9 µs", c.P999us, 2)

@@ -39,6 +39,22 @@ type result struct {
 	BytesRead            uint64 `json:"bytes_read"`
 	MemtableHits         uint64 `json:"memtable_hits"`
 
+	// Iterator workloads (scan, seekprefix, seekprefixmissing): totals.
+	Seeks                    uint64 `json:"seeks"`
+	PrefixSeeks              uint64 `json:"prefix_seeks"`
+	IterTablesProbed         uint64 `json:"iter_tables_probed"`
+	IterFilterNegatives      uint64 `json:"iter_filter_negatives"`
+	IterFilterFalsePositives uint64 `json:"iter_filter_false_positives"`
+	IterDataBlockReads       uint64 `json:"iter_data_block_reads"`
+	IterBytesRead            uint64 `json:"iter_bytes_read"`
+	// Per operation of an iterator workload (a seek and its steps).
+	DataBlocksPerOp               *float64  `json:"data_blocks_per_op"`
+	BytesPerOp                    *float64  `json:"bytes_per_op"`
+	IterTablesProbedPerOp         *float64  `json:"iter_tables_probed_per_op"`
+	IterFilterNegativesPerOp      *float64  `json:"iter_filter_negatives_per_op"`
+	IterFilterFalsePositivesPerOp *float64  `json:"iter_filter_false_positives_per_op"`
+	DataBlocksPerOpByLevel        []float64 `json:"data_blocks_per_op_by_level"`
+
 	// Per Get.
 	TablesProbedPerGet         *float64 `json:"tables_probed_per_get"`
 	FilterNegativesPerGet      *float64 `json:"filter_negatives_per_get"`
@@ -99,6 +115,20 @@ func newResult(run *workloadRun, pass string, bits int, variant filter.Variant, 
 			r.TablesProbedPerGetByLevel = append(r.TablesProbedPerGetByLevel, float64(l.TablesProbed)/g)
 			r.FilterNegativesPerGetByLevel = append(r.FilterNegativesPerGetByLevel, float64(l.FilterNegatives)/g)
 			r.DataBlocksPerGetByLevel = append(r.DataBlocksPerGetByLevel, float64(l.DataBlockReads)/g)
+		}
+	}
+	if d.IterSeeks > 0 {
+		r.Seeks, r.PrefixSeeks = d.IterSeeks, d.IterPrefixSeeks
+		r.IterTablesProbed, r.IterFilterNegatives, r.IterFilterFalsePositives = d.IterTablesProbed, d.IterFilterNegatives, d.IterFilterFalsePositives
+		r.IterDataBlockReads, r.IterBytesRead = d.IterDataBlockReads, d.IterBytesRead
+		ops := uint64(run.ops)
+		r.DataBlocksPerOp = ratio(d.IterDataBlockReads, ops)
+		r.BytesPerOp = ratio(d.IterBytesRead, ops)
+		r.IterTablesProbedPerOp = ratio(d.IterTablesProbed, ops)
+		r.IterFilterNegativesPerOp = ratio(d.IterFilterNegatives, ops)
+		r.IterFilterFalsePositivesPerOp = ratio(d.IterFilterFalsePositives, ops)
+		for _, l := range d.Levels {
+			r.DataBlocksPerOpByLevel = append(r.DataBlocksPerOpByLevel, float64(l.IterDataBlockReads)/float64(max(ops, 1)))
 		}
 	}
 	r.TablesProbedPerGet = ratio(d.TablesProbed, d.Gets)

@@ -63,7 +63,7 @@ func execute(cfg *config, stderr io.Writer) (*report, error) {
 		rep: rep,
 		r: &runner{
 			cfg:   cfg,
-			ks:    newKeySpace(cfg.num, cfg.keySize, cfg.valueSize, cfg.compressionRatio),
+			ks:    newRowKeySpace(cfg.rows, cfg.colsPerRow, cfg.num, cfg.keySize, cfg.valueSize, cfg.compressionRatio),
 			prog:  newProgress(cfg.progress, isTerminal(stderr), stderr),
 			fresh: !cfg.useExistingDB,
 		},
@@ -151,6 +151,8 @@ func (s *study) options(bits int, ignoreFilters bool) *bloomkv.Options {
 		BlockCacheSize:  cache,
 		WALMode:         s.cfg.walMode,
 		IgnoreFilters:   ignoreFilters,
+		FilterKey:       s.filterKey(),
+		FilterKeyName:   s.filterKeyName(),
 
 		TargetFileSize:        s.cfg.targetFileSize,
 		LBaseMaxBytes:         s.cfg.levelBaseBytes,
@@ -362,4 +364,19 @@ func foundWarnings(results []*result) []string {
 		}
 	}
 	return out
+}
+
+// filterKey is the extractor of row+column runs: the filters index rows.
+func (s *study) filterKey() func([]byte) []byte {
+	if s.cfg.rows > 0 {
+		return rowFilterKey
+	}
+	return nil
+}
+
+func (s *study) filterKeyName() string {
+	if s.cfg.rows > 0 {
+		return "kvbench-row8"
+	}
+	return ""
 }

@@ -102,8 +102,11 @@ func streamID(name string, thread int) uint64 {
 // read runs one read workload with -threads goroutines.
 func (r *runner) read(db *bloomkv.DB, name string) (*workloadRun, error) {
 	ops := int64(r.cfg.reads)
-	if name == scanBench {
+	switch name {
+	case scanBench:
 		ops = max(1, ops/int64(r.cfg.scanLength))
+	case seekPrefix:
+		ops = max(1, ops/int64(r.cfg.colsPerRow)) // each seek reads a row
 	}
 	threads := int64(r.cfg.threads)
 	var done atomic.Int64
@@ -160,8 +163,11 @@ func b2i(b bool) int64 {
 // their key (scan: entries visited).
 func (r *runner) readLoop(db *bloomkv.DB, name string, n int64, rng *rand.Rand,
 	hist *hdrhistogram.Histogram, done *atomic.Int64, failed *atomic.Bool) (int64, error) {
-	if name == scanBench {
+	switch name {
+	case scanBench:
 		return r.scanLoop(db, n, rng, hist, done, failed)
+	case seekPrefix, seekPrefixMissing:
+		return r.seekPrefixLoop(db, name == seekPrefixMissing, n, rng, hist, done, failed)
 	}
 	var key, want []byte
 	var found int64
@@ -181,7 +187,9 @@ func (r *runner) readLoop(db *bloomkv.DB, name string, n int64, rng *rand.Rand,
 		switch name {
 		case readRandom:
 			slot, wantHit = r.ks.randomPresent(rng), true
-		case readMissing:
+		case readMissing, readMissingCol:
+			// With row+column keys an absent slot is an unwritten column
+			// of a written row (see keySpace.key).
 			slot = r.ks.randomAbsent(rng)
 		case readMixed:
 			if rng.Float64() < r.cfg.hitRatio {
@@ -243,6 +251,43 @@ func (r *runner) scanLoop(db *bloomkv.DB, n int64, rng *rand.Rand,
 			it.Close()
 			return visited, fmt.Errorf("seek %d: %w", i, err)
 		}
+		done.Add(1)
+	}
+	if err := it.Close(); err != nil {
+		return visited, err
+	}
+	return visited, nil
+}
+
+// seekPrefixLoop does n prefix seeks, on one iterator, to column 0 of a
+// random written row (reading every column of it) or of a random absent
+// row (finding nothing). It returns the entries visited.
+func (r *runner) seekPrefixLoop(db *bloomkv.DB, absent bool, n int64, rng *rand.Rand,
+	hist *hdrhistogram.Histogram, done *atomic.Int64, failed *atomic.Bool) (int64, error) {
+	it := db.NewIterator(nil)
+	var key []byte
+	var visited int64
+	for i := range n {
+		if failed.Load() {
+			break
+		}
+		row := r.ks.randomRow(rng, absent)
+		key = r.ks.cellKey(key, row, 0)
+		t0 := time.Now()
+		cols := 0
+		for ok := it.SeekPrefixGE(key); ok; ok = it.Next() {
+			cols++
+		}
+		recordLatency(hist, time.Since(t0))
+		if err := it.Error(); err != nil {
+			it.Close()
+			return visited, fmt.Errorf("prefix seek %d: %w", i, err)
+		}
+		if r.fresh && (absent && cols != 0 || !absent && cols != r.ks.cols) {
+			it.Close()
+			return visited, fmt.Errorf("prefix seek of row slot %d found %d columns, want %d", row, cols, b2i(!absent)*int64(r.ks.cols))
+		}
+		visited += int64(cols)
 		done.Add(1)
 	}
 	if err := it.Close(); err != nil {
