@@ -215,7 +215,8 @@ func (db *DB) filterIsStale(f *manifest.FileMetadata) bool {
 	p := r.Properties()
 	want := int64(db.opts.filterBits())
 	return max(0, p.BloomBitsPerKey) != want ||
-		(want > 0 && (p.FilterKeyName != db.opts.FilterKeyName || filter.Variant(p.FilterVariant) != db.opts.FilterVariant))
+		(want > 0 && (p.FilterKeyName != db.opts.FilterKeyName || filter.Variant(p.FilterVariant) != db.opts.FilterVariant ||
+			p.FilterWholeKeys != (db.opts.FilterWholeKey && db.opts.FilterKey != nil)))
 }
 
 // runCompaction carries out c, picked from version v (referenced by the

@@ -195,6 +195,7 @@ func (db *DB) sstWriterOptions(fileNum uint64) sstable.WriterOptions {
 		BloomBitsPerKey: db.opts.filterBits(),
 		FilterKey:       db.opts.FilterKey,
 		FilterKeyName:   db.opts.FilterKeyName,
+		FilterWholeKey:  db.opts.FilterWholeKey,
 		FilterVariant:   db.opts.FilterVariant,
 		FileNum:         fileNum,
 		DBID:            db.dbID,

@@ -47,6 +47,12 @@ type Options struct {
 	// fixed-width row, or a row with its delimiter): the keys of a prefix
 	// are then contiguous.
 	FilterKey func(key []byte) []byte
+	// FilterWholeKey, with FilterKey, makes every new table's filter hold
+	// the whole keys as well as their filter keys (HBase's ROWCOL and ROW
+	// together): Get probes the whole key, so an absent column of a present
+	// row is a filter negative, and prefix seeks probe the row. It costs
+	// one filter entry per key plus one per row.
+	FilterWholeKey bool
 	// FilterKeyName identifies FilterKey and is recorded in every table.
 	// A table whose filter was built under another name is read without its
 	// filter (never with a wrong one). Change it whenever FilterKey changes.
@@ -174,6 +180,7 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if r.FilterKey == nil {
 		r.FilterKeyName = ""
+		r.FilterWholeKey = false // without rows a filter holds whole keys anyway
 	}
 	bad := func(format string, args ...any) (Options, error) {
 		return Options{}, fmt.Errorf("%w: bloomkv: option "+format, append([]any{ErrInvalidArgument}, args...)...)

@@ -170,7 +170,9 @@ func prefixModelRun(t *testing.T, seed uint64) {
 	open := func() (*DB, bool) {
 		o := tinyOptions(fs)
 		rowFilters := true
-		switch rng.IntN(4) {
+		switch rng.IntN(5) {
+		case 4: // rows and whole keys together
+			o.FilterKey, o.FilterKeyName, o.FilterWholeKey = rowPrefix6, "row6", true
 		case 0: // rows, one name
 			o.FilterKey, o.FilterKeyName = rowPrefix6, "row6"
 		case 1: // rows, but the name changed: older row tables lose their filters

@@ -19,12 +19,13 @@ import (
 func (r *Reader) Check() error {
 	c := checker{r: r}
 	if r.footer.hasFilter() {
-		switch r.filterMode {
-		case filterByUserKey:
-			c.filterKey = func(k []byte) []byte { return k }
-		case filterByExtractor:
+		c.wholeKeys = r.props.FilterKeyName == "" || r.props.FilterWholeKeys
+		if r.filterMode == filterByExtractor {
 			c.filterKey = r.filterKey
 		}
+		// The keys the filter was built from can be counted when every part
+		// of them can be recomputed.
+		c.countable = r.props.FilterKeyName == "" || c.filterKey != nil
 	}
 	if err := c.walkData(); err != nil {
 		return err
@@ -34,7 +35,12 @@ func (r *Reader) Check() error {
 
 type checker struct {
 	r         *Reader
-	filterKey func([]byte) []byte // nil: filter keys cannot be recomputed
+	filterKey func([]byte) []byte // the table's extractor; nil: its filter keys cannot be recomputed
+	wholeKeys bool                // the filter holds whole user keys
+	countable bool                // every key the filter was built from can be recomputed
+	// lastFK is the last extractor key seen, for counting as the writer adds.
+	lastFK     []byte
+	haveLastFK bool
 
 	got           Properties // recounted from the contents
 	prevKey       []byte
@@ -93,15 +99,8 @@ func (c *checker) walkBlock(b *block, loc location, indexKey []byte) error {
 		}
 		ukey, seq, kind, _ := base.ParseInternalKey(k)
 		c.count(k, seq, kind, len(it.Value()))
-		if c.filterKey != nil {
-			fk := c.filterKey(ukey)
-			if !r.filter.MayContain(fk) {
-				return location{r.name, kindFilter, r.footer.filter.offset}.corruptf("false negative for key %s", formatKey(k))
-			}
-			if h := filter.Hash(fk); c.filterKeys == 0 || h != c.lastFilterKey {
-				c.filterKeys++
-				c.lastFilterKey = h
-			}
+		if err := c.checkFilterKeys(ukey, k); err != nil {
+			return err
 		}
 		c.prevKey = append(c.prevKey[:0], k...)
 	}
@@ -173,8 +172,41 @@ func (c *checker) compareProperties() error {
 	if uint64(r.filter.NumKeys()) != want.FilterKeyCount {
 		return loc.corruptf("filter key count %d, the filter block says %d", want.FilterKeyCount, r.filter.NumKeys())
 	}
-	if c.filterKey != nil && c.filterKeys != want.FilterKeyCount {
+	if c.countable && c.filterKeys != want.FilterKeyCount {
 		return loc.corruptf("filter key count %d, the table holds %d distinct filter keys", want.FilterKeyCount, c.filterKeys)
+	}
+	return nil
+}
+
+// checkFilterKeys checks that the filter holds what the writer added for
+// ukey (its filter key, its whole key, or both) and counts the distinct
+// additions as the writer does.
+func (c *checker) checkFilterKeys(ukey, ikey []byte) error {
+	r := c.r
+	add := func(key []byte) error {
+		if !r.filter.MayContain(key) {
+			return location{r.name, kindFilter, r.footer.filter.offset}.corruptf("false negative for key %s", formatKey(ikey))
+		}
+		if h := filter.Hash(key); c.filterKeys == 0 || h != c.lastFilterKey {
+			c.filterKeys++
+			c.lastFilterKey = h
+		}
+		return nil
+	}
+	if c.filterKey != nil {
+		fk := c.filterKey(ukey)
+		if !c.wholeKeys {
+			return add(fk)
+		}
+		if !c.haveLastFK || !bytes.Equal(fk, c.lastFK) {
+			if err := add(fk); err != nil {
+				return err
+			}
+			c.lastFK, c.haveLastFK = append(c.lastFK[:0], fk...), true
+		}
+	}
+	if c.wholeKeys {
+		return add(ukey)
 	}
 	return nil
 }

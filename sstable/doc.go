@@ -68,8 +68,13 @@
 //
 // The filter package's bloom filter block (see its doc: bit array, key
 // count, k, variant), built over the user key of every entry, or over
-// FilterKey(userKey) when the writer has an extractor. Consecutive equal
-// filter keys are added once. The properties record the extractor's name;
+// FilterKey(userKey) when the writer has an extractor, or over both with
+// FilterWholeKey (the extractor's key of a run of entries first, then each
+// entry's user key). Consecutive equal filter keys are added once. Get
+// probes the whole key when the filter holds whole keys, else the
+// extractor's key when the reader's extractor has the table's name; a
+// prefix seek probes the prefix when the table's filter keys are the
+// reader's extractor's. The properties record the extractor's name;
 // a reader probes with its own extractor only when the names match, probes
 // whole-key filters with the user key, and ignores any other filter, so it
 // never suffers a false negative.
@@ -82,7 +87,7 @@
 //
 // Numbers are uvarint values filling their record, except BloomBitsPerKey
 // (varint); keys and names are raw bytes. Tags 01-20 (decimal) are required;
-// 21 and 22 are optional (written only when set); readers skip unknown tags,
+// 21-23 are optional (written only when set); readers skip unknown tags,
 // which leaves room for later additions.
 //
 //	01 FormatVersion   08 IndexSize        15 BloomBitsPerKey (as configured)
@@ -94,6 +99,8 @@
 //	07 DataSize        14 FilterVariant (0 = no filter)
 //	21 FileNum (the table's own file number)
 //	22 DBID (the identity of the database it was written for)
+//	23 FilterWholeKeys (1: the filter holds the whole user keys as well as
+//	   the keys of FilterKeyName; absent or 0: only those)
 //
 // Sizes include trailers; DataSize is where the data blocks end.
 //

@@ -34,6 +34,10 @@ type WriterOptions struct {
 	// when FilterKey is (an unnamed extractor could be mistaken for the
 	// whole key and cause false negatives).
 	FilterKeyName string
+	// FilterWholeKey, with FilterKey, makes the filter hold the whole user
+	// keys too: Get then probes the whole key (an absent column of a
+	// present row is a filter negative), prefix seeks the filter key.
+	FilterWholeKey bool
 	// FilterVariant is the filter block layout: filter.VariantStandard
 	// (the zero value means it) or filter.VariantBlocked (cache-local).
 	FilterVariant filter.Variant
@@ -52,6 +56,7 @@ func (o WriterOptions) withDefaults() WriterOptions {
 	}
 	if o.FilterKey == nil {
 		o.FilterKeyName = ""
+		o.FilterWholeKey = false
 	}
 	return o
 }

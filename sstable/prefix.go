@@ -9,10 +9,7 @@ package sstable
 // stats.FilterNegatives (stats may be nil). The answer never risks a false
 // negative.
 func (r *Reader) PrefixMayMatch(prefix []byte, stats *ReadStats) (may, filtered bool) {
-	switch {
-	case r.filterMode == filterByExtractor:
-	case r.filterMode == filterByUserKey && r.wholeKeyPrefixes:
-	default:
+	if r.prefixProbe == probeNone {
 		return true, false
 	}
 	if r.filter.MayContain(prefix) {

@@ -35,6 +35,10 @@ type Properties struct {
 	// under another number or for another database is corruption.
 	FileNum uint64
 	DBID    []byte
+	// FilterWholeKeys: the filter holds the whole user keys as well as the
+	// filter keys of FilterKeyName (both, as HBase's ROWCOL and ROW); a
+	// filter over whole keys alone has FilterKeyName "". Optional.
+	FilterWholeKeys bool
 }
 
 // Property tags, in the order they are encoded. They are part of the
@@ -62,12 +66,13 @@ const (
 	tagRestartInterval
 	tagFileNum
 	tagDBID
+	tagFilterWholeKeys
 	numPropertyTags = iota
 )
 
 // optionalPropertyTags may be absent: they are newer than the format and
 // written only when set. Every other known tag is required.
-const optionalPropertyTags = 2
+const optionalPropertyTags = 3
 
 // propertyField binds a tag to a field. kind is 'u' (uvarint), 'i' (zigzag
 // varint) or 'b' (raw bytes).
@@ -87,6 +92,7 @@ type propertyField struct {
 type propertyScratch struct {
 	version, variant, compression uint64
 	filterKeyName                 []byte
+	filterWholeKeys               uint64
 }
 
 func (p *Properties) fields(s *propertyScratch) []propertyField {
@@ -113,6 +119,7 @@ func (p *Properties) fields(s *propertyScratch) []propertyField {
 		{tag: tagRestartInterval, name: "RestartInterval", kind: 'u', u: &p.RestartInterval},
 		{tag: tagFileNum, name: "FileNum", kind: 'u', u: &p.FileNum, optional: true},
 		{tag: tagDBID, name: "DBID", kind: 'b', b: &p.DBID, optional: true},
+		{tag: tagFilterWholeKeys, name: "FilterWholeKeys", kind: 'u', u: &s.filterWholeKeys, optional: true},
 	}
 }
 
@@ -130,6 +137,9 @@ func (p *Properties) encode() []byte {
 		variant:       uint64(p.FilterVariant),
 		compression:   uint64(typ),
 		filterKeyName: []byte(p.FilterKeyName),
+	}
+	if p.FilterWholeKeys {
+		s.filterWholeKeys = 1
 	}
 	var out, val []byte
 	for _, f := range p.fields(&s) {
@@ -195,7 +205,7 @@ func decodeProperties(data []byte, loc location) (Properties, error) {
 		}
 		return Properties{}, loc.corruptf("missing properties %s", strings.Join(missing, ", "))
 	}
-	if s.version > 0xFFFFFFFF || s.variant > 0xFF || s.compression > 0xFF {
+	if s.version > 0xFFFFFFFF || s.variant > 0xFF || s.compression > 0xFF || s.filterWholeKeys > 1 {
 		return Properties{}, loc.corruptf("property out of range (version %d, filter variant %d, compression %d)", s.version, s.variant, s.compression)
 	}
 	c, ok := compressionFromBlockType(byte(s.compression))
@@ -206,6 +216,7 @@ func decodeProperties(data []byte, loc location) (Properties, error) {
 	p.FilterVariant = uint8(s.variant)
 	p.Compression = c
 	p.FilterKeyName = string(s.filterKeyName)
+	p.FilterWholeKeys = s.filterWholeKeys == 1
 	return p, nil
 }
 
@@ -246,6 +257,9 @@ func (p *Properties) String() string {
 		p.FilterVariant, p.BloomBitsPerKey, p.FilterKeyCount, p.FilterKeyName)
 	fmt.Fprintf(&sb, "compression:        %s\n", p.Compression)
 	fmt.Fprintf(&sb, "block size/restart: %d / %d\n", p.BlockSize, p.RestartInterval)
+	if p.FilterWholeKeys {
+		fmt.Fprintf(&sb, "filter contents:    whole keys and %q keys\n", p.FilterKeyName)
+	}
 	if p.FileNum != 0 || len(p.DBID) > 0 {
 		fmt.Fprintf(&sb, "identity:           file %06d of database %q\n", p.FileNum, p.DBID)
 	}

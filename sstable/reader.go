@@ -29,21 +29,31 @@ type Reader struct {
 	filterData []byte
 	filter     filter.Block
 	filterMode filterMode
-	filterKey  func([]byte) []byte // the reader's extractor, when filterMode == filterByExtractor
-	// wholeKeyPrefixes: the reader has no extractor, so a prefix is a whole
-	// user key and a whole-key filter answers for it.
-	wholeKeyPrefixes bool
+	filterKey  func([]byte) []byte // the reader's extractor, when the table's filter keys are its
+	// getProbe and prefixProbe say what Get and a prefix seek may probe the
+	// filter with (see chooseProbes).
+	getProbe, prefixProbe probe
 
 	closed atomic.Bool
 }
 
-// filterMode says how Get may probe a table's filter.
+// filterMode says what a table's filter holds that the reader can name.
 type filterMode uint8
 
 const (
 	filterNone        filterMode = iota // no filter, or one built with an extractor we lack
 	filterByUserKey                     // built over whole user keys
 	filterByExtractor                   // built over FilterKey(userKey) with our extractor's name
+)
+
+// probe is what a lookup may probe a table's filter with, never risking a
+// false negative.
+type probe uint8
+
+const (
+	probeNone      probe = iota // the filter cannot answer: read the table
+	probeWholeKey               // the user key (Get), or the prefix given as a whole key
+	probeFilterKey              // the reader's FilterKey of the user key (Get), or the prefix
 )
 
 // Open reads a table's footer, properties, index and filter blocks. name
@@ -107,7 +117,7 @@ func (r *Reader) open(o ReaderOptions) error {
 		if r.filterMode == filterByExtractor {
 			r.filterKey = o.FilterKey
 		}
-		r.wholeKeyPrefixes = o.FilterKey == nil
+		r.getProbe, r.prefixProbe = chooseProbes(&r.props, r.filterMode, o)
 	}
 	return nil
 }
@@ -122,6 +132,30 @@ func chooseFilterMode(tableKeyName string, o ReaderOptions) filterMode {
 		return filterByExtractor
 	}
 	return filterNone
+}
+
+// chooseProbes decides what Get and prefix seeks may probe the filter
+// with. A filter that holds whole keys (one without a FilterKeyName, or
+// with FilterWholeKeys) answers Get for the user key even when the reader
+// lacks its extractor; otherwise a filter built with the reader's extractor
+// answers for FilterKey(key). A prefix seek probes the prefix when the
+// filter keys are the reader's; a reader without an extractor seeks whole
+// keys, which a whole-key filter answers.
+func chooseProbes(p *Properties, mode filterMode, o ReaderOptions) (get, prefix probe) {
+	wholeKeys := p.FilterKeyName == "" || p.FilterWholeKeys
+	switch {
+	case wholeKeys:
+		get = probeWholeKey
+	case mode == filterByExtractor:
+		get = probeFilterKey
+	}
+	switch {
+	case p.FilterKeyName != "" && mode == filterByExtractor:
+		prefix = probeFilterKey
+	case wholeKeys && o.FilterKey == nil:
+		prefix = probeWholeKey
+	}
+	return get, prefix
 }
 
 // checkPropertiesAgainstFooter cross-checks the properties the reader
@@ -273,7 +307,7 @@ func (r *Reader) Filter() (filter.Block, bool) { return r.filter, r.footer.hasFi
 
 // FilterUsable reports whether Get can probe the filter with this reader's
 // options (see ReaderOptions.FilterKey).
-func (r *Reader) FilterUsable() bool { return r.filterMode != filterNone }
+func (r *Reader) FilterUsable() bool { return r.getProbe != probeNone }
 
 // FilterMemory returns the bytes held in memory for the filter block.
 func (r *Reader) FilterMemory() int { return len(r.filterData) }

@@ -25,9 +25,9 @@ var getStatePool = sync.Pool{New: func() any { return new(getState) }}
 // it before keeping it. stats may be nil.
 func (r *Reader) Get(ukey []byte, seq uint64, useFilter bool, stats *ReadStats) (value []byte, kind base.Kind, found bool, err error) {
 	filtered := false
-	if useFilter && r.filterMode != filterNone {
+	if useFilter && r.getProbe != probeNone {
 		fk := ukey
-		if r.filterMode == filterByExtractor {
+		if r.getProbe == probeFilterKey {
 			fk = r.filterKey(ukey)
 		}
 		if !r.filter.MayContain(fk) {

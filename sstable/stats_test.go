@@ -184,3 +184,68 @@ func TestFilterKeyExtractor(t *testing.T) {
 		t.Fatalf("whole-key filter: %v %v", blk, ok)
 	}
 }
+
+// TestFilterWholeKeysAndRows: a table whose filter holds whole keys and
+// rows answers Get with the whole key (absent columns of present rows are
+// negatives) for any reader, prefix seeks with the row for readers with the
+// extractor, and Check recounts exactly what the writer added; a byte flip
+// in the filter that loses a key is found.
+func TestFilterWholeKeysAndRows(t *testing.T) {
+	var es []kv
+	seq := uint64(1)
+	for row := range 500 {
+		for col := range 4 {
+			es = append(es, kv{base.MakeInternalKey(fmt.Appendf(nil, "r%04d/c%d", row*2, col), seq, base.KindSet), []byte("v")})
+			seq++
+		}
+	}
+	data, _ := buildTable(t, es, WriterOptions{BloomBitsPerKey: 10, FilterKey: rowKey, FilterKeyName: "row", FilterWholeKey: true})
+	r := mustOpenBytes(t, data, ReaderOptions{FilterKey: rowKey, FilterKeyName: "row"})
+	p := r.Properties()
+	if !p.FilterWholeKeys || p.FilterKeyCount != 500+2000 {
+		t.Fatalf("properties: whole keys %v, %d filter keys (want 2500)", p.FilterWholeKeys, p.FilterKeyCount)
+	}
+	if err := r.Check(); err != nil {
+		t.Fatal(err)
+	}
+	var st ReadStats
+	for i := range 500 {
+		if _, _, found, err := r.Get(fmt.Appendf(nil, "r%04d/c9", i*2), base.MaxSeq, true, &st); found || err != nil {
+			t.Fatal(found, err)
+		}
+	}
+	if neg := st.FilterNegatives.Load(); neg < 480 {
+		t.Fatalf("absent columns: %d filter negatives of 500", neg)
+	}
+	negRows := 0
+	for i := range 500 {
+		if may, filtered := r.PrefixMayMatch(fmt.Appendf(nil, "r%04d", i*2+1), nil); !may && filtered {
+			negRows++
+		}
+		if may, _ := r.PrefixMayMatch(fmt.Appendf(nil, "r%04d", i*2), nil); !may {
+			t.Fatalf("present row %d: filter says absent", i*2)
+		}
+	}
+	if negRows < 480 {
+		t.Fatalf("absent rows: %d prefix negatives of 500", negRows)
+	}
+	// Readers without the extractor (or with another) still use the whole keys.
+	for _, o := range []ReaderOptions{{}, {FilterKey: rowKey, FilterKeyName: "other"}} {
+		r := mustOpenBytes(t, data, o)
+		var st ReadStats
+		if _, _, found, _ := r.Get([]byte("r0002/c9"), base.MaxSeq, true, &st); found || !r.FilterUsable() {
+			t.Fatalf("%q: found %v, usable %v", o.FilterKeyName, found, r.FilterUsable())
+		}
+		if o.FilterKey != nil {
+			if may, filtered := r.PrefixMayMatch([]byte("r0003"), nil); !may || filtered {
+				t.Fatalf("%q: a row probe answered without the table's extractor", o.FilterKeyName)
+			}
+		} else if may, _ := r.PrefixMayMatch([]byte("r0002/c1"), nil); !may {
+			// Without an extractor a prefix is a whole key.
+			t.Fatal("a present whole key probed as a prefix: absent")
+		}
+		if err := r.Check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package sstable
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -30,6 +31,9 @@ type Writer struct {
 	data   blockBuilder
 	index  blockBuilder
 	filter *filter.BlockBuilder // nil when BloomBitsPerKey <= 0
+	// lastFilterKey is the filter key last added, with FilterWholeKey.
+	lastFilterKey []byte
+	haveFilterKey bool
 
 	// The index entry for the last flushed data block waits for the next
 	// key, so that its separator can be shortened against it.
@@ -70,6 +74,7 @@ func NewWriter(f vfs.File, o WriterOptions) *Writer {
 		FormatVersion:   FormatVersion,
 		BloomBitsPerKey: int64(o.BloomBitsPerKey),
 		FilterKeyName:   o.FilterKeyName,
+		FilterWholeKeys: o.FilterKey != nil && o.FilterWholeKey && o.BloomBitsPerKey > 0,
 		Compression:     o.Compression,
 		BlockSize:       uint64(o.BlockSize),
 		RestartInterval: uint64(o.RestartInterval),
@@ -104,11 +109,7 @@ func (w *Writer) Add(ikey, value []byte) error {
 		w.addIndexEntry(w.scratch)
 	}
 	if w.filter != nil {
-		fk := ukey
-		if w.opts.FilterKey != nil {
-			fk = w.opts.FilterKey(ukey)
-		}
-		w.filter.AddKey(fk)
+		w.addFilterKeys(ukey)
 	}
 	w.data.add(ikey, value)
 	w.noteEntry(ikey, seq, kind, len(value))
@@ -286,4 +287,27 @@ func (w *Writer) Abort() error {
 	}
 	w.done = true
 	return w.f.Close()
+}
+
+// addFilterKeys adds what the filter indexes of ukey: its filter key, and
+// with FilterWholeKey the whole key too. Consecutive versions of a key, and
+// consecutive keys of one filter key, are added once (the builder drops a
+// hash equal to the last one; a filter key is remembered apart because
+// whole keys come between its repeats).
+func (w *Writer) addFilterKeys(ukey []byte) {
+	if w.opts.FilterKey == nil {
+		w.filter.AddKey(ukey)
+		return
+	}
+	fk := w.opts.FilterKey(ukey)
+	if !w.opts.FilterWholeKey {
+		w.filter.AddKey(fk)
+		return
+	}
+	if !w.haveFilterKey || !bytes.Equal(fk, w.lastFilterKey) {
+		w.filter.AddKey(fk)
+		w.lastFilterKey = append(w.lastFilterKey[:0], fk...)
+		w.haveFilterKey = true
+	}
+	w.filter.AddKey(ukey)
 }

@@ -62,6 +62,7 @@ type config struct {
 	threads          int             // -threads
 	rows             int             // -rows: row+column keys when > 0
 	colsPerRow       int             // -cols_per_row
+	filterWholeKey   bool            // -filter_whole_key
 	batchSize        int             // -batch_size
 	compareFilters   bool            // -compare_filters
 	sweep            []int           // -sweep, as given (0 = no filter)
@@ -120,6 +121,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.threads, "threads", 1, "goroutines issuing the reads of each read workload")
 	fs.IntVar(&c.rows, "rows", 0, "row+column keys: this many rows of -cols_per_row columns (-num becomes rows x cols); the filters index rows (Options.FilterKey = the 8-byte row), for seekprefix, seekprefixmissing and readmissingcol")
 	fs.IntVar(&c.colsPerRow, "cols_per_row", 10, "with -rows: columns per row")
+	fs.BoolVar(&c.filterWholeKey, "filter_whole_key", false, "with -rows: filters hold whole keys as well as rows (Options.FilterWholeKey), so an absent column of a present row is a filter negative")
 	fs.IntVar(&c.batchSize, "batch_size", 1, "fill: keys per write (1 = Put, more = an atomic Batch)")
 	fs.BoolVar(&c.compareFilters, "compare_filters", false, "run the read workloads twice on the same tables: consulting filters, then with Options.IgnoreFilters, and compare")
 	fs.StringVar(&sweep, "sweep", "", "comma list of bits per key (0 = no filter): load once, then for each setting recompact all tables with it and run the read workloads")
@@ -271,6 +273,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-rows %d outside {0} and [2, 2^28]", c.rows)
 	case c.rows > 0 && (c.colsPerRow < 1 || c.colsPerRow > 1<<15):
 		return fmt.Errorf("-cols_per_row %d outside [1, 32768]", c.colsPerRow)
+	case c.filterWholeKey && c.rows == 0:
+		return errors.New("-filter_whole_key needs -rows (without rows the filters hold whole keys anyway)")
 	case c.rows == 0 && slices.ContainsFunc(c.benchmarks, isRowWorkload):
 		return errors.New("-benchmarks: seekprefix, seekprefixmissing and readmissingcol need row+column keys: set -rows")
 	case c.rows > 0 && c.keySize < rowKeyLen+2:

@@ -153,6 +153,7 @@ func (s *study) options(bits int, ignoreFilters bool) *bloomkv.Options {
 		IgnoreFilters:   ignoreFilters,
 		FilterKey:       s.filterKey(),
 		FilterKeyName:   s.filterKeyName(),
+		FilterWholeKey:  s.cfg.filterWholeKey,
 
 		TargetFileSize:        s.cfg.targetFileSize,
 		LBaseMaxBytes:         s.cfg.levelBaseBytes,
