@@ -153,3 +153,37 @@ func BenchmarkGetMissParallel(b *testing.B) { benchmarkGetParallel(b, false, nil
 func BenchmarkGetHitCachedParallel(b *testing.B) {
 	benchmarkGetParallel(b, true, &Options{BlockCacheSize: 256 << 20})
 }
+
+// benchmarkMemtableMiss reads absent keys while 200k keys sit in the
+// memtable (never flushed): what a memtable filter saves.
+func benchmarkMemtableMiss(b *testing.B, ratio float64) {
+	invariantChecks = false
+	db, err := Open(b.TempDir(), &Options{MemtableSize: 256 << 20, MemtableFilterRatio: ratio, WALMode: WALDisabled})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	k := make([]byte, 16)
+	v := make([]byte, 100)
+	for i := 0; i < benchKeys; i++ {
+		if err := db.Put(benchKey(k, uint64(2*i)), v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var seed atomicCounter
+	b.RunParallel(func(pb *testing.PB) {
+		rng := rand.New(rand.NewPCG(seed.next(), 3))
+		k := make([]byte, 16)
+		for pb.Next() {
+			if _, err := db.Get(benchKey(k, 2*rng.Uint64N(benchKeys)+1)); err != ErrNotFound {
+				b.Errorf("Get: %v", err)
+				return
+			}
+		}
+	})
+}
+
+func BenchmarkGetMissMemtable(b *testing.B)         { benchmarkMemtableMiss(b, 0) }
+func BenchmarkGetMissMemtableFiltered(b *testing.B) { benchmarkMemtableMiss(b, 0.02) }

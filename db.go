@@ -112,7 +112,8 @@ type memTable struct {
 
 func (db *DB) newMemTableLocked(logNum uint64) *memTable {
 	db.mu.nextMemID++
-	return &memTable{Memtable: memtable.New(), logNum: logNum, id: db.mu.nextMemID}
+	mt := memtable.NewWithFilter(int(db.opts.MemtableFilterRatio*float64(db.opts.MemtableSize)), db.opts.FilterKey)
+	return &memTable{Memtable: mt, logNum: logNum, id: db.mu.nextMemID}
 }
 
 func (db *DB) path(t base.FileType, num uint64) string {

@@ -58,6 +58,12 @@ type Options struct {
 	// filter (never with a wrong one). Change it whenever FilterKey changes.
 	// Default "custom" when FilterKey is set.
 	FilterKeyName string
+	// MemtableFilterRatio, when above 0, gives each memtable a bloom filter
+	// of MemtableFilterRatio x MemtableSize bytes over its keys (and rows,
+	// with FilterKey), so that a Get of an absent key, or a prefix seek of
+	// an absent row, skips the memtable's search and its lock (RocksDB's
+	// memtable_prefix_bloom_size_ratio). Default 0: off (see docs/studying-filters.md).
+	MemtableFilterRatio float64
 	// BlockCacheSize is the number of bytes of uncompressed blocks cached
 	// (default 8 MiB; negative disables the cache).
 	BlockCacheSize int64
@@ -207,6 +213,8 @@ func (o *Options) withDefaults() (Options, error) {
 		return bad("WALMode %d unknown", int(r.WALMode))
 	case r.WALBufferedDelay < 0 || r.WALBufferedDelay > time.Second:
 		return bad("WALBufferedDelay %s outside [0, 1s]", r.WALBufferedDelay)
+	case r.MemtableFilterRatio < 0 || r.MemtableFilterRatio > 0.25:
+		return bad("MemtableFilterRatio %g outside [0, 0.25]", r.MemtableFilterRatio)
 	case r.WALRecovery < WALRecoverTolerateTornTail || r.WALRecovery > WALRecoverPointInTime:
 		return bad("WALRecovery %d unknown", int(r.WALRecovery))
 	case r.L0CompactionThreshold < 1:

@@ -183,6 +183,9 @@ func prefixModelRun(t *testing.T, seed uint64) {
 			o.FilterKey, o.FilterKeyName = rowPrefix6, "row6"
 			o.BloomBitsPerKey = -1
 		}
+		if rng.IntN(2) == 0 {
+			o.MemtableFilterRatio = 0.05 // memtable filters must never hide a key either
+		}
 		return mustOpen(t, "/db", o), rowFilters
 	}
 	db, rowFilters := open()

@@ -51,6 +51,19 @@ type iterator struct {
 	anchor     entry
 	skipAnchor bool
 	collectFn  func(entry) bool // it.collect, bound once to avoid an allocation per fill
+	mem        *Memtable        // for its filter (SeekPrefixGE); nil in tests
+}
+
+// SeekPrefixGE is SeekGE, unless the memtable's filter says no key has
+// prefix: then the iterator is invalid, and must be positioned again before
+// it moves (base.PrefixSeeker: a caller turning around re-seeks). The
+// filter only grows, so it holds every key of the iterator's view.
+func (it *iterator) SeekPrefixGE(prefix, ikey []byte) bool {
+	if it.mem != nil && !it.mem.MayContainPrefix(prefix) {
+		it.win, it.pos = it.win[:0], 0
+		return false
+	}
+	return it.SeekGE(ikey)
 }
 
 func newIterator(tree *btree.BTreeG[entry]) *iterator {

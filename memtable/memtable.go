@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/btree"
 
+	"github.com/bloomkv/bloomkv/filter"
 	"github.com/bloomkv/bloomkv/internal/base"
 )
 
@@ -43,6 +44,13 @@ type Memtable struct {
 	// and Len can read them without the lock.
 	size  atomic.Int64
 	count atomic.Int64
+
+	// filter, when set, holds every user key added (and its prefixOf, when
+	// set), added before the entry enters the tree: a key it says is absent
+	// is not in the tree, so Get and prefix seeks skip the search and its
+	// lock. Constant after construction.
+	filter   *filter.Bloom
+	prefixOf func([]byte) []byte
 }
 
 // New returns an empty memtable.
@@ -50,6 +58,33 @@ func New() *Memtable {
 	m := &Memtable{}
 	m.mu.tree = btree.NewG(btreeDegree, lessEntries)
 	return m
+}
+
+// memtableFilterProbes is the probe count of memtable filters: they are
+// sized by bytes, not by keys, so the optimum is unknown; 6 suits the 10-20
+// bits per entry a ratio of a few percent gives typical entries.
+const memtableFilterProbes = 6
+
+// NewWithFilter returns an empty memtable with a filter of filterBytes
+// bytes over its user keys and, when prefixOf is set, their prefixes (the
+// database's FilterKey), so that absent keys and prefixes skip the tree.
+func NewWithFilter(filterBytes int, prefixOf func([]byte) []byte) *Memtable {
+	m := New()
+	if filterBytes > 0 {
+		f, err := filter.NewBloomWithShape(uint64(filterBytes)*8, memtableFilterProbes)
+		if err != nil {
+			panic("bloomkv/memtable: " + err.Error()) // the shape is ours and valid
+		}
+		m.filter, m.prefixOf = f, prefixOf
+	}
+	return m
+}
+
+// MayContainPrefix reports whether the memtable may hold a key whose
+// prefix (prefixOf) is prefix: false only with a filter over prefixes that
+// says so.
+func (m *Memtable) MayContainPrefix(prefix []byte) bool {
+	return m.filter == nil || m.prefixOf == nil || m.filter.MayContain(prefix)
 }
 
 // Add inserts one entry, copying ukey and value into a single allocation.
@@ -69,6 +104,14 @@ func (m *Memtable) Add(seq uint64, kind base.Kind, ukey, value []byte) {
 	}
 	// Copy outside the lock so readers wait only for the tree insert.
 	e := newEntry(seq, kind, ukey, value)
+	if m.filter != nil {
+		// Before the insert: a reader that finds the entry in the tree
+		// must find its key in the filter too.
+		m.filter.Add(ukey)
+		if m.prefixOf != nil {
+			m.filter.Add(m.prefixOf(ukey))
+		}
+	}
 
 	m.mu.Lock()
 	old, replaced := m.mu.tree.ReplaceOrInsert(e)
@@ -91,6 +134,9 @@ func (m *Memtable) Add(seq uint64, kind base.Kind, ukey, value []byte) {
 func (m *Memtable) Get(ukey []byte, seq uint64) (value []byte, kind base.Kind, found bool) {
 	if seq > base.MaxSeq {
 		seq = base.MaxSeq
+	}
+	if m.filter != nil && !m.filter.MayContain(ukey) {
+		return nil, 0, false // no lock, no search
 	}
 	// The pivot sorts before every version of ukey with sequence <= seq
 	// and after every newer one, so the first entry at or after it is the
@@ -125,7 +171,9 @@ func (m *Memtable) Empty() bool { return m.count.Load() == 0 }
 // lock while it moves. The iterator is not safe for concurrent use; Close it
 // to release its view of the tree.
 func (m *Memtable) NewIter() base.InternalIterator {
-	return newIterator(m.snapshotTree())
+	it := newIterator(m.snapshotTree())
+	it.mem = m
+	return it
 }
 
 // snapshotTree returns a clone of the tree that nobody will ever write.

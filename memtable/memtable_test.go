@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -208,6 +209,64 @@ func TestCompareEntriesMatchesCompareInternal(t *testing.T) {
 		ea, eb := newEntry(sa, base.KindSet, ka, nil), pivot(kb, base.Trailer(ib))
 		if got, want := compareEntries(ea, eb), base.CompareInternal(ia, ib); got != want {
 			t.Fatalf("compareEntries(%s, %s) = %d, want %d", base.FormatInternalKey(ia), base.FormatInternalKey(ib), got, want)
+		}
+	}
+}
+
+// TestMemtableFilter: with a filter, Get of an absent key answers without a
+// search, present keys are always found, and MayContainPrefix never denies
+// a prefix of a key added; concurrent readers see every key whose Add
+// finished (run under -race).
+func TestMemtableFilter(t *testing.T) {
+	rowOf := func(k []byte) []byte { return k[:4] }
+	m := NewWithFilter(64<<10, rowOf)
+	for i := range 2000 {
+		m.Add(uint64(i+1), base.KindSet, fmt.Appendf(nil, "r%03d-c%d", i/10*2, i%10), []byte("v"))
+	}
+	falsePos := 0
+	for i := range 2000 {
+		if _, _, found := m.Get(fmt.Appendf(nil, "r%03d-c%d", i/10*2, i%10), base.MaxSeq); !found {
+			t.Fatalf("present key %d not found", i)
+		}
+		if _, _, found := m.Get(fmt.Appendf(nil, "r%03d-x%d", i/10*2, i%10), base.MaxSeq); found {
+			t.Fatalf("absent key %d found", i)
+		}
+		if !m.MayContainPrefix(fmt.Appendf(nil, "r%03d", i/10*2)) {
+			t.Fatalf("row of key %d denied", i)
+		}
+		if m.MayContainPrefix(fmt.Appendf(nil, "s%03d", i)) {
+			falsePos++
+		}
+	}
+	if falsePos > 40 {
+		t.Fatalf("%d of 2000 absent prefixes passed a 64 KiB filter", falsePos)
+	}
+	// A memtable without a filter answers "maybe" to every prefix.
+	if !New().MayContainPrefix([]byte("x")) {
+		t.Fatal("no filter, yet a prefix was denied")
+	}
+	// Concurrent readers and a writer.
+	m = NewWithFilter(16<<10, nil)
+	var added atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 3000 {
+			m.Add(uint64(i+1), base.KindSet, fmt.Appendf(nil, "k%05d", i), nil)
+			added.Store(int64(i + 1))
+		}
+	}()
+	for {
+		n := added.Load()
+		for i := int64(0); i < n; i += 97 {
+			if _, _, found := m.Get(fmt.Appendf(nil, "k%05d", i), base.MaxSeq); !found {
+				t.Fatalf("key %d added, then not found", i)
+			}
+		}
+		select {
+		case <-done:
+			return
+		default:
 		}
 	}
 }
