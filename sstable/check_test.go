@@ -1,6 +1,7 @@
 package sstable
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
@@ -169,4 +170,31 @@ func FuzzDecodeProperties(f *testing.F) {
 			t.Fatalf("re-encode: %v", err)
 		}
 	})
+}
+
+// TestPropertiesOptionalTagsGolden pins the encoding of the optional
+// properties: FileNum (tag 21), DBID (22) and FilterWholeKeys (23) follow
+// the required ones as tag uvarint | length uvarint | value, and are left
+// out when unset.
+func TestPropertiesOptionalTagsGolden(t *testing.T) {
+	p := Properties{FormatVersion: 1, FilterKeyName: "row"}
+	base := p.encode()
+	p.FileNum, p.DBID, p.FilterWholeKeys = 7, []byte("ab"), true
+	got := p.encode()
+	want := append(append([]byte(nil), base...),
+		0x15, 0x01, 0x07, // 21 FileNum: 7
+		0x16, 0x02, 'a', 'b', // 22 DBID: "ab"
+		0x17, 0x01, 0x01, // 23 FilterWholeKeys: 1
+	)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("encoding:\n got % x\nwant % x", got, want)
+	}
+	back, err := decodeProperties(got, testLoc)
+	if err != nil || !back.FilterWholeKeys || back.FileNum != 7 || string(back.DBID) != "ab" {
+		t.Fatalf("decode: %+v, %v", back, err)
+	}
+	bad := append(append([]byte(nil), base...), 0x17, 0x01, 0x02)
+	if _, err := decodeProperties(bad, testLoc); err == nil {
+		t.Fatal("FilterWholeKeys 2 accepted")
+	}
 }
