@@ -128,7 +128,7 @@ func (db *DB) replayLogs(res *wal.Result, edit *manifest.VersionEdit) error {
 	for i := range res.Logs {
 		err := wal.Replay(db.fs, &res.Logs[i], func(rec []byte) error {
 			// wal.Check decoded this record already.
-			_ = decodeBatch(rec, func(seq uint64, op batchOp) {
+			applyBatch(rec, func(seq uint64, op batchOp) {
 				mem.Add(seq, op.kind, op.key, op.value)
 			})
 			if mem.ApproximateSize() >= int64(db.opts.MemtableSize) {

@@ -163,7 +163,7 @@ func (db *DB) lead(w *writer) error {
 		err = db.writeToLog(log, rep, sync)
 		if err == nil {
 			// rep was encoded by us and decodes without error.
-			_ = decodeBatch(rep, func(seq uint64, op batchOp) {
+			applyBatch(rep, func(seq uint64, op batchOp) {
 				mem.Add(seq, op.kind, op.key, op.value)
 			})
 		}
