@@ -2,8 +2,10 @@ package bloomkv
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/vfs"
 )
 
 // ErrNotFound is returned by Get when the key is absent (never written,
@@ -18,6 +20,24 @@ var ErrClosed = errors.New("bloomkv: closed")
 // or malformed log, table or manifest. The error's message names the file and
 // offset. Test for it with errors.Is(err, ErrCorruption).
 var ErrCorruption = base.ErrCorruption
+
+// ErrLocked is what Open's error wraps when another holder has the
+// directory's LOCK: another process, or a DB in this process that has not
+// been closed. Any other failure to take the lock (no permission, a
+// read-only file system, LOCK being a directory) does not wrap ErrLocked;
+// the error wraps what the file system reported instead. Test for it with
+// errors.Is(err, ErrLocked).
+var ErrLocked = vfs.ErrLocked
+
+// lockError describes Open's failure to take dir's LOCK with fs, saying
+// whether another holder has it (err wraps ErrLocked) or the lock could
+// not be taken at all.
+func lockError(fs vfs.FS, dir string, err error) error {
+	if errors.Is(err, ErrLocked) {
+		return fmt.Errorf("bloomkv: open %s: directory is in use by another holder: %w", dir, err)
+	}
+	return fmt.Errorf("bloomkv: open %s: lock %s: %w", dir, fs.PathJoin(dir, base.MakeFilename(base.FileTypeLock, 0)), err)
+}
 
 // ErrInvalidArgument marks a rejected key, value or option; the error names
 // what was wrong. Nothing was changed.

@@ -38,7 +38,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	lock, err := fs.Lock(fs.PathJoin(dir, base.MakeFilename(base.FileTypeLock, 0)))
 	if err != nil {
-		return nil, fmt.Errorf("bloomkv: open %s: directory is in use: %w", dir, err)
+		return nil, lockError(fs, dir, err)
 	}
 	db := &DB{dirname: dir, opts: o, fs: fs, dirLock: lock}
 	db.mu.bgCond.L = &db.mu.Mutex

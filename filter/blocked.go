@@ -89,10 +89,12 @@ func BlockedTheoreticalFPR(m, n uint64, k int) float64 {
 	// the Poisson log-probability of the first j: a damaged block claiming
 	// billions of keys then costs no more than a few million steps.
 	spread := 12*math.Sqrt(lambda) + 30
-	lo, hi := int(max(0, lambda-spread)), int(lambda+spread)
-	if float64(k*lo)/blockedBlockBits > 50 {
+	// Test for saturation before converting to int: a claim of billions
+	// of keys would overflow an int on 32-bit platforms.
+	if float64(k)*math.Floor(max(0, lambda-spread))/blockedBlockBits > 50 {
 		return 1 // every block in the window is saturated
 	}
+	lo, hi := int(max(0, lambda-spread)), int(lambda+spread)
 	lgam, _ := math.Lgamma(float64(lo) + 1)
 	logP := -lambda + float64(lo)*math.Log(lambda) - lgam
 	fpr := 0.0

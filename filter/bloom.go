@@ -32,7 +32,7 @@ type Bloom struct {
 // rate fpp: m = -n ln(fpp) / (ln 2)^2 bits, rounded up to whole 64-bit
 // words, and k = round(m/n ln 2) probes (at most MaxProbes). n = 0 is sized
 // as 1. It fails, wrapping ErrInvalidArgument, for n < 0, fpp outside
-// (0, 1), or a size beyond 2^46 bits.
+// (0, 1), or a size beyond 2^46 bits (2^31-1 on 32-bit platforms).
 func NewBloom(n int, fpp float64) (*Bloom, error) {
 	m, k, err := bloomShape("bloom", n, fpp)
 	if err != nil {
@@ -153,8 +153,11 @@ func estimateCount(set, m uint64, k int) int {
 	if set >= m {
 		return math.MaxInt
 	}
-	n := -float64(m) / float64(k) * math.Log1p(-float64(set)/float64(m))
-	return int(math.Round(n))
+	n := math.Round(-float64(m) / float64(k) * math.Log1p(-float64(set)/float64(m)))
+	if n >= math.MaxInt { // a large, nearly full array, on 32-bit platforms
+		return math.MaxInt
+	}
+	return int(n)
 }
 
 // EstimatedFPR returns the false-positive rate at the current fill,

@@ -29,7 +29,7 @@ func (b *Bloom) AppendBlock(dst []byte) []byte {
 	for i := range b.words {
 		dst = binary.LittleEndian.AppendUint64(dst, atomic.LoadUint64(&b.words[i]))
 	}
-	n := min(b.ApproximateCount(), math.MaxUint32)
+	n := min(uint64(b.ApproximateCount()), math.MaxUint32)
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(n))
 	return append(dst, byte(b.k), byte(VariantStandard))
 }

@@ -7,7 +7,8 @@ import (
 // Bloom body (kind 1), inside the envelope described in encoding.go:
 //
 //	offset  size    field
-//	0       8       m, bits: a positive multiple of 64, at most 2^46
+//	0       8       m, bits: a positive multiple of 64, at most 2^46 (on
+//	                32-bit platforms at most 2^31-1: see maxBloomBits)
 //	8       4       k, probes: 1..30
 //	12      4       reserved, zero
 //	16      m/8     bit array as m/64 uint64 words; bit i is bit i%64 of
@@ -34,7 +35,7 @@ func (b *Bloom) encodeBody(e *encoder) {
 func decodeBloomBody(d *decoder) *Bloom {
 	at := d.off
 	m := d.u64("bloom bit count")
-	d.check(m > 0 && m%64 == 0 && m <= maxBloomBits, at, "bloom bit count %d is not a positive multiple of 64 up to 2^46", m)
+	d.check(m > 0 && m%64 == 0 && m <= maxBloomBits, at, "bloom bit count %d is not a positive multiple of 64 up to %d", m, uint64(maxBloomBits))
 	at = d.off
 	k := d.u32("bloom probe count")
 	d.check(k >= 1 && k <= MaxProbes, at, "bloom probe count %d is outside [1, %d]", k, MaxProbes)

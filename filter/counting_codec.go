@@ -8,10 +8,12 @@ import (
 // Counting body (kind 2), inside the envelope described in encoding.go:
 //
 //	offset  size    field
-//	0       8       m, counters: a positive multiple of 64, at most 2^46
+//	0       8       m, counters: a positive multiple of 64, at most 2^46 (on
+//	                32-bit platforms at most 2^31-1: see maxBloomBits)
 //	8       4       k, probes: 1..30
 //	12      4       reserved, zero
-//	16      8       count: Adds minus Removes, at most 2^63-1
+//	16      8       count: Adds minus Removes, at most 2^63-1 (on 32-bit
+//	                platforms at most 2^31-1, the largest int)
 //	24      m/2     counters as m/16 uint64 words; counter i is bits
 //	                4*(i%16) .. 4*(i%16)+3 of word i/16
 const countingBodyFixed = 24
@@ -66,14 +68,14 @@ func (c *Counting) setFromBody(body []byte) error {
 	d := newDecoder(kindCounting, body)
 	at := d.off
 	m := d.u64("counter count")
-	d.check(m > 0 && m%64 == 0 && m <= maxBloomBits, at, "counter count %d is not a positive multiple of 64 up to 2^46", m)
+	d.check(m > 0 && m%64 == 0 && m <= maxBloomBits, at, "counter count %d is not a positive multiple of 64 up to %d", m, uint64(maxBloomBits))
 	at = d.off
 	k := d.u32("probe count")
 	d.check(k >= 1 && k <= MaxProbes, at, "probe count %d is outside [1, %d]", k, MaxProbes)
 	d.zero32("reserved field")
 	at = d.off
 	count := d.u64("key count")
-	d.check(count <= math.MaxInt64, at, "key count %d exceeds 2^63-1", count)
+	d.check(count <= math.MaxInt, at, "key count %d exceeds %d", count, math.MaxInt)
 	counters := d.words(m/16, "counters")
 	if err := d.finish(); err != nil {
 		return err

@@ -75,7 +75,7 @@ func NewCuckoo(n int, fpp float64) (*Cuckoo, error) {
 	}
 	buckets := cuckooBuckets(n)
 	if buckets*bucketSlots*f > maxBloomBits {
-		return nil, invalidArgf("cuckoo: %d keys at rate %v need more than 2^46 bits", n, fpp)
+		return nil, invalidArgf("cuckoo: %d keys at rate %v need more than %d bits", n, fpp, uint64(maxBloomBits))
 	}
 	return newCuckoo(uint64(buckets), uint64(max(f, minFingerprintBits))), nil
 }

@@ -7,7 +7,8 @@ import (
 // Cuckoo body (kind 3), inside the envelope described in encoding.go:
 //
 //	offset  size    field
-//	0       8       buckets: at least 1; buckets*4*f at most 2^46
+//	0       8       buckets: at least 1; buckets*4*f at most 2^46 (on
+//	                32-bit platforms at most 2^31-1: see maxBloomBits)
 //	8       4       f, fingerprint bits: 4..32
 //	12      4       reserved, zero
 //	16      8       count: fingerprints stored, = non-zero slots
@@ -67,12 +68,12 @@ func (c *Cuckoo) setFromBody(body []byte) error {
 	d := newDecoder(kindCuckoo, body)
 	at := d.off
 	buckets := d.u64("bucket count")
-	d.check(buckets >= 1 && buckets <= maxBloomBits/(bucketSlots*minFingerprintBits), at, "bucket count %d is outside [1, 2^46/16]", buckets)
+	d.check(buckets >= 1 && buckets <= maxBloomBits/(bucketSlots*minFingerprintBits), at, "bucket count %d is outside [1, %d]", buckets, uint64(maxBloomBits/(bucketSlots*minFingerprintBits)))
 	at = d.off
 	f := uint64(d.u32("fingerprint bits"))
 	d.check(f >= minFingerprintBits && f <= maxFingerprintBits, at, "fingerprint bits %d outside [%d, %d]", f, minFingerprintBits, maxFingerprintBits)
 	if d.err == nil {
-		d.check(buckets*bucketSlots*f <= maxBloomBits, at-8, "%d buckets of %d-bit fingerprints exceed 2^46 bits", buckets, f)
+		d.check(buckets*bucketSlots*f <= maxBloomBits, at-8, "%d buckets of %d-bit fingerprints exceed %d bits", buckets, f, uint64(maxBloomBits))
 	}
 	d.zero32("reserved field")
 	countAt := d.off

@@ -15,8 +15,9 @@ const MaxProbes = 30
 
 // NumProbes returns k = round(bitsPerKey * ln 2) clamped to [1, MaxProbes].
 func NumProbes(bitsPerKey float64) int {
-	k := int(math.Round(bitsPerKey * math.Ln2))
-	return max(1, min(k, MaxProbes))
+	// Clamp before converting: a huge bitsPerKey would overflow an int
+	// (on 32-bit platforms from about 3e9).
+	return int(math.Round(max(1, min(bitsPerKey*math.Ln2, MaxProbes))))
 }
 
 // TheoreticalFPR returns (1 - e^(-k n / m))^k, the expected false-positive

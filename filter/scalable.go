@@ -134,7 +134,7 @@ func (c scalableConfig) newLayer(i int) (*scalableLayer, error) {
 // above its target; that takes some thirty layers to reach.
 func (c scalableConfig) layerShape(i int) (capacity int, m uint64, k int, err error) {
 	keys := math.Ceil(float64(c.initial) * math.Pow(c.growth, float64(i)))
-	if keys > maxBloomBits {
+	if keys > maxBloomBits { // also keeps int(keys) below from overflowing
 		return 0, 0, 0, invalidArgf("scalable: layer %d would hold %v keys", i, keys)
 	}
 	fpr := max(layerMargin*c.fpp*math.Pow(c.tightening, float64(i)), minLayerFPR)
@@ -156,7 +156,7 @@ func (s *Scalable) AddHash(h uint64) bool {
 	layers := *s.layers.Load()
 	last := layers[len(layers)-1]
 	if last.count >= last.capacity {
-		// A layer that cannot be sized (beyond 2^46 bits, unreachable in
+		// A layer that cannot be sized (beyond maxBloomBits, unreachable in
 		// practice) leaves the newest layer taking keys past its capacity.
 		if next, err := s.cfg.newLayer(len(layers)); err == nil {
 			grown := append(layers[:len(layers):len(layers)], next)

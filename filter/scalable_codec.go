@@ -99,11 +99,11 @@ func (s *Scalable) setFromBody(body []byte) error {
 	d.check(cfg.tightening > 0 && cfg.tightening < 1, at, "tightening ratio %v is outside (0, 1)", cfg.tightening)
 	at = d.off
 	initial := d.u64("initial capacity")
-	d.check(initial >= 1 && initial <= maxBloomBits, at, "initial capacity %d is outside [1, 2^46]", initial)
+	d.check(initial >= 1 && initial <= maxBloomBits, at, "initial capacity %d is outside [1, %d]", initial, uint64(maxBloomBits))
 	cfg.initial = int(initial)
 	if d.err == nil {
 		_, _, _, err := cfg.layerShape(0)
-		d.check(err == nil, at, "initial capacity %d at rate %v needs a first layer beyond 2^46 bits", initial, cfg.fpp)
+		d.check(err == nil, at, "initial capacity %d at rate %v needs a first layer beyond %d bits", initial, cfg.fpp, uint64(maxBloomBits))
 	}
 	at = d.off
 	numLayers := d.u32("layer count")
@@ -114,9 +114,9 @@ func (s *Scalable) setFromBody(body []byte) error {
 		at = d.off
 		capacity := d.u64("layer capacity")
 		count := d.u64("layer count")
-		d.check(capacity >= 1 && capacity <= maxBloomBits, at, "layer %d capacity %d is outside [1, 2^46]", i, capacity)
+		d.check(capacity >= 1 && capacity <= maxBloomBits, at, "layer %d capacity %d is outside [1, %d]", i, capacity, uint64(maxBloomBits))
 		newest := i == numLayers-1
-		d.check(count <= capacity || newest && count <= math.MaxInt64, at+8, "layer %d counts %d keys, more than its capacity %d", i, count, capacity)
+		d.check(count <= capacity || newest && count <= math.MaxInt, at+8, "layer %d counts %d keys, more than its capacity %d", i, count, capacity)
 		b := decodeBloomBody(d)
 		if d.err != nil {
 			break

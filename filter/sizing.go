@@ -2,9 +2,14 @@ package filter
 
 import "math"
 
-// maxBloomBits bounds a bloom filter's bit array (2^46 bits = 8 TiB). It
-// only guards the size arithmetic against overflow; no real filter is near.
-const maxBloomBits = 1 << 46
+// maxBloomBits bounds a bloom filter's bit array (2^46 bits = 8 TiB), a
+// counting filter's counters and a cuckoo filter's slot bits. It guards the
+// size arithmetic against overflow; no real filter is near. On 32-bit
+// platforms it is math.MaxInt (2^31-1), so that every size and count up to
+// it fits in an int and the largest array (a counting filter's m/2 bytes,
+// 1 GiB) can be allocated; larger encodings are rejected there as out of
+// range rather than truncated.
+const maxBloomBits = min(1<<46, math.MaxInt)
 
 // checkSizing validates the (n, fpp) pair every constructor takes.
 func checkSizing(kind string, n int, fpp float64) error {

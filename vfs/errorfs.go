@@ -324,6 +324,10 @@ func (fs *ErrorFS) Stat(name string) (os.FileInfo, error) {
 	return fs.inner.Stat(name)
 }
 
+// Lock passes through to the inner FS, so a lock another holder has fails
+// with the inner FS's error wrapping ErrLocked. An injected failure wraps
+// ErrInjected and not ErrLocked: it stands for a broken file system, not
+// for contention.
 func (fs *ErrorFS) Lock(name string) (io.Closer, error) {
 	if err := fs.check(OpLock, name, ""); err != nil {
 		return nil, err

@@ -318,8 +318,8 @@ func (fs *MemFS) Stat(name string) (os.FileInfo, error) {
 func (fs *MemFS) PathJoin(elem ...string) string { return filepath.Join(elem...) }
 
 // Lock creates the named file if needed and takes an exclusive lock on it.
-// Like the OS lock, a second Lock of the same file fails until the first is
-// released by closing it.
+// Like the OS lock, a second Lock of the same file fails, with an error
+// wrapping ErrLocked, until the first is released by closing it.
 func (fs *MemFS) Lock(name string) (io.Closer, error) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
@@ -329,7 +329,7 @@ func (fs *MemFS) Lock(name string) (io.Closer, error) {
 	}
 	key := strings.Join(splitPath(name), "/")
 	if _, held := fs.mu.locks[key]; held {
-		return nil, fmt.Errorf("bloomkv/vfs: lock %s: already held", name)
+		return nil, fmt.Errorf("bloomkv/vfs: lock %s: already held: %w", name, ErrLocked)
 	}
 	if n, ok := dir.live[base]; !ok {
 		dir.live[base] = newFileNode()

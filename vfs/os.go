@@ -6,12 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
+	"sync/atomic"
 )
 
 // Default is the operating system's file system.
 var Default FS = osFS{}
 
+// osFS is the operating system's file system. What differs between systems
+// (taking a file lock, syncing a directory) lives in lock_unix.go,
+// lock_windows.go and lock_other.go.
 type osFS struct{}
 
 func (osFS) Create(name string) (File, error) {
@@ -20,7 +23,7 @@ func (osFS) Create(name string) (File, error) {
 
 func (osFS) Open(name string) (File, error) { return os.Open(name) }
 
-func (osFS) OpenDir(name string) (File, error) { return os.Open(name) }
+func (osFS) OpenDir(name string) (File, error) { return openDir(name) }
 
 func (osFS) Remove(name string) error { return os.Remove(name) }
 
@@ -41,38 +44,57 @@ func (osFS) Stat(name string) (os.FileInfo, error) { return os.Stat(name) }
 
 func (osFS) PathJoin(elem ...string) string { return filepath.Join(elem...) }
 
-// heldLocks records lock files this process holds: flock is per open file
-// description, so a second Open in the same process must be refused here.
+// heldLocks records lock files this process holds. The operating system's
+// locks cannot be relied on for that: flock is per open file description and
+// LockFileEx per handle, so a second Lock in the same process must be
+// refused here.
 var heldLocks sync.Map // absolute path -> struct{}
 
+// Lock takes the in-process lock, then the operating system's lock
+// (lockFile). The error wraps ErrLocked only when another holder has the
+// lock; any other failure (permissions, a read-only file system, name being
+// a directory) is returned as the operating system reported it, as an
+// *os.PathError naming the file.
 func (osFS) Lock(name string) (io.Closer, error) {
 	abs, err := filepath.Abs(name)
 	if err != nil {
-		return nil, err
+		return nil, &os.PathError{Op: "lock", Path: name, Err: err}
 	}
 	if _, loaded := heldLocks.LoadOrStore(abs, struct{}{}); loaded {
-		return nil, fmt.Errorf("bloomkv/vfs: lock %s: already held by this process", name)
+		return nil, fmt.Errorf("bloomkv/vfs: lock %s: held by this process: %w", name, ErrLocked)
 	}
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		heldLocks.Delete(abs)
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := lockFile(f); err != nil {
 		f.Close()
 		heldLocks.Delete(abs)
-		return nil, fmt.Errorf("bloomkv/vfs: lock %s: held by another process: %w", name, err)
+		if lockHeldElsewhere(err) {
+			return nil, fmt.Errorf("bloomkv/vfs: lock %s: held by another process (%w): %w", name, err, ErrLocked)
+		}
+		return nil, &os.PathError{Op: lockOpName, Path: name, Err: err}
 	}
 	return &osLock{f: f, abs: abs}, nil
 }
 
 type osLock struct {
-	f   *os.File
-	abs string
+	f        *os.File
+	abs      string
+	released atomic.Bool
 }
 
+// Close releases the lock. A second Close fails and changes nothing, so it
+// cannot release a lock that a later Lock of the same file took.
 func (l *osLock) Close() error {
-	err := syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	if l.released.Swap(true) {
+		return fmt.Errorf("bloomkv/vfs: unlock %s: %w", l.f.Name(), os.ErrClosed)
+	}
+	err := unlockFile(l.f)
+	if err != nil {
+		err = &os.PathError{Op: unlockOpName, Path: l.f.Name(), Err: err}
+	}
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}

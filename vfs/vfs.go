@@ -8,9 +8,17 @@
 package vfs
 
 import (
+	"errors"
 	"io"
 	"os"
 )
+
+// ErrLocked is what FS.Lock's error wraps when another holder has the lock:
+// another process, or another Lock of the same file in this process that
+// has not been released. Test for it with errors.Is. A failure for any other
+// reason (no permission, a read-only file system, the name being a
+// directory) does not wrap ErrLocked; it wraps the underlying error.
+var ErrLocked = errors.New("bloomkv: directory is locked by another holder")
 
 // File is an open file. Files opened with Create are written sequentially;
 // files opened with Open are read with ReadAt (concurrently safe) or Read.
@@ -41,8 +49,10 @@ type FS interface {
 	List(dir string) ([]string, error)
 	Stat(name string) (os.FileInfo, error)
 	// Lock takes an exclusive lock on the named file, creating it if needed.
-	// It fails at once if another holder (this process or another) has it.
-	// Closing the returned Closer releases the lock.
+	// It fails at once if another holder (this process or another) has it,
+	// with an error wrapping ErrLocked; any other failure wraps the
+	// underlying error (fs.ErrPermission, ...) and not ErrLocked. Closing
+	// the returned Closer releases the lock.
 	Lock(name string) (io.Closer, error)
 	// PathJoin joins path elements as filepath.Join does.
 	PathJoin(elem ...string) string

@@ -245,7 +245,7 @@ func parseSweep(s string) ([]int, error) {
 
 func (c *config) validate() error {
 	switch {
-	case c.num < 2 || c.num > 1<<31:
+	case c.num < 2 || int64(c.num) > 1<<31:
 		return fmt.Errorf("-num %d outside [2, 2^31]", c.num)
 	case c.reads < 1:
 		return fmt.Errorf("-reads %d below 1", c.reads)

@@ -56,21 +56,24 @@ func FuzzDamagedLog(f *testing.F) {
 func damage(data []byte, ops []byte) []byte {
 	for len(ops) >= 5 {
 		op := ops[0] % 4
-		arg := int(binary.LittleEndian.Uint32(ops[1:5]))
+		// int64, not int: a uint32 above 2^31 would turn negative in a
+		// 32-bit int.
+		arg := int64(binary.LittleEndian.Uint32(ops[1:5]))
 		ops = ops[5:]
-		if len(data) == 0 && op != 2 {
+		n := int64(len(data))
+		if n == 0 && op != 2 {
 			continue
 		}
 		switch op {
 		case 0: // flip the low bits of one byte
-			data[arg%len(data)] ^= byte(arg>>24) | 1
+			data[arg%n] ^= byte(arg>>24) | 1
 		case 1: // truncate
-			data = data[:arg%(len(data)+1)]
+			data = data[:arg%(n+1)]
 		case 2: // append zeros
 			data = append(data, make([]byte, arg%(2*BlockSize))...)
 		case 3: // zero a range of up to 4 KiB
-			start := arg % len(data)
-			clear(data[start:min(len(data), start+(arg>>20)%4096+1)])
+			start := arg % n
+			clear(data[start:min(n, start+(arg>>20)%4096+1)])
 		}
 	}
 	return data
