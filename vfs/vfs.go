@@ -1,10 +1,3 @@
-// Package vfs is the small file-system interface through which bloomkv does
-// every file operation. Production code uses Default (the operating system);
-// tests use the in-memory file system, which can simulate a crash by dropping
-// everything not yet synced, and the error-injecting wrapper.
-//
-// Invariant: bloomkv never touches a file except through an FS, so a test that
-// swaps the FS sees, and can fail or lose, every write the engine makes.
 package vfs
 
 import (
