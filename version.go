@@ -7,9 +7,10 @@ import (
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
 
-// version is a reference-counted manifest.Version. A version stays in its
-// versionSet's live set while referenced, which keeps its tables' files
-// from being deleted.
+// version is a reference-counted manifest.Version. A version stays in the
+// DB's liveVersions while referenced, which keeps its tables' files from
+// being deleted. (manifest.VersionSet owns the durable history; this is
+// the in-memory set of versions readers still hold.)
 type version struct {
 	*manifest.Version
 	refs atomic.Int32

@@ -198,8 +198,6 @@ func (w *Writer) EstimatedSize() uint64 {
 	return w.offset + uint64(w.data.estimatedSize()) + blockTrailerLen
 }
 
-// NumEntries returns the number of entries added so far.
-func (w *Writer) NumEntries() uint64 { return w.props.NumEntries }
 
 // WriterMeta describes a finished table.
 type WriterMeta struct {
