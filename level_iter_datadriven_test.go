@@ -12,6 +12,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/testutil"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/bloomkv/bloomkv/vfs"
 )
@@ -97,7 +98,16 @@ func TestLevelIterDataDriven(t *testing.T) {
 			lfs := &ldOpenLogFS{FS: fs}
 			tc := sstable.NewTableCache(lfs, dir, 16, sstable.ReaderOptions{})
 			it := newLevelIter(tc, files)
-			out := ldRunIterOps(t, d, it, func() string { return fmt.Sprintf(" [%06d]", it.files[it.index].FileNum) })
+			out, err := testutil.RunIterOps(d.Input, it, func(k, v []byte) string {
+				s := ldFormatKey(k)
+				if base.Trailer(k)&0xff == uint64(base.KindSet) {
+					s += ":" + string(v)
+				}
+				return s + fmt.Sprintf(" [%06d]", it.files[it.index].FileNum)
+			}, ldMaskChecksums)
+			if err != nil {
+				d.Fatalf(t, "%v", err)
+			}
 			if err := it.Close(); err != nil {
 				out += fmt.Sprintf("close: %s\n", ldMaskChecksums(err))
 			}
@@ -207,7 +217,7 @@ func (fs *ldOpenLogFS) Open(name string) (vfs.File, error) {
 // ldParseEntry parses <key>#<seq>,SET:<value> or <key>#<seq>,DEL.
 func ldParseEntry(s string) (ikey, value []byte, err error) {
 	k, v, _ := strings.Cut(s, ":")
-	ikey, err = ldParseKey(k, false)
+	ikey, err = testutil.ParseKey(k, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -217,93 +227,10 @@ func ldParseEntry(s string) (ikey, value []byte, err error) {
 	return ikey, []byte(v), nil
 }
 
-// ldParseKey parses <key>#<seq>,<SET|DEL> as that internal key. With
-// search set it also accepts <key>#<seq> and <key>, for the search key
-// sorting before every version of <key> at or below <seq> (MaxSeq when
-// omitted).
-func ldParseKey(s string, search bool) ([]byte, error) {
-	ukey, rest, ok := strings.Cut(s, "#")
-	if !ok {
-		if search {
-			return base.MakeSearchKey([]byte(ukey), base.MaxSeq), nil
-		}
-		return nil, fmt.Errorf("key %q: want <key>#<seq>,<kind>", s)
-	}
-	seqStr, kindStr, hasKind := strings.Cut(rest, ",")
-	seq, err := strconv.ParseUint(seqStr, 10, 64)
-	if err != nil {
-		return nil, fmt.Errorf("key %q: %v", s, err)
-	}
-	switch {
-	case !hasKind && search:
-		return base.MakeSearchKey([]byte(ukey), seq), nil
-	case kindStr == "SET":
-		return base.MakeInternalKey([]byte(ukey), seq, base.KindSet), nil
-	case kindStr == "DEL":
-		return base.MakeInternalKey([]byte(ukey), seq, base.KindDelete), nil
-	}
-	return nil, fmt.Errorf("key %q: want <key>#<seq>,SET or <key>#<seq>,DEL", s)
-}
-
 func ldFormatKey(ikey []byte) string {
 	ukey, seq, kind, ok := base.ParseInternalKey(ikey)
 	if !ok {
 		return fmt.Sprintf("malformed(%x)", ikey)
 	}
 	return fmt.Sprintf("%s#%d,%s", ukey, seq, kind)
-}
-
-// ldRunIterOps applies the positioning commands of d.Input to it, one per
-// line (first, last, next, prev, seek-ge <key>, seek-lt <key>), and prints
-// each with the entry it landed on and where() ("." when not positioned,
-// "error: ..." when the iterator reports one).
-func ldRunIterOps(t *testing.T, d *datadriven.TestData, it base.InternalIterator, where func() string) string {
-	var b strings.Builder
-	for line := range strings.Lines(d.Input) {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
-		op, arg, _ := strings.Cut(line, " ")
-		var ok bool
-		switch op {
-		case "first":
-			ok = it.First()
-		case "last":
-			ok = it.Last()
-		case "next":
-			ok = it.Next()
-		case "prev":
-			ok = it.Prev()
-		case "seek-ge", "seek-lt":
-			k, err := ldParseKey(strings.TrimSpace(arg), true)
-			if err != nil {
-				d.Fatalf(t, "%s: %v", line, err)
-			}
-			if op == "seek-ge" {
-				ok = it.SeekGE(k)
-			} else {
-				ok = it.SeekLT(k)
-			}
-		default:
-			d.Fatalf(t, "unknown iterator operation %q", line)
-		}
-		fmt.Fprintf(&b, "%s: ", line)
-		switch {
-		case ok != it.Valid():
-			fmt.Fprintf(&b, "returned %t but Valid is %t\n", ok, it.Valid())
-		case it.Error() != nil:
-			fmt.Fprintf(&b, "error: %s\n", ldMaskChecksums(it.Error()))
-		case !ok:
-			b.WriteString(".\n")
-		default:
-			b.WriteString(ldFormatKey(it.Key()))
-			if base.Trailer(it.Key())&0xff == uint64(base.KindSet) {
-				fmt.Fprintf(&b, ":%s", it.Value())
-			}
-			b.WriteString(where())
-			b.WriteString("\n")
-		}
-	}
-	return b.String()
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/testutil"
 )
 
 // TestMergingDataDriven runs testdata/merging: children described as text,
@@ -45,9 +46,12 @@ func TestMergingDataDriven(t *testing.T) {
 				iters[i] = c.iter()
 			}
 			m := NewMerging(iters...)
-			out := runIterOps(t, d, m, func() string {
-				return fmt.Sprintf(" (child %d)", m.(*mergingIter).heap.items[0].index)
-			})
+			out, err := testutil.RunIterOps(d.Input, m, func(k, v []byte) string {
+				return formatEntry(k, v) + fmt.Sprintf(" (child %d)", m.(*mergingIter).heap.items[0].index)
+			}, func(err error) string { return err.Error() })
+			if err != nil {
+				d.Fatalf(t, "%v", err)
+			}
 			if err := m.Close(); err != nil {
 				out += fmt.Sprintf("close: %v\n", err)
 			}
@@ -151,88 +155,6 @@ func parseEntry(s string) (entry, error) {
 		return entry{}, fmt.Errorf("entry %q: unknown kind %q", s, kind)
 	}
 	return e, nil
-}
-
-// runIterOps applies the positioning commands of d.Input to it, one per
-// line, and prints each with the entry it landed on ("." when invalid,
-// "error: ..." when the iterator reports one). where, if not nil, adds a
-// note on the current position.
-//
-//	first | last | next | prev | seek-ge <key> | seek-lt <key>
-//
-// A seek key is <key>#<seq>,<kind> for that internal key, or <key>[#<seq>]
-// for the search key that sorts before every version of <key> at or below
-// <seq> (MaxSeq when omitted).
-func runIterOps(t *testing.T, d *datadriven.TestData, it base.InternalIterator, where func() string) string {
-	var b strings.Builder
-	for line := range strings.Lines(d.Input) {
-		line = strings.TrimSpace(line)
-		if line == "" {
-			continue
-		}
-		op, arg, _ := strings.Cut(line, " ")
-		var ok bool
-		switch op {
-		case "first":
-			ok = it.First()
-		case "last":
-			ok = it.Last()
-		case "next":
-			ok = it.Next()
-		case "prev":
-			ok = it.Prev()
-		case "seek-ge", "seek-lt":
-			k, err := parseSeekKey(strings.TrimSpace(arg))
-			if err != nil {
-				d.Fatalf(t, "%s: %v", line, err)
-			}
-			if op == "seek-ge" {
-				ok = it.SeekGE(k)
-			} else {
-				ok = it.SeekLT(k)
-			}
-		default:
-			d.Fatalf(t, "unknown iterator operation %q", line)
-		}
-		fmt.Fprintf(&b, "%s: ", line)
-		switch {
-		case ok != it.Valid():
-			fmt.Fprintf(&b, "returned %t but Valid is %t\n", ok, it.Valid())
-		case it.Error() != nil:
-			fmt.Fprintf(&b, "error: %v\n", it.Error())
-		case !ok:
-			b.WriteString(".\n")
-		default:
-			b.WriteString(formatEntry(it.Key(), it.Value()))
-			if where != nil {
-				b.WriteString(where())
-			}
-			b.WriteString("\n")
-		}
-	}
-	return b.String()
-}
-
-func parseSeekKey(s string) ([]byte, error) {
-	ukey, rest, ok := strings.Cut(s, "#")
-	if !ok {
-		return base.MakeSearchKey([]byte(ukey), base.MaxSeq), nil
-	}
-	seqStr, kindStr, hasKind := strings.Cut(rest, ",")
-	seq, err := strconv.ParseUint(seqStr, 10, 64)
-	if err != nil {
-		return nil, fmt.Errorf("seek key %q: %v", s, err)
-	}
-	if !hasKind {
-		return base.MakeSearchKey([]byte(ukey), seq), nil
-	}
-	switch kindStr {
-	case "SET":
-		return base.MakeInternalKey([]byte(ukey), seq, base.KindSet), nil
-	case "DEL":
-		return base.MakeInternalKey([]byte(ukey), seq, base.KindDelete), nil
-	}
-	return nil, fmt.Errorf("seek key %q: unknown kind %q", s, kindStr)
 }
 
 func formatEntry(ikey, value []byte) string {
