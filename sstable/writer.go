@@ -198,7 +198,6 @@ func (w *Writer) EstimatedSize() uint64 {
 	return w.offset + uint64(w.data.estimatedSize()) + blockTrailerLen
 }
 
-
 // WriterMeta describes a finished table.
 type WriterMeta struct {
 	Size                    uint64 // file size in bytes
