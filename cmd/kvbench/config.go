@@ -130,7 +130,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (fills and reads) to this file, for go tool pprof")
 	fs.StringVar(&c.memProfile, "memprofile", "", "write a heap profile (allocations since the start) to this file at the end of the run")
 	fs.StringVar(&c.plotPath, "plot", "", "with -sweep: write a chart (.png or .svg) of FP rate and data blocks per absent Get against bits per key")
-	fs.BoolVar(&c.progress, "progress", isTerminal(stderr), "show progress of long phases on stderr (a bar on a terminal, plain lines otherwise); default on when stderr is a terminal")
+	fs.BoolVar(&c.progress, "progress", true, "show progress of long phases on stderr: a bar on a terminal, otherwise a plain line every 5 s (logs, CI, pipes)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: kvbench [flags]\n\nMeasures bloomkv point lookups and what its bloom filters buy.\n\n")
 		fs.PrintDefaults()
