@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestEveryWorkloadEveryEngine runs every workload on every engine in every
+// pairing with a small key space and checks that the figures are sane. The
+// run itself already fails on any Get that finds an absent key, misses a
+// present one or returns a wrong value, and on a database that does not
+// hold exactly the keys its fill wrote.
+func TestEveryWorkloadEveryEngine(t *testing.T) {
+	defer func(q, p time.Duration) { settleQuiet, settlePoll = q, p }(settleQuiet, settlePoll)
+	settleQuiet, settlePoll = 60*time.Millisecond, 20*time.Millisecond
+
+	const num, reads, scanLength = 2000, 2000, 10
+	jsonPath := filepath.Join(t.TempDir(), "report.json")
+	var stdout, stderr bytes.Buffer
+	args := []string{"-num", "2000", "-reads", "2000", "-durability", "all", "-scan_length", "10",
+		"-dir", t.TempDir(), "-json", jsonPath, "-note", "smoke test"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit code %d\nstderr:\n%s", code, stderr.String())
+	}
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+
+	wantEngines := map[string][]string{
+		"write-through": {"bloomkv", "goleveldb"},
+		"buffered":      {"bloomkv", "pebble"},
+		"sync":          {"bloomkv", "pebble", "goleveldb"},
+	}
+	if len(rep.Pairings) != len(wantEngines) {
+		t.Fatalf("%d pairings, want %d", len(rep.Pairings), len(wantEngines))
+	}
+	for _, p := range rep.Pairings {
+		if !slices.Equal(p.Engines, wantEngines[p.Durability]) {
+			t.Errorf("%s: engines %v, want %v", p.Durability, p.Engines, wantEngines[p.Durability])
+		}
+		if want := map[string]int{"sync": 8}[p.Durability]; p.Writers != max(want, 1) {
+			t.Errorf("%s: %d writers, want %d", p.Durability, p.Writers, max(want, 1))
+		}
+		for _, e := range p.Engines {
+			results := p.Medians[e]
+			for _, w := range allWorkloads {
+				m, ok := results[w]
+				if !ok {
+					t.Errorf("%s %s: no %s result", p.Durability, e, w)
+					continue
+				}
+				if m.OpsPerSec <= 0 || m.P50us <= 0 || m.P99us < m.P50us {
+					t.Errorf("%s %s %s: ops/s %g, p50 %g, p99 %g", p.Durability, e, w, m.OpsPerSec, m.P50us, m.P99us)
+				}
+				var wantOps int64 = reads
+				switch w {
+				case fillSeq, fillRandom:
+					wantOps = num
+					if m.Found != num {
+						t.Errorf("%s %s %s: wrote %d keys, want %d", p.Durability, e, w, m.Found, num)
+					}
+				case readRandom:
+					if m.Found != reads {
+						t.Errorf("%s %s readrandom: found %d of %d", p.Durability, e, m.Found, reads)
+					}
+				case readMissing:
+					if m.Found != 0 {
+						t.Errorf("%s %s readmissing: found %d absent keys", p.Durability, e, m.Found)
+					}
+				case readMixed:
+					if m.Found < reads/4 || m.Found > reads*3/4 {
+						t.Errorf("%s %s readmixed: found %d of %d at hit ratio 0.5", p.Durability, e, m.Found, reads)
+					}
+				case scanBench:
+					if m.Found < reads*(scanLength-1) || m.Found > reads*scanLength {
+						t.Errorf("%s %s scan: visited %d entries in %d seeks of %d", p.Durability, e, m.Found, reads, scanLength)
+					}
+				}
+				if m.Ops != wantOps {
+					t.Errorf("%s %s %s: %d ops, want %d", p.Durability, e, w, m.Ops, wantOps)
+				}
+			}
+		}
+		for _, peer := range p.Engines[1:] {
+			if r := p.Ratios[fillRandom][peer]; r <= 0 {
+				t.Errorf("%s: no fillrandom ratio against %s", p.Durability, peer)
+			}
+		}
+	}
+	for _, e := range rep.Engines {
+		if e.Version == "" || e.Version == "unknown" {
+			t.Errorf("%s: version %q", e.Name, e.Version)
+		}
+	}
+	if rep.Machine.NumCPU < 1 || rep.Date == "" || rep.Flags["num"] != float64(num) {
+		t.Errorf("machine %+v, date %q, flags %v", rep.Machine, rep.Date, rep.Flags)
+	}
+	for _, want := range []string{"### write-through", "### buffered", "### sync", "bloomkv/pebble", "bloomkv/goleveldb",
+		"pebble: not in this pairing", "goleveldb: not in this pairing"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout.String())
+		}
+	}
+}
+
+// TestKeySpace checks the key space's promises: keys grow with the slot,
+// so every absent key lies strictly between two present ones, and keys and
+// values have the sizes asked for and depend only on the slot.
+func TestKeySpace(t *testing.T) {
+	ks := newKeySpace(1000, 20, 100, 0.5)
+	var prev []byte
+	for slot := range uint64(2000) {
+		k := ks.key(nil, slot)
+		if len(k) != 20 {
+			t.Fatalf("slot %d: key of %d bytes", slot, len(k))
+		}
+		if prev != nil && bytes.Compare(prev, k) >= 0 {
+			t.Fatalf("slot %d: key %x not above %x", slot, k, prev)
+		}
+		prev = k
+	}
+	if v1, v2 := ks.value(nil, 42), ks.value(nil, 42); !bytes.Equal(v1, v2) || len(v1) != 100 {
+		t.Fatalf("values of one slot differ or have the wrong size: %d bytes", len(v1))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 1000 {
+		if s := ks.randomAbsent(rng); s%2 != 1 || s >= 2*1000-1 {
+			t.Fatalf("absent slot %d", s)
+		}
+		if s := ks.randomPresent(rng); s%2 != 0 || s >= 2*1000 {
+			t.Fatalf("present slot %d", s)
+		}
+	}
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-durability", "fast"}, {"-engines", "rocksdb"}, {"-benchmarks", "fillall"}, {"-num", "1"}, {"-key_size", "4"},
+	} {
+		if code := run(args, io.Discard, io.Discard); code != 2 {
+			t.Errorf("%v: exit code %d, want 2", args, code)
+		}
+	}
+}

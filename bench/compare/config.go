@@ -1,0 +1,185 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// config holds every flag; the help texts in parseConfig document them.
+type config struct {
+	num              int
+	reads            int
+	keySize          int
+	valueSize        int
+	compressionRatio float64
+	seed             uint64
+	threads          int
+	writers          int // 0: 1, or 8 in the sync pairing
+	hitRatio         float64
+	scanLength       int
+	runs             int
+	durabilities     []durability
+	engines          []*engine
+	workloads        []string // in the order they run
+	dir              string
+	jsonPath         string
+	note             string
+	cpuProfile       string
+	settings         settings
+
+	// flags is every flag's final value by name, for the JSON report.
+	flags map[string]any
+}
+
+func parseConfig(args []string, stderr io.Writer) (*config, error) {
+	c := &config{settings: defaultSettings()}
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var durs, engs, benchmarks string
+	var seed int64
+	fs.IntVar(&c.num, "num", 1_000_000, "keys each fill writes")
+	fs.IntVar(&c.reads, "reads", 200_000, "operations per read workload (scan: seeks); -1 = -num")
+	fs.IntVar(&c.keySize, "key_size", 16, "key size in bytes (at least 8)")
+	fs.IntVar(&c.valueSize, "value_size", 100, "value size in bytes")
+	fs.Float64Var(&c.compressionRatio, "compression_ratio", 0.5, "fraction of each value that is random (the rest repeats it), so values compress to about this ratio")
+	fs.Int64Var(&seed, "seed", 1, "seed for the fillrandom order and the keys read")
+	fs.Int64Var(&c.settings.cacheSize, "cache_size", c.settings.cacheSize, "block cache bytes, every engine")
+	fs.IntVar(&c.settings.bloomBits, "bloom_bits", c.settings.bloomBits, "bloom filter bits per key on every level, every engine; 0 = no filters")
+	fs.IntVar(&c.settings.blockSize, "block_size", c.settings.blockSize, "data block size in bytes (uncompressed target), every engine")
+	fs.IntVar(&c.settings.memtableSize, "write_buffer_size", c.settings.memtableSize, "memtable bytes, every engine")
+	fs.IntVar(&c.threads, "threads", 1, "goroutines issuing each read workload's operations")
+	fs.IntVar(&c.writers, "writers", 0, "goroutines writing each fill concurrently; 0 = 1, or 8 in the sync pairing so that group commit matters")
+	fs.Float64Var(&c.hitRatio, "hit_ratio", 0.5, "readmixed: fraction of reads for present keys")
+	fs.IntVar(&c.scanLength, "scan_length", 10, "scan: entries visited per seek")
+	fs.IntVar(&c.runs, "runs", 1, "repeat everything this many times (engines interleaved) and report medians")
+	fs.StringVar(&durs, "durability", "write-through,buffered", "comma list of pairings: write-through, buffered, sync, or all")
+	fs.StringVar(&engs, "engines", "bloomkv,pebble,goleveldb", "comma list of engines to run (bloomkv is the one ratios are taken against)")
+	fs.StringVar(&benchmarks, "benchmarks", strings.Join(allWorkloads, ","),
+		"comma list of workloads: fillseq, fillrandom (each key once, in key order / shuffled), "+
+			"readrandom (present keys), readmissing (absent keys inside the key range), "+
+			"readmixed (present with probability -hit_ratio), scan (seek to a present key, visit -scan_length entries). "+
+			"Reads run on the fillrandom database after it settled")
+	fs.StringVar(&c.dir, "dir", "", "directory for the temporary databases (default the system's temporary directory; not a tmpfs, or sync means nothing)")
+	fs.StringVar(&c.jsonPath, "json", "", "write every figure, the engine versions, the machine, the date and the flags as JSON to this file")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (narrow it with -engines and -benchmarks)")
+	fs.StringVar(&c.note, "note", "", "free text recorded in the report, e.g. that the machine was shared")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: go run . [flags]\n\nRuns the same workloads against bloomkv, Pebble and goleveldb with equal settings and equal durability.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))
+	}
+	c.seed = uint64(seed)
+	if c.reads == -1 {
+		c.reads = c.num
+	}
+	c.flags = map[string]any{}
+	fs.VisitAll(func(f *flag.Flag) { c.flags[f.Name] = f.Value.(flag.Getter).Get() })
+
+	for _, name := range splitList(durs) {
+		if name == "all" {
+			c.durabilities = append(c.durabilities, durabilities...)
+			continue
+		}
+		i := slices.IndexFunc(durabilities, func(d durability) bool { return d.String() == name })
+		if i < 0 {
+			return nil, fmt.Errorf("-durability: unknown pairing %q (write-through, buffered, sync, all)", name)
+		}
+		c.durabilities = append(c.durabilities, durabilities[i])
+	}
+	slices.Sort(c.durabilities)
+	c.durabilities = slices.Compact(c.durabilities)
+	for _, name := range splitList(engs) {
+		e := engineByName(name)
+		if e == nil {
+			return nil, fmt.Errorf("-engines: unknown engine %q (bloomkv, pebble, goleveldb)", name)
+		}
+		if !slices.Contains(c.engines, e) {
+			c.engines = append(c.engines, e)
+		}
+	}
+	for _, name := range splitList(benchmarks) {
+		if !slices.Contains(allWorkloads, name) {
+			return nil, fmt.Errorf("-benchmarks: unknown workload %q", name)
+		}
+		if !slices.Contains(c.workloads, name) {
+			c.workloads = append(c.workloads, name)
+		}
+	}
+	// Fills first, in the listed order, then the reads.
+	slices.SortStableFunc(c.workloads, func(a, b string) int {
+		switch {
+		case isFill(a) && !isFill(b):
+			return -1
+		case !isFill(a) && isFill(b):
+			return 1
+		}
+		return 0
+	})
+
+	switch {
+	case len(c.durabilities) == 0:
+		return nil, fmt.Errorf("-durability: no pairing given")
+	case len(c.engines) == 0:
+		return nil, fmt.Errorf("-engines: no engine given")
+	case len(c.workloads) == 0:
+		return nil, fmt.Errorf("-benchmarks: no workload given")
+	case c.num < 2 || c.num > 1<<31:
+		return nil, fmt.Errorf("-num %d outside [2, 2^31]", c.num)
+	case c.reads < 1:
+		return nil, fmt.Errorf("-reads %d below 1", c.reads)
+	case c.keySize < 8 || c.keySize > 1<<10:
+		return nil, fmt.Errorf("-key_size %d outside [8, 1024]", c.keySize)
+	case c.valueSize < 0 || c.valueSize > 1<<20:
+		return nil, fmt.Errorf("-value_size %d outside [0, 1 MiB]", c.valueSize)
+	case c.compressionRatio <= 0 || c.compressionRatio > 1:
+		return nil, fmt.Errorf("-compression_ratio %g outside (0, 1]", c.compressionRatio)
+	case c.settings.cacheSize < 1<<20:
+		return nil, fmt.Errorf("-cache_size %d below 1 MiB", c.settings.cacheSize)
+	case c.settings.blockSize < 256 || c.settings.blockSize > 1<<20:
+		return nil, fmt.Errorf("-block_size %d outside [256, 1 MiB]", c.settings.blockSize)
+	case c.settings.memtableSize < 64<<10 || c.settings.memtableSize > 1<<30:
+		return nil, fmt.Errorf("-write_buffer_size %d outside [64 KiB, 1 GiB]", c.settings.memtableSize)
+	case c.settings.bloomBits > 64:
+		return nil, fmt.Errorf("-bloom_bits %d above 64", c.settings.bloomBits)
+	case c.threads < 1:
+		return nil, fmt.Errorf("-threads %d below 1", c.threads)
+	case c.writers < 0:
+		return nil, fmt.Errorf("-writers %d below 0", c.writers)
+	case c.hitRatio < 0 || c.hitRatio > 1:
+		return nil, fmt.Errorf("-hit_ratio %g outside [0, 1]", c.hitRatio)
+	case c.scanLength < 1:
+		return nil, fmt.Errorf("-scan_length %d below 1", c.scanLength)
+	case c.runs < 1:
+		return nil, fmt.Errorf("-runs %d below 1", c.runs)
+	}
+	return c, nil
+}
+
+// writersFor returns the number of concurrent writers in pairing d.
+func (c *config) writersFor(d durability) int {
+	switch {
+	case c.writers > 0:
+		return c.writers
+	case d == synced:
+		return 8
+	}
+	return 1
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+
+	"github.com/bloomkv/bloomkv"
+)
+
+var bloomkvEngine = &engine{
+	name:   "bloomkv",
+	module: "github.com/bloomkv/bloomkv",
+	mode: func(d durability) (string, bool) {
+		switch d {
+		case writeThrough:
+			return "WALMode: WALWriteThrough", true
+		case buffered:
+			return "WALMode: WALBuffered (WALBufferedDelay 1 ms)", true
+		case synced:
+			return "WALMode: WALSync (group commit)", true
+		}
+		return "", false
+	},
+	open: openBloomkv,
+	settingNotes: func(s *settings) []string {
+		return []string{
+			"bloomkv: every setting is its default except WALMode; it keeps each open table's index and filter blocks in memory outside the block cache (Pebble and goleveldb keep theirs in the cache)",
+		}
+	},
+}
+
+type bloomkvStore struct{ db *bloomkv.DB }
+
+func openBloomkv(dir string, s *settings, d durability) (store, error) {
+	modes := map[durability]bloomkv.WALMode{
+		writeThrough: bloomkv.WALWriteThrough,
+		buffered:     bloomkv.WALBuffered,
+		synced:       bloomkv.WALSync,
+	}
+	bits := s.bloomBits
+	if bits <= 0 {
+		bits = -1 // bloomkv: negative = no filter blocks
+	}
+	db, err := bloomkv.Open(dir, &bloomkv.Options{
+		MemtableSize:              s.memtableSize,
+		BlockSize:                 s.blockSize,
+		Compression:               bloomkv.SnappyCompression,
+		BloomBitsPerKey:           bits,
+		BlockCacheSize:            s.cacheSize,
+		WALMode:                   modes[d],
+		L0CompactionThreshold:     s.l0Compaction,
+		L0SlowdownWritesThreshold: s.l0Slowdown,
+		L0StopWritesThreshold:     s.l0Stop,
+		MaxImmutableMemtables:     s.immutableMems,
+		LBaseMaxBytes:             s.lBaseBytes,
+		LevelMultiplier:           s.multiplier,
+		TargetFileSize:            s.tableSize,
+		MaxOpenFiles:              s.maxOpenFiles,
+		Logger:                    slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &bloomkvStore{db: db}, nil
+}
+
+func (b *bloomkvStore) put(key, value []byte) error { return b.db.Put(key, value) }
+
+func (b *bloomkvStore) get(key, dst []byte) ([]byte, bool, error) {
+	v, err := b.db.Get(key)
+	if errors.Is(err, bloomkv.ErrNotFound) {
+		return dst[:0], false, nil
+	}
+	if err != nil {
+		return dst[:0], false, err
+	}
+	return v, true, nil // already a copy the caller owns
+}
+
+func (b *bloomkvStore) newIter() (storeIter, error) {
+	it := b.db.NewIterator(nil)
+	return &bloomkvIter{it: it}, it.Error()
+}
+
+func (b *bloomkvStore) settle() error {
+	if err := b.db.Flush(); err != nil {
+		return err
+	}
+	return b.db.WaitForCompactions()
+}
+
+func (b *bloomkvStore) shape() treeShape {
+	m := b.db.Metrics()
+	var sh treeShape
+	for _, l := range m.Levels {
+		sh.TablesPerLevel = append(sh.TablesPerLevel, int64(l.Files))
+		sh.TableBytes += l.Bytes
+	}
+	sh.OutsideCacheBytes = m.FilterBytes
+	return sh
+}
+
+func (b *bloomkvStore) close() error { return b.db.Close() }
+
+type bloomkvIter struct{ it *bloomkv.Iterator }
+
+func (i *bloomkvIter) seekGE(key []byte) bool { return i.it.SeekGE(key) }
+func (i *bloomkvIter) next() bool             { return i.it.Next() }
+func (i *bloomkvIter) key() []byte            { return i.it.Key() }
+func (i *bloomkvIter) err() error             { return i.it.Error() }
+func (i *bloomkvIter) close() error           { return i.it.Close() }
