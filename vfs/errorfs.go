@@ -42,6 +42,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 // ErrInjected is the error an ErrorFS returns for an operation a rule
@@ -123,6 +124,9 @@ func (r *ruleState) matches(op Op, path, path2 string) bool {
 type ErrorFS struct {
 	inner  FS
 	counts [numOps]atomic.Uint64 // operations seen, failed or not
+	// syncLatency (nanoseconds) is how long a file's Sync takes after it
+	// made the data durable; see SetSyncLatency.
+	syncLatency atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -168,6 +172,12 @@ func (fs *ErrorFS) SetDiskBudget(bytes int64) {
 	fs.mu.budget = bytes
 	fs.mu.Unlock()
 }
+
+// SetSyncLatency makes every file Sync take d longer, as a disk's fsync
+// does. The inner file is synced at the start of the delay, so bytes
+// written during it are not covered: a test of concurrent writers then
+// catches a write acknowledged by an fsync that began before it.
+func (fs *ErrorFS) SetSyncLatency(d time.Duration) { fs.syncLatency.Store(int64(d)) }
 
 // DiskBudget returns the bytes writes may still add (negative: unlimited).
 func (fs *ErrorFS) DiskBudget() int64 {
@@ -374,7 +384,11 @@ func (f *errorFile) Sync() error {
 	if err := f.fs.check(OpSync, f.name, ""); err != nil {
 		return err
 	}
-	return f.inner.Sync()
+	err := f.inner.Sync()
+	if d := time.Duration(f.fs.syncLatency.Load()); d > 0 {
+		time.Sleep(d)
+	}
+	return err
 }
 
 func (f *errorFile) Stat() (os.FileInfo, error) {
