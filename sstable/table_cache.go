@@ -42,6 +42,11 @@ type TableCache struct {
 	// that keeps the cache within capacity takes no lock.
 	over atomic.Bool
 
+	// open maps a file number to its entry once the table is open (loaded
+	// without error) and in the LRU list: the lock-free path of Find. Its
+	// writes happen under mu, together with entries'.
+	open sync.Map // uint64 -> *tableEntry
+
 	mu sync.Mutex
 	// Guarded by mu:
 	entries map[uint64]*tableEntry // the LRU list's and those being closed
@@ -53,13 +58,18 @@ type TableCache struct {
 
 // tableEntry is one open (or opening) table. The cache holds one reference
 // while the entry is in its LRU list; every Find holds one until its
-// release. An entry in the list with one reference is idle. Only Find adds
-// references, and only under TableCache.mu, so under mu an idle entry
-// stays idle.
+// release. An entry in the list with one reference is idle. A Find adds its
+// reference without the lock (tryRef, only while refs > 0) or under
+// TableCache.mu; to close an idle entry the cache claims it by moving refs
+// from 1 to 0 with a compare-and-swap, after which no Find can take it.
 type tableEntry struct {
 	cache   *TableCache // constant
 	fileNum uint64      // constant
 	refs    atomic.Int32
+	// recent is set by a lock-free hit: the LRU list is not reordered
+	// without the lock, so a trim gives a recently used entry a second
+	// chance (moves it to the front) instead (the CLOCK approximation).
+	recent atomic.Bool
 	// loaded is closed once reader and err are set; they never change after.
 	loaded  chan struct{}
 	reader  *Reader
@@ -92,6 +102,17 @@ func NewTableCache(fs vfs.FS, dir string, n int, o ReaderOptions) *TableCache {
 // one open. A Find that hits the cache allocates nothing.
 func (c *TableCache) Find(id Identity) (*Reader, func(), error) {
 	fileNum := id.FileNum
+	// The common case takes no lock: an open table, referenced with one
+	// compare-and-swap. Readers on several cores then share no mutex.
+	if v, ok := c.open.Load(fileNum); ok {
+		e := v.(*tableEntry)
+		if e.tryRef() {
+			if !e.recent.Load() {
+				e.recent.Store(true)
+			}
+			return e.reader, e.release, nil
+		}
+	}
 	c.mu.Lock()
 	e := c.entries[fileNum]
 	for e != nil && e.gone != nil {
@@ -128,12 +149,19 @@ func (c *TableCache) Find(id Identity) (*Reader, func(), error) {
 	c.closeVictims(victims)
 
 	// Open outside the lock; concurrent Finds of this table wait on loaded.
-	r, err := c.open(id)
+	r, err := c.openTable(id)
 	if err == nil {
 		c.readers.Add(1)
 	}
 	e.reader, e.err = r, err
 	close(e.loaded)
+	if err == nil {
+		c.mu.Lock()
+		if c.entries[fileNum] == e && e.gone == nil && !c.closed {
+			c.open.Store(fileNum, e)
+		}
+		c.mu.Unlock()
+	}
 	if err != nil {
 		// Forget the failure so a later Find retries.
 		c.mu.Lock()
@@ -151,7 +179,7 @@ func (c *TableCache) Find(id Identity) (*Reader, func(), error) {
 	return r, e.release, nil
 }
 
-func (c *TableCache) open(id Identity) (*Reader, error) {
+func (c *TableCache) openTable(id Identity) (*Reader, error) {
 	name := base.MakeFilename(base.FileTypeTable, id.FileNum)
 	f, err := c.fs.Open(c.fs.PathJoin(c.dir, name))
 	if err != nil {
@@ -171,6 +199,28 @@ func (c *TableCache) open(id Identity) (*Reader, error) {
 	return r, nil
 }
 
+// tryRef takes a reference unless the entry was claimed for closing (refs
+// reached zero).
+func (e *tableEntry) tryRef() bool {
+	for {
+		n := e.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if e.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// closeReader closes the reader of an entry whose last reference is gone.
+func (e *tableEntry) closeReader() {
+	if e.reader != nil {
+		e.reader.Close()
+		e.cache.readers.Add(-1)
+	}
+}
+
 // unref drops a reference. The last one closes the reader; one that leaves
 // only the cache's while the cache is over capacity closes the excess.
 func (e *tableEntry) unref() {
@@ -184,10 +234,7 @@ func (e *tableEntry) unref() {
 			e.cache.trim()
 		}
 	case n == 0:
-		if e.reader != nil {
-			e.reader.Close()
-			e.cache.readers.Add(-1)
-		}
+		e.closeReader()
 	case n < 0:
 		panic("bloomkv/sstable: table released more often than found")
 	}
@@ -209,7 +256,7 @@ func (c *TableCache) closeVictims(victims []*tableEntry) {
 		return
 	}
 	for _, v := range victims {
-		v.unref() // the last reference: closes the reader
+		v.closeReader() // trimLocked claimed the last reference
 	}
 	c.mu.Lock()
 	for _, v := range victims {
@@ -270,6 +317,7 @@ func (c *TableCache) Close() error {
 		}
 	}
 	clear(c.entries)
+	c.open.Clear()
 	c.mu.Unlock()
 	for _, e := range all {
 		e.unref()
@@ -292,10 +340,18 @@ func (c *TableCache) trimLocked(victims []*tableEntry) []*tableEntry {
 	// either drops its reference before we read it (and we see the entry
 	// idle) or reads over afterwards and trims again.
 	c.over.Store(true)
-	for n := c.lru.Len(); n > 0 && c.lru.Len() > c.capacity; n-- {
+	// Each entry gets at most two looks: a recently used one moves to the
+	// front with its mark cleared, and is taken on the second look if still
+	// idle and unmarked.
+	for n := 2 * c.lru.Len(); n > 0 && c.lru.Len() > c.capacity; n-- {
 		v := c.lru.Back().Value
-		if v.refs.Load() == 1 {
+		if v.recent.Swap(false) {
+			c.lru.MoveToFront(&v.node)
+			continue
+		}
+		if v.refs.CompareAndSwap(1, 0) { // idle: claimed, no Find can take it now
 			c.lru.Remove(&v.node)
+			c.open.Delete(v.fileNum)
 			v.gone = make(chan struct{})
 			victims = append(victims, v)
 		} else {
@@ -310,6 +366,7 @@ func (c *TableCache) trimLocked(victims []*tableEntry) []*tableEntry {
 // REQUIRES: c.mu.
 func (c *TableCache) removeLocked(e *tableEntry) {
 	delete(c.entries, e.fileNum)
+	c.open.Delete(e.fileNum)
 	c.lru.Remove(&e.node)
 	c.over.Store(c.lru.Len() > c.capacity)
 }
