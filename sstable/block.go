@@ -132,8 +132,15 @@ func decodeBlock(data []byte, loc location) (*block, error) {
 }
 
 // validateEntries walks the entries, checking the invariants listed on block.
+//
+// It keeps one key buffer: an entry's key is the previous key's first
+// shared bytes followed by its own unshared bytes, so the order check can
+// compare the previous key's tail with the unshared bytes before the
+// buffer is overwritten, without building each key in a second buffer.
+// (This walk runs for every block read from a file; in a profile of short
+// scans it was a tenth of the time.)
 func (b *block) validateEntries(loc location) error {
-	var prev, cur []byte
+	var key []byte // the previous entry's key, then this one's
 	nextRestart := 0
 	off := 0
 	for off < b.restartsOff {
@@ -150,23 +157,24 @@ func (b *block) validateEntries(loc location) error {
 		} else if nextRestart < b.numRestarts && b.restart(nextRestart) < off {
 			return loc.corruptf("restart point %d (%d) is not at an entry boundary", nextRestart, b.restart(nextRestart))
 		}
-		if e.shared > len(prev) {
-			return loc.corruptf("entry at block offset %d shares %d bytes of a %d-byte previous key", off, e.shared, len(prev))
+		if e.shared > len(key) {
+			return loc.corruptf("entry at block offset %d shares %d bytes of a %d-byte previous key", off, e.shared, len(key))
 		}
-		cur = append(append(cur[:0], prev[:e.shared]...), b.data[e.keyStart:e.valueStart]...)
-		if len(cur) < base.TrailerLen {
-			return loc.corruptf("entry at block offset %d: key of %d bytes is too short for an internal key", off, len(cur))
+		unshared := b.data[e.keyStart:e.valueStart]
+		if e.shared+len(unshared) < base.TrailerLen {
+			return loc.corruptf("entry at block offset %d: key of %d bytes is too short for an internal key", off, e.shared+len(unshared))
 		}
+		if b.numEntries > 0 && compareWithSuccessor(key, e.shared, unshared) >= 0 {
+			cur := append(key[:e.shared:e.shared], unshared...)
+			return loc.corruptf("entry at block offset %d: key %s does not sort after %s", off, base.FormatInternalKey(cur), base.FormatInternalKey(key))
+		}
+		key = append(key[:e.shared], unshared...)
 		if loc.kind == kindData {
-			if _, _, _, ok := base.ParseInternalKey(cur); !ok {
-				return loc.corruptf("entry at block offset %d: key %s has an invalid kind", off, base.FormatInternalKey(cur))
+			if _, _, _, ok := base.ParseInternalKey(key); !ok {
+				return loc.corruptf("entry at block offset %d: key %s has an invalid kind", off, base.FormatInternalKey(key))
 			}
 		}
-		if b.numEntries > 0 && compareAfterShared(prev, cur, e.shared) >= 0 {
-			return loc.corruptf("entry at block offset %d: key %s does not sort after %s", off, base.FormatInternalKey(cur), base.FormatInternalKey(prev))
-		}
 		b.numEntries++
-		prev, cur = cur, prev
 		off = e.next
 	}
 	if off != b.restartsOff {
@@ -178,16 +186,19 @@ func (b *block) validateEntries(loc location) error {
 	return nil
 }
 
-// compareAfterShared is base.CompareInternal for two keys known to share
-// their first shared bytes; it skips that prefix when it lies inside both
-// user keys.
-func compareAfterShared(a, b []byte, shared int) int {
-	ua, ub := len(a)-base.TrailerLen, len(b)-base.TrailerLen
-	if shared <= ua && shared <= ub {
-		if c := bytes.Compare(a[shared:ua], b[shared:ub]); c != 0 {
-			return c
-		}
-		return base.CompareTrailers(base.Trailer(a), base.Trailer(b))
+// compareWithSuccessor is base.CompareInternal(prev, next) for the internal
+// key next = prev[:shared] + unshared (len(next) >= base.TrailerLen,
+// shared <= len(prev)), without building next when the shared prefix lies
+// inside both user keys.
+func compareWithSuccessor(prev []byte, shared int, unshared []byte) int {
+	pu := len(prev) - base.TrailerLen
+	nu := shared + len(unshared) - base.TrailerLen
+	if shared > pu || shared > nu {
+		next := append(prev[:shared:shared], unshared...)
+		return base.CompareInternal(prev, next)
 	}
-	return base.CompareInternal(a, b)
+	if c := bytes.Compare(prev[shared:pu], unshared[:nu-shared]); c != 0 {
+		return c
+	}
+	return base.CompareTrailers(base.Trailer(prev), base.Trailer(unshared[nu-shared:]))
 }
