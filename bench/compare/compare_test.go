@@ -149,9 +149,83 @@ func TestKeySpace(t *testing.T) {
 func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-durability", "fast"}, {"-engines", "rocksdb"}, {"-benchmarks", "fillall"}, {"-num", "1"}, {"-key_size", "4"},
+		{"-cols_per_row", "7"}, {"-cols_per_row", "10", "-key_size", "12"}, {"-benchmarks", "seekprefix"},
 	} {
 		if code := run(args, io.Discard, io.Discard); code != 2 {
 			t.Errorf("%v: exit code %d, want 2", args, code)
+		}
+	}
+}
+
+// TestRowKeySpace checks the row layout's promises: keys still grow with
+// the slot; each present row has its columns under one prefix; an absent
+// row's prefix lies strictly between two present rows' and is the prefix
+// of no key.
+func TestRowKeySpace(t *testing.T) {
+	const num, cols = 1000, 10
+	ks := newKeySpace(num, 24, 100, 0.5).withRows(cols)
+	var prev []byte
+	for slot := range uint64(2 * num) {
+		k := ks.key(nil, slot)
+		if len(k) != 24 {
+			t.Fatalf("slot %d: key of %d bytes", slot, len(k))
+		}
+		if prev != nil && bytes.Compare(prev, k) >= 0 {
+			t.Fatalf("slot %d: key %x not above %x", slot, k, prev)
+		}
+		prev = k
+		row := ks.rowPrefix(nil, 2*(slot/2/cols))
+		if !bytes.HasPrefix(k, row) {
+			t.Fatalf("slot %d: key %x lacks its row prefix %x", slot, k, row)
+		}
+	}
+	for rs := uint64(1); rs < 2*num/cols-1; rs += 2 {
+		below, absent, above := ks.rowPrefix(nil, rs-1), ks.rowPrefix(nil, rs), ks.rowPrefix(nil, rs+1)
+		if bytes.Compare(below, absent) >= 0 || bytes.Compare(absent, above) >= 0 {
+			t.Fatalf("absent row %d: prefix %x not between %x and %x", rs, absent, below, above)
+		}
+	}
+}
+
+// TestPrefixWorkloads runs the row layout's workloads on bloomkv and Pebble
+// (goleveldb has no prefix seek and is left out of them). The run checks
+// every seek: a present row yields exactly its columns, an absent one
+// nothing.
+func TestPrefixWorkloads(t *testing.T) {
+	defer func(q, p time.Duration) { settleQuiet, settlePoll = q, p }(settleQuiet, settlePoll)
+	settleQuiet, settlePoll = 60*time.Millisecond, 20*time.Millisecond
+	jsonPath := filepath.Join(t.TempDir(), "report.json")
+	var stdout, stderr bytes.Buffer
+	args := []string{"-num", "3000", "-cols_per_row", "10", "-reads", "1000", "-durability", "write-through,buffered",
+		"-benchmarks", "fillrandom,seekprefix,seekprefixmissing,readmissing", "-dir", t.TempDir(), "-json", jsonPath}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit code %d\nstderr:\n%s", code, stderr.String())
+	}
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rep.Pairings {
+		for _, e := range p.Engines {
+			for _, w := range prefixWorkloads {
+				m, ok := p.Medians[e][w]
+				if e == "goleveldb" {
+					if ok {
+						t.Errorf("%s: goleveldb ran %s", p.Durability, w)
+					}
+					continue
+				}
+				if !ok || m.Ops != 1000 || m.OpsPerSec <= 0 {
+					t.Errorf("%s %s %s: %+v (present %v)", p.Durability, e, w, m, ok)
+				}
+				if want := map[string]int64{seekPrefix: 1000 * 10, seekPrefixMissing: 0}[w]; m.Found != want {
+					t.Errorf("%s %s %s: visited %d entries, want %d", p.Durability, e, w, m.Found, want)
+				}
+			}
 		}
 	}
 }

@@ -20,6 +20,7 @@ type config struct {
 	writers          int // 0: 1, or 8 in the sync pairing
 	hitRatio         float64
 	scanLength       int
+	colsPerRow       int // > 0: keys are rows of this many columns (keySpace.withRows)
 	runs             int
 	durabilities     []durability
 	engines          []*engine
@@ -54,13 +55,19 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.writers, "writers", 0, "goroutines writing each fill concurrently; 0 = 1, or 8 in the sync pairing so that group commit matters")
 	fs.Float64Var(&c.hitRatio, "hit_ratio", 0.5, "readmixed: fraction of reads for present keys")
 	fs.IntVar(&c.scanLength, "scan_length", 10, "scan: entries visited per seek")
+	fs.IntVar(&c.colsPerRow, "cols_per_row", 0,
+		"lay the keys out as rows of this many columns (an 8-byte row prefix, then the column): the filters hold rows "+
+			"(bloomkv FilterKey, Pebble Comparer.Split), and the workloads seekprefix (all columns of a present row) and "+
+			"seekprefixmissing (an absent row) run with SeekPrefixGE (Pebble with UseL6Filters); goleveldb has no prefix seek. "+
+			"Must divide -num; 0 = plain keys")
 	fs.IntVar(&c.runs, "runs", 1, "repeat everything this many times (engines interleaved) and report medians")
 	fs.StringVar(&durs, "durability", "write-through,buffered", "comma list of pairings: write-through, buffered, sync, or all")
 	fs.StringVar(&engs, "engines", "bloomkv,pebble,goleveldb", "comma list of engines to run (bloomkv is the one ratios are taken against)")
 	fs.StringVar(&benchmarks, "benchmarks", strings.Join(allWorkloads, ","),
 		"comma list of workloads: fillseq, fillrandom (each key once, in key order / shuffled), "+
 			"readrandom (present keys), readmissing (absent keys inside the key range), "+
-			"readmixed (present with probability -hit_ratio), scan (seek to a present key, visit -scan_length entries). "+
+			"readmixed (present with probability -hit_ratio), scan (seek to a present key, visit -scan_length entries), "+
+			"seekprefix, seekprefixmissing (with -cols_per_row; added by default then). "+
 			"Reads run on the fillrandom database after it settled")
 	fs.StringVar(&c.dir, "dir", "", "directory for the temporary databases (default the system's temporary directory; not a tmpfs, or sync means nothing)")
 	fs.StringVar(&c.jsonPath, "json", "", "write every figure, the engine versions, the machine, the date and the flags as JSON to this file")
@@ -105,8 +112,16 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 			c.engines = append(c.engines, e)
 		}
 	}
+	benchmarksSet := false
+	fs.Visit(func(f *flag.Flag) { benchmarksSet = benchmarksSet || f.Name == "benchmarks" })
+	if c.colsPerRow > 0 && !benchmarksSet {
+		benchmarks += "," + strings.Join(prefixWorkloads, ",")
+	}
 	for _, name := range splitList(benchmarks) {
-		if !slices.Contains(allWorkloads, name) {
+		if slices.Contains(prefixWorkloads, name) && c.colsPerRow <= 0 {
+			return nil, fmt.Errorf("-benchmarks: %s needs -cols_per_row", name)
+		}
+		if !slices.Contains(allWorkloads, name) && !slices.Contains(prefixWorkloads, name) {
 			return nil, fmt.Errorf("-benchmarks: unknown workload %q", name)
 		}
 		if !slices.Contains(c.workloads, name) {
@@ -157,8 +172,17 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-hit_ratio %g outside [0, 1]", c.hitRatio)
 	case c.scanLength < 1:
 		return nil, fmt.Errorf("-scan_length %d below 1", c.scanLength)
+	case c.colsPerRow < 0:
+		return nil, fmt.Errorf("-cols_per_row %d below 0", c.colsPerRow)
+	case c.colsPerRow > 0 && (c.num%c.colsPerRow != 0 || c.num/c.colsPerRow < 2):
+		return nil, fmt.Errorf("-cols_per_row %d must divide -num %d into at least 2 rows", c.colsPerRow, c.num)
+	case c.colsPerRow > 0 && c.keySize < rowPrefixLen+8:
+		return nil, fmt.Errorf("-key_size %d: row keys need at least %d bytes (row prefix and column)", c.keySize, rowPrefixLen+8)
 	case c.runs < 1:
 		return nil, fmt.Errorf("-runs %d below 1", c.runs)
+	}
+	if c.colsPerRow > 0 {
+		c.settings.rowPrefix = rowPrefixLen
 	}
 	return c, nil
 }

@@ -54,6 +54,10 @@ type store interface {
 // storeIter is a forward iterator.
 type storeIter interface {
 	seekGE(key []byte) bool
+	// seekPrefixGE positions at the first key >= prefix that begins with
+	// the row prefix (-cols_per_row); next then stays inside the row.
+	// Only engines with prefixSeeks set implement it.
+	seekPrefixGE(prefix []byte) bool
 	next() bool
 	key() []byte
 	err() error
@@ -77,6 +81,9 @@ type engine struct {
 	// false, why it cannot take part in that pairing.
 	mode func(d durability) (how string, ok bool)
 	open func(dir string, s *settings, d durability) (store, error)
+	// noPrefixSeeks, when set, says why the engine cannot run the prefix
+	// workloads (-cols_per_row); they are then left out for it.
+	noPrefixSeeks string
 	// settingNotes lists where this engine's defaults differ from the
 	// equalized settings and what the harness set instead.
 	settingNotes func(s *settings) []string
@@ -107,6 +114,9 @@ type settings struct {
 	tableSize     int64 // compaction output table size, every level
 	maxOpenFiles  int
 	immutableMems int // full memtables that may wait for a flush
+	// rowPrefix > 0: keys are rows (-cols_per_row) whose first rowPrefix
+	// bytes name the row; filters hold rows, and prefix seeks use them.
+	rowPrefix int
 }
 
 func defaultSettings() settings {

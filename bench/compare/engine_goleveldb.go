@@ -27,7 +27,8 @@ var goleveldbEngine = &engine{
 		}
 		return "", false
 	},
-	open: openGoleveldb,
+	open:          openGoleveldb,
+	noPrefixSeeks: "goleveldb has no prefix seek and no prefix filter: a row's columns are a range scan there",
 	settingNotes: func(s *settings) []string {
 		return []string{
 			fmt.Sprintf("goleveldb: Filter = filter.NewBloomFilter(%d) (default: no filter); one filter for every level", s.bloomBits),
@@ -180,9 +181,12 @@ func (g *goleveldbStore) close() error { return g.db.Close() }
 type goleveldbIter struct{ it iterator.Iterator }
 
 func (i *goleveldbIter) seekGE(key []byte) bool { return i.it.Seek(key) }
-func (i *goleveldbIter) next() bool             { return i.it.Next() }
-func (i *goleveldbIter) key() []byte            { return i.it.Key() }
-func (i *goleveldbIter) err() error             { return i.it.Error() }
+func (i *goleveldbIter) seekPrefixGE([]byte) bool {
+	panic("goleveldb has no prefix seek (engine.noPrefixSeeks)")
+}
+func (i *goleveldbIter) next() bool  { return i.it.Next() }
+func (i *goleveldbIter) key() []byte { return i.it.Key() }
+func (i *goleveldbIter) err() error  { return i.it.Error() }
 func (i *goleveldbIter) close() error {
 	err := i.it.Error()
 	i.it.Release()

@@ -26,7 +26,24 @@ type keySpace struct {
 	randomBytes int
 	// pool is fixed pseudo-random bytes that values are cut from.
 	pool []byte
+
+	// cols > 0 lays the keys out as rows of cols columns (-cols_per_row):
+	// see rowKeySpace.
+	cols     int
+	rows     int
+	rowWidth uint64
 }
+
+// Row layout (-cols_per_row C > 0): the present key i is column i%C of row
+// i/C. A key is its row's 8-byte prefix followed by the big-endian column
+// number and padding; present columns are even (2c), so the absent slot
+// 2i+1 is the odd column 2c+1 of the same row, an absent column of a
+// present row that sorts between present keys i and i+1. Present rows have
+// even row slots (2r), absent rows odd ones (2r+1), so an absent row's
+// prefix lies strictly between two present rows'. The row prefix is what
+// the engines' filters hold (bloomkv's FilterKey, Pebble's Comparer.Split)
+// and what SeekPrefixGE seeks.
+const rowPrefixLen = 8
 
 func newKeySpace(num, keySize, valueSize int, compressionRatio float64) *keySpace {
 	ks := &keySpace{
@@ -54,8 +71,37 @@ func scramble(x uint64) uint64 {
 	return x ^ x>>31
 }
 
+// withRows lays the key space out as rows of cols columns (cols must
+// divide num; keySize >= 16).
+func (ks *keySpace) withRows(cols int) *keySpace {
+	ks.cols, ks.rows = cols, ks.num/cols
+	ks.rowWidth = math.MaxUint64 / uint64(2*ks.rows)
+	return ks
+}
+
+// rowPrefix appends the prefix of row slot rs to dst[:0].
+func (ks *keySpace) rowPrefix(dst []byte, rs uint64) []byte {
+	return binary.BigEndian.AppendUint64(dst[:0], rs*ks.rowWidth+scramble(rs^0x726f77)%ks.rowWidth)
+}
+
+// randomPresentRow and randomAbsentRow return row slots: an absent row
+// lies between two present ones.
+func (ks *keySpace) randomPresentRow(rng *rand.Rand) uint64 { return 2 * uint64(rng.IntN(ks.rows)) }
+func (ks *keySpace) randomAbsentRow(rng *rand.Rand) uint64 {
+	return 2*uint64(rng.IntN(ks.rows-1)) + 1
+}
+
 // key appends slot's key to dst[:0].
 func (ks *keySpace) key(dst []byte, slot uint64) []byte {
+	if ks.cols > 0 {
+		i := slot / 2
+		dst = ks.rowPrefix(dst, 2*(i/uint64(ks.cols)))
+		dst = binary.BigEndian.AppendUint64(dst, 2*(i%uint64(ks.cols))+slot%2)
+		for h := scramble(slot ^ 0xa5a5a5a5a5a5a5a5); len(dst) < ks.keySize; h = scramble(h) {
+			dst = binary.LittleEndian.AppendUint64(dst, h)
+		}
+		return dst[:ks.keySize]
+	}
 	dst = binary.BigEndian.AppendUint64(dst[:0], slot*ks.width+scramble(slot)%ks.width)
 	for h := scramble(slot ^ 0xa5a5a5a5a5a5a5a5); len(dst) < ks.keySize; h = scramble(h) {
 		dst = binary.LittleEndian.AppendUint64(dst, h)

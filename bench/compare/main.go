@@ -61,6 +61,9 @@ func compare(cfg *config, progress io.Writer) (*report, error) {
 	begin := time.Now()
 	rep := newReport(cfg)
 	ks := newKeySpace(cfg.num, cfg.keySize, cfg.valueSize, cfg.compressionRatio)
+	if cfg.colsPerRow > 0 {
+		ks.withRows(cfg.colsPerRow)
+	}
 	for r := range cfg.runs {
 		for i, d := range cfg.durabilities {
 			p := &rep.Pairings[i]
@@ -123,7 +126,7 @@ func runEngine(cfg *config, ks *keySpace, e *engine, d durability, r int, progre
 
 	var reads []string
 	for _, w := range cfg.workloads {
-		if !isFill(w) {
+		if !isFill(w) && (!isPrefixWorkload(w) || e.noPrefixSeeks == "") {
 			reads = append(reads, w)
 		}
 	}

@@ -25,6 +25,16 @@ const (
 
 var allWorkloads = []string{fillSeq, fillRandom, readRandom, readMissing, readMixed, scanBench}
 
+// Prefix workloads, with -cols_per_row only.
+const (
+	seekPrefix        = "seekprefix"
+	seekPrefixMissing = "seekprefixmissing"
+)
+
+var prefixWorkloads = []string{seekPrefix, seekPrefixMissing}
+
+func isPrefixWorkload(w string) bool { return w == seekPrefix || w == seekPrefixMissing }
+
 func isFill(w string) bool { return w == fillSeq || w == fillRandom }
 
 // measurement is what one workload did on one engine in one run.
@@ -155,9 +165,12 @@ func read(st store, ks *keySpace, name string, rc readConfig) (measurement, erro
 			res := &results[t]
 			res.hist = newHistogram()
 			rng := rand.New(rand.NewPCG(rc.seed, stream(name, t)))
-			if name == scanBench {
+			switch {
+			case name == scanBench:
 				res.found, res.err = scanLoop(st, ks, share, rc.scanLength, rng, res.hist, &failed)
-			} else {
+			case isPrefixWorkload(name):
+				res.found, res.err = prefixLoop(st, ks, name, share, rng, res.hist, &failed)
+			default:
 				res.found, res.err = getLoop(st, ks, name, share, rc.hitRatio, rng, res.hist, &failed)
 			}
 			if res.err != nil {
@@ -269,6 +282,57 @@ func scanLoop(st store, ks *keySpace, n, scanLength int, rng *rand.Rand,
 		if err := it.err(); err != nil {
 			return visited, fmt.Errorf("scan from %x: %w", key, err)
 		}
+	}
+	return visited, nil
+}
+
+// prefixLoop does n SeekPrefixGE calls on one iterator, each to the prefix
+// of a random present row (seekprefix), whose columns it then visits, or of
+// an absent row (seekprefixmissing). It checks that a present row yields
+// exactly its columns, in order, and an absent one nothing.
+func prefixLoop(st store, ks *keySpace, name string, n int, rng *rand.Rand,
+	h *hdrhistogram.Histogram, failed *atomic.Bool) (visited int64, err error) {
+	it, err := st.newIter()
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if cerr := it.close(); err == nil {
+			err = cerr
+		}
+	}()
+	var prefix, want []byte
+	for i := range n {
+		if i%256 == 255 && failed.Load() {
+			return visited, nil
+		}
+		presentRow := name == seekPrefix
+		rs := ks.randomAbsentRow(rng)
+		if presentRow {
+			rs = ks.randomPresentRow(rng)
+		}
+		prefix = ks.rowPrefix(prefix, rs)
+		if presentRow {
+			want = ks.key(want, present(int(rs/2)*ks.cols)) // the row's column 0
+		}
+		t0 := time.Now()
+		cols := 0
+		ok := it.seekPrefixGE(prefix)
+		firstOK := !ok || bytes.Equal(it.key(), want)
+		for ; ok; ok = it.next() {
+			cols++
+		}
+		record(h, time.Since(t0))
+		if err := it.err(); err != nil {
+			return visited, fmt.Errorf("seek prefix %x: %w", prefix, err)
+		}
+		switch {
+		case presentRow && (cols != ks.cols || !firstOK):
+			return visited, fmt.Errorf("row %x (row slot %d): %d columns (first one right: %v), want %d", prefix, rs, cols, firstOK, ks.cols)
+		case !presentRow && cols != 0:
+			return visited, fmt.Errorf("absent row %x (row slot %d) yielded %d entries", prefix, rs, cols)
+		}
+		visited += int64(cols)
 	}
 	return visited, nil
 }
