@@ -23,6 +23,8 @@ func (db *DB) retryLocked(err error, failures int, pause time.Duration) bool {
 		db.setBgErrLocked(err)
 		return false
 	}
+	db.events.warn("bloomkv: background work failed; retrying", "attempt", failures, "error", err)
+	db.events.backgroundError(BackgroundErrorInfo{Err: err})
 	db.mu.Unlock()
 	time.Sleep(time.Duration(failures) * pause)
 	db.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/filter"
@@ -222,9 +223,22 @@ func (db *DB) filterIsStale(f *manifest.FileMetadata) bool {
 // runCompaction carries out c, picked from version v (referenced by the
 // caller): a trivial move when c allows one, else a merge of its inputs into
 // new tables of c.OutputLevel; then it installs the result.
-func (db *DB) runCompaction(c *compaction.Compaction, v *version, manual bool) error {
-	if !manual && c.IsTrivialMove(db.compactionOptions()) && !db.filterIsStale(c.Inputs[0][0]) {
-		return db.installCompaction(c, trivialMoveEdit(c), 0, 0)
+func (db *DB) runCompaction(c *compaction.Compaction, v *version, manual bool) (err error) {
+	trivial := !manual && c.IsTrivialMove(db.compactionOptions()) && !db.filterIsStale(c.Inputs[0][0])
+	info := compactionInfo(c, manual, trivial)
+	info.JobID = db.events.nextJobID()
+	db.events.compactionBegin(info)
+	start := time.Now()
+	defer func() {
+		info.Duration, info.Err = time.Since(start), err
+		db.events.compactionEnd(info)
+	}()
+	if trivial {
+		if err := db.installCompaction(c, trivialMoveEdit(c), 0, 0); err != nil {
+			return err
+		}
+		info.Outputs = []TableInfo{tableInfo(c.Inputs[0][0], c.OutputLevel)}
+		return nil
 	}
 	out, bytesIn, err := db.executeCompaction(c, v)
 	defer out.cleanup()
@@ -239,7 +253,26 @@ func (db *DB) runCompaction(c *compaction.Compaction, v *version, manual bool) e
 		return err
 	}
 	out.installed = true
+	info.BytesIn, info.BytesOut = bytesIn, bytesOut
+	for _, m := range out.metas {
+		info.Outputs = append(info.Outputs, tableInfo(m, c.OutputLevel))
+	}
 	return nil
+}
+
+// compactionInfo describes c for CompactionBegin.
+func compactionInfo(c *compaction.Compaction, manual, trivial bool) CompactionInfo {
+	info := CompactionInfo{Manual: manual, TrivialMove: trivial, FromLevel: c.Level, ToLevel: c.OutputLevel}
+	for i, files := range c.Inputs {
+		level := c.Level
+		if i == 1 {
+			level = c.OutputLevel
+		}
+		for _, f := range files {
+			info.Inputs = append(info.Inputs, tableInfo(f, level))
+		}
+	}
+	return info
 }
 
 // trivialMoveEdit moves c's single input table down a level unchanged.

@@ -89,6 +89,7 @@ func (out *compactionOutputs) finishTable() error {
 		return fmt.Errorf("bloomkv: compaction: finish table %d: %w", out.num, err)
 	}
 	out.metas = append(out.metas, metaFromWriter(out.num, meta))
+	out.db.events.tableCreated(TableCreateInfo{Reason: causeCompaction.String(), Path: out.db.path(base.FileTypeTable, out.num), FileNum: out.num, Size: meta.Size})
 	return nil
 }
 
@@ -104,8 +105,16 @@ func (out *compactionOutputs) cleanup() {
 	// With the manifest uncertain, a failed edit may still have named these
 	// outputs; leave them to file collection once a fresh manifest settles it.
 	if !out.installed && !uncertain {
+		finished := map[uint64]bool{}
+		for _, m := range out.metas {
+			finished[m.FileNum] = true
+		}
 		for _, n := range out.nums {
-			_ = db.fs.Remove(db.path(base.FileTypeTable, n))
+			path := db.path(base.FileTypeTable, n)
+			err := db.fs.Remove(path)
+			if finished[n] { // TableCreated reported it
+				db.events.tableDeleted(TableDeleteInfo{Path: path, FileNum: n, Err: err})
+			}
 		}
 	}
 	db.mu.Lock()

@@ -25,6 +25,8 @@ type DB struct {
 	dirLock    io.Closer
 	blockCache *sstable.BlockCache // nil when disabled
 	tableCache *sstable.TableCache
+	// events delivers EventListener callbacks and logs (events.go).
+	events *events
 	// dbID is the database identity, written into every table.
 	dbID []byte
 	// foreignNums are the numbers of files in the directory the engine did
@@ -178,6 +180,8 @@ func (db *DB) Close() error {
 	db.manifestMu.Unlock()
 	keep(db.tableCache.Close())
 	keep(db.dirLock.Close())
+	// Last: every event of this DB's life is delivered before Close returns.
+	db.events.stop()
 	if firstErr == nil && flushErr != nil && !errors.Is(flushErr, ErrClosed) {
 		firstErr = flushErr
 	}
@@ -236,6 +240,7 @@ func (db *DB) writeTable(num uint64, it base.InternalIterator, cause writeCause)
 		_ = db.fs.Remove(name)
 		return nil, nil
 	}
+	db.events.tableCreated(TableCreateInfo{Reason: cause.String(), Path: name, FileNum: num, Size: meta.Size})
 	return metaFromWriter(num, meta), nil
 }
 

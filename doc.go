@@ -57,7 +57,11 @@
 //     pins the memtables and version it uses with one compare-and-swap on
 //     the state's reference count, and takes no lock.
 //   - Leaf locks: the live-versions set, the table and block caches' own
-//     mutexes (package sstable).
+//     mutexes (package sstable), the event queue's mutex (events.go).
+//   - EventListener callbacks never run under an engine lock, nor on a
+//     goroutine the engine waits for: the engine queues each event (with
+//     any lock held) and one goroutine per DB delivers them in order. Log
+//     records written while DB.mu is held go through the same queue.
 //
 // Lock order: manifestMu -> mu -> leaf locks. Nothing takes
 // manifestMu while holding mu: code that needs a manifest edit (a file-number

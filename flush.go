@@ -1,6 +1,8 @@
 package bloomkv
 
 import (
+	"time"
+
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
 
@@ -75,6 +77,9 @@ func (db *DB) flushOldestLocked() error {
 	}
 	db.mu.Unlock()
 
+	info := FlushInfo{JobID: db.events.nextJobID(), MemtableBytes: m.ApproximateSize()}
+	db.events.flushBegin(info)
+	start := time.Now()
 	var num uint64
 	err := func() error {
 		var err error
@@ -101,9 +106,12 @@ func (db *DB) flushOldestLocked() error {
 			// Counted once installed: a retried flush writes its table again.
 			db.counters.flushBytes.Add(meta.Size)
 			db.counters.levelCompOut[0].Add(meta.Size)
+			info.Output, info.Bytes = []TableInfo{tableInfo(meta, 0)}, meta.Size
 		}
 		return err
 	}()
+	info.Duration, info.Err = time.Since(start), err
+	db.events.flushEnd(info)
 
 	db.mu.Lock()
 	delete(db.mu.pendingOutputs, num)

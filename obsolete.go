@@ -78,6 +78,17 @@ func (db *DB) deleteObsoleteFiles(atOpen bool) {
 				db.blockCache.EvictFile(num)
 			}
 		}
-		_ = db.fs.Remove(db.fs.PathJoin(db.dirname, name))
+		path := db.fs.PathJoin(db.dirname, name)
+		err := db.fs.Remove(path)
+		if err != nil {
+			// Tried again at the next collection.
+			db.opts.Logger.Warn("bloomkv: could not remove an obsolete file", "file", path, "error", err)
+		}
+		switch t {
+		case base.FileTypeTable:
+			db.events.tableDeleted(TableDeleteInfo{Path: path, FileNum: num, Err: err})
+		case base.FileTypeLog:
+			db.events.walDeleted(WALDeleteInfo{Path: path, FileNum: num, Err: err})
+		}
 	}
 }

@@ -40,7 +40,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if err != nil {
 		return nil, lockError(fs, dir, err)
 	}
-	db := &DB{dirname: dir, opts: o, fs: fs, dirLock: lock}
+	db := &DB{dirname: dir, opts: o, fs: fs, dirLock: lock, events: newEvents(o.EventListener, o.Logger)}
 	db.mu.bgCond.L = &db.mu.Mutex
 	db.mu.pendingOutputs = map[uint64]struct{}{}
 	db.versions = &liveVersions{m: map[*version]struct{}{}, onRelease: db.noteObsolete}
@@ -57,6 +57,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 			_ = db.tableCache.Close()
 		}
 		_ = lock.Close()
+		db.events.stop()
 		return nil, err
 	}
 	db.deleteObsoleteFiles(true)
@@ -186,6 +187,7 @@ func (db *DB) recover() error {
 	if err != nil {
 		return fmt.Errorf("bloomkv: create log %s: %w", logName, err)
 	}
+	db.events.walCreated(WALCreateInfo{Path: logName, FileNum: logNum})
 	// The new log's directory entry is made durable by logAndApply before
 	// the manifest names it, and before any write is acknowledged into it.
 	edit.HasLogNum, edit.LogNum = true, logNum

@@ -124,9 +124,14 @@ type Options struct {
 	// (default WALRecoverTolerateTornTail; see WALRecoveryMode).
 	WALRecovery WALRecoveryMode
 	// Logger receives what the engine has to report that is not an error
-	// of a call: above all, data dropped by recovery. Default
-	// slog.Default().
+	// of a call: data dropped by recovery, background errors (Warn when
+	// retried, Error when they stop writes), files it failed to remove.
+	// Nothing is logged on the happy path. Default slog.Default().
 	Logger *slog.Logger
+	// EventListener, when set, is told of flushes, compactions, files
+	// created and deleted, recovery drops, background errors and write
+	// stalls (see EventListener for how callbacks are delivered).
+	EventListener *EventListener
 
 	// FS is the file system (default the operating system's). Tests use
 	// vfs.NewMem and vfs.NewErrorFS.

@@ -82,6 +82,7 @@ func (db *DB) checkLogs(state *manifest.State, nums []uint64) (*wal.Result, erro
 		}
 		if n := lr.Dropped(); n > 0 {
 			db.counters.walRecoveryDroppedBytes.Add(uint64(n))
+			db.events.walRecoveryDropped(WALRecoveryDropInfo{Path: lr.Path, Offset: lr.KeepEnd, Bytes: n, TornTail: lr.TornTail, Err: lr.Err})
 			if lr.TornTail && db.opts.WALRecovery == WALRecoverTolerateTornTail {
 				log.Info("bloomkv: dropped the torn tail of the newest log", "log", lr.Path, "offset", lr.KeepEnd, "bytes", n)
 			}

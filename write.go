@@ -281,6 +281,12 @@ func (db *DB) buildGroupLocked() ([]byte, int, bool) {
 // REQUIRES: db.mu held by the write leader. It may release and retake it.
 func (db *DB) makeRoomForWriteLocked(force bool) error {
 	allowDelay := !force
+	var stallStart time.Time // zero: not stalled
+	defer func() {
+		if !stallStart.IsZero() {
+			db.events.writeStallEnd(WriteStallEndInfo{Duration: time.Since(stallStart)})
+		}
+	}()
 	for {
 		if db.mu.bgErr != nil {
 			return db.mu.bgErr
@@ -308,6 +314,14 @@ func (db *DB) makeRoomForWriteLocked(force bool) error {
 		case len(db.mu.imm) >= db.opts.MaxImmutableMemtables || l0 >= db.opts.L0StopWritesThreshold:
 			db.counters.writeStalls.Add(1)
 			start := time.Now()
+			if stallStart.IsZero() {
+				stallStart = start
+				reason := WriteStallMemtables
+				if len(db.mu.imm) < db.opts.MaxImmutableMemtables {
+					reason = WriteStallL0
+				}
+				db.events.writeStallBegin(WriteStallBeginInfo{Reason: reason})
+			}
 			db.mu.bgCond.Broadcast()
 			db.mu.bgCond.Wait()
 			db.counters.writeStallNanos.Add(uint64(time.Since(start)))
@@ -370,6 +384,7 @@ func (db *DB) switchMemtableLocked() error {
 		}
 		return err
 	}
+	db.events.walCreated(WALCreateInfo{Path: name, FileNum: num})
 	if db.opts.WALMode != WALDisabled {
 		db.mu.syncedSeq = max(db.mu.syncedSeq, sealedSeq)
 	}
@@ -389,6 +404,8 @@ func (db *DB) syncDir() error { return vfs.SyncDir(db.fs, db.dirname) }
 func (db *DB) setBgErrLocked(err error) {
 	if db.mu.bgErr == nil {
 		db.mu.bgErr = err
+		db.events.error("bloomkv: background error; writes are refused until the database is reopened", "error", err)
+		db.events.backgroundError(BackgroundErrorInfo{Err: err, WritesStopped: true})
 	}
 	db.mu.bgCond.Broadcast()
 }
