@@ -126,7 +126,7 @@ func (db *DB) path(t base.FileType, num uint64) string {
 // log and releases the directory. Later calls on db return ErrClosed.
 func (db *DB) Close() error {
 	var flushErr error
-	if db.opts.WALMode == WALDisabled && !db.closed.Load() {
+	if db.opts.WALMode == WALDisabled && !db.opts.ReadOnly && !db.closed.Load() {
 		// No log holds the memtable's writes: flush them, so that a clean
 		// Close loses nothing.
 		flushErr = db.flush()

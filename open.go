@@ -20,6 +20,11 @@ import (
 // of the same directory, from this process or another, fails with an error
 // wrapping ErrLocked.
 //
+// Options.ErrorIfExists refuses a directory that holds a database (the
+// error wraps fs.ErrExist), Options.ErrorIfNotExists one that does not
+// (fs.ErrNotExist; nothing is created). Options.ReadOnly opens without
+// writing anything (see its doc).
+//
 // Recovery: Open reads CURRENT and replays the manifest it names, checks
 // the write-ahead logs not yet flushed (see WALRecoveryMode for what damage
 // it accepts), records their writes in level-0 tables, starts a new log, and
@@ -33,12 +38,12 @@ func Open(dir string, opts *Options) (*DB, error) {
 		return nil, fmt.Errorf("%w: bloomkv: empty directory name", ErrInvalidArgument)
 	}
 	fs := o.FS
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("bloomkv: create %s: %w", dir, err)
+	if err := checkExistence(fs, dir, &o); err != nil {
+		return nil, err
 	}
-	lock, err := fs.Lock(fs.PathJoin(dir, base.MakeFilename(base.FileTypeLock, 0)))
+	lock, err := lockDir(fs, dir, o.ReadOnly)
 	if err != nil {
-		return nil, lockError(fs, dir, err)
+		return nil, err
 	}
 	db := &DB{dirname: dir, opts: o, fs: fs, dirLock: lock, events: newEvents(o.EventListener, o.Logger)}
 	db.mu.bgCond.L = &db.mu.Mutex
@@ -59,6 +64,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 		_ = lock.Close()
 		db.events.stop()
 		return nil, err
+	}
+	if o.ReadOnly {
+		return db, nil // no background work: nothing may change
 	}
 	db.deleteObsoleteFiles(true)
 	db.bgWG.Add(2)
@@ -127,6 +135,9 @@ func (db *DB) recover() error {
 	if err != nil {
 		return err
 	}
+	if db.opts.ReadOnly {
+		return db.finishReadOnlyRecovery(state, plan)
+	}
 
 	// From here on the directory changes. First a snapshot of the state as
 	// found, with the identity, the foreign files and fresh numbers
@@ -145,12 +156,7 @@ func (db *DB) recover() error {
 		opening.DBID = manifest.NewDBID()
 	}
 	db.dbID = opening.DBID
-	db.tableCache = sstable.NewTableCache(db.fs, db.dirname, db.opts.MaxOpenFiles, sstable.ReaderOptions{
-		Cache:         db.blockCache,
-		FilterKey:     db.opts.FilterKey,
-		FilterKeyName: db.opts.FilterKeyName,
-		DBID:          db.dbID,
-	})
+	db.tableCache = db.newTableCache()
 	db.mu.nextFileNum = max(state.NextFileNum, 2)
 	if manifestName == "" {
 		// A new database: numbers past any leftover of an interrupted
@@ -208,11 +214,24 @@ func (db *DB) recover() error {
 	return nil
 }
 
+// newTableCache makes the table cache; db.dbID must be set.
+func (db *DB) newTableCache() *sstable.TableCache {
+	return sstable.NewTableCache(db.fs, db.dirname, db.opts.MaxOpenFiles, sstable.ReaderOptions{
+		Cache:         db.blockCache,
+		FilterKey:     db.opts.FilterKey,
+		FilterKeyName: db.opts.FilterKeyName,
+		DBID:          db.dbID,
+	})
+}
+
 // loadManifestState replays the manifest CURRENT names and returns its
 // state and name ("" for a new database).
 func (db *DB) loadManifestState(names []string) (*manifest.State, string, error) {
 	name, err := manifest.ReadCurrent(db.fs, db.dirname)
 	if errors.Is(err, os.ErrNotExist) {
+		if db.opts.ErrorIfNotExists || db.opts.ReadOnly {
+			return nil, "", errNoDatabase(db.dirname, &db.opts)
+		}
 		if err := db.checkNewDirectory(names); err != nil {
 			return nil, "", err
 		}
@@ -220,6 +239,9 @@ func (db *DB) loadManifestState(names []string) (*manifest.State, string, error)
 	}
 	if err != nil {
 		return nil, "", err
+	}
+	if db.opts.ErrorIfExists {
+		return nil, "", errDatabaseExists(db.dirname)
 	}
 	state, err := manifest.ReadManifest(db.fs, db.fs.PathJoin(db.dirname, name))
 	if errors.Is(err, os.ErrNotExist) {

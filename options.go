@@ -128,6 +128,23 @@ type Options struct {
 	// retried, Error when they stop writes), files it failed to remove.
 	// Nothing is logged on the happy path. Default slog.Default().
 	Logger *slog.Logger
+	// ReadOnly opens an existing database without changing anything in
+	// its directory: no LOCK is created or taken exclusively (a shared
+	// lock on an existing LOCK file keeps writers out while read-only
+	// opens share it), no manifest, table or log is written, no file is
+	// removed, and the directory may be read-only. Recovery replays the
+	// write-ahead logs into memory only. Calls that write return
+	// ErrReadOnly; there is no background work. A missing database is an
+	// error (ReadOnly implies ErrorIfNotExists).
+	ReadOnly bool
+	// ErrorIfExists makes Open fail, with an error wrapping fs.ErrExist,
+	// when the directory already holds a database.
+	ErrorIfExists bool
+	// ErrorIfNotExists makes Open fail, with an error wrapping
+	// fs.ErrNotExist, when the directory holds no database, instead of
+	// creating one; nothing is created.
+	ErrorIfNotExists bool
+
 	// EventListener, when set, is told of flushes, compactions, files
 	// created and deleted, recovery drops, background errors and write
 	// stalls (see EventListener for how callbacks are delivered).
@@ -196,6 +213,11 @@ func (o *Options) withDefaults() (Options, error) {
 	bad := func(format string, args ...any) (Options, error) {
 		return Options{}, fmt.Errorf("%w: bloomkv: option "+format, append([]any{ErrInvalidArgument}, args...)...)
 	}
+	if r.ReadOnly {
+		// Nothing may change: no background compaction is ever due
+		// (WaitForCompactions returns at once).
+		r.DisableAutomaticCompactions = true
+	}
 	if r.Sync {
 		if r.WALMode != WALWriteThrough && r.WALMode != WALSync {
 			return bad("Sync with WALMode %s: Sync means WALSync", r.WALMode)
@@ -204,6 +226,8 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	r.Sync = r.WALMode == WALSync
 	switch {
+	case r.ErrorIfExists && (r.ErrorIfNotExists || r.ReadOnly):
+		return bad("ErrorIfExists with ErrorIfNotExists or ReadOnly: no directory passes both")
 	case r.MemtableSize < 1<<10 || r.MemtableSize > 1<<30:
 		return bad("MemtableSize %d outside [1 KiB, 1 GiB]", r.MemtableSize)
 	case r.BlockSize < 64 || r.BlockSize > 1<<20:

@@ -119,6 +119,9 @@ func (db *DB) enqueue(b *Batch) error { return db.run(&writer{batch: b}) }
 
 // run puts w in the write queue and returns its result.
 func (db *DB) run(w *writer) error {
+	if err := db.checkWritable(); err != nil {
+		return err
+	}
 	w.cond.L = &db.mu.Mutex
 	db.mu.Lock()
 	db.mu.writers = append(db.mu.writers, w)

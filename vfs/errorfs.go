@@ -62,7 +62,7 @@ const (
 	OpMkdirAll           // FS.MkdirAll
 	OpList               // FS.List
 	OpStat               // FS.Stat and File.Stat
-	OpLock               // FS.Lock
+	OpLock               // FS.Lock and FS.LockShared
 	OpRead               // File.Read and File.ReadAt
 	OpWrite              // File.Write
 	OpSync               // File.Sync, of files and of directories
@@ -343,6 +343,13 @@ func (fs *ErrorFS) Lock(name string) (io.Closer, error) {
 		return nil, err
 	}
 	return fs.inner.Lock(name)
+}
+
+func (fs *ErrorFS) LockShared(name string) (io.Closer, error) {
+	if err := fs.check(OpLock, name, ""); err != nil {
+		return nil, err
+	}
+	return fs.inner.LockShared(name)
 }
 
 func (fs *ErrorFS) PathJoin(elem ...string) string { return fs.inner.PathJoin(elem...) }

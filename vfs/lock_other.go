@@ -23,6 +23,8 @@ var errNoFileLocks = fmt.Errorf("no file locking on %s: %w", runtime.GOOS, error
 
 func lockFile(*os.File) error { return errNoFileLocks }
 
+func lockFileShared(*os.File) error { return errNoFileLocks }
+
 func unlockFile(*os.File) error { return nil }
 
 func lockHeldElsewhere(error) bool { return false }

@@ -216,3 +216,81 @@ func TestErrorFSLockErrors(t *testing.T) {
 		t.Fatalf("injected Lock failure: err = %v, want ErrInjected", err)
 	}
 }
+
+// TestLockShared: shared holders coexist, and exclude an exclusive holder
+// both ways, on the OS and in memory alike.
+func TestLockShared(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fs   FS
+		dir  string
+	}{
+		{"os", Default, t.TempDir()},
+		{"mem", NewMem(), "/d"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := tc.fs
+			if err := fs.MkdirAll(tc.dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			name := fs.PathJoin(tc.dir, "LOCK")
+			if _, err := fs.LockShared(name); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("LockShared of a missing file: %v, want os.ErrNotExist", err)
+			}
+			ex, err := fs.Lock(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = fs.LockShared(name)
+			wantLocked(t, "LockShared under an exclusive lock", err, name)
+			if err := ex.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s1, err := fs.LockShared(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s2, err := fs.LockShared(name)
+			if err != nil {
+				t.Fatalf("second shared lock: %v", err)
+			}
+			_, err = fs.Lock(name)
+			wantLocked(t, "Lock under shared locks", err, name)
+			if err := s1.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := fs.Lock(name); err == nil {
+				t.Fatal("Lock succeeded under one remaining shared lock")
+			}
+			if err := s2.Close(); err != nil {
+				t.Fatal(err)
+			}
+			ex, err = fs.Lock(name)
+			if err != nil {
+				t.Fatalf("Lock after every shared lock was released: %v", err)
+			}
+			ex.Close()
+		})
+	}
+}
+
+// TestLockSharedReadOnlyDir: a shared lock needs no write permission.
+func TestLockSharedReadOnlyDir(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root ignores permissions")
+	}
+	dir := t.TempDir()
+	name := filepath.Join(dir, "LOCK")
+	if err := os.WriteFile(name, nil, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(dir, 0o755)
+	l, err := Default.LockShared(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+}

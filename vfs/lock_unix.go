@@ -35,3 +35,9 @@ func lockHeldElsewhere(err error) bool {
 
 // openDir opens a directory so that Sync makes the entries in it durable.
 func openDir(name string) (File, error) { return os.Open(name) }
+
+// lockFileShared takes a shared flock on f without waiting: any number of
+// shared holders, none while an exclusive one holds it.
+func lockFileShared(f *os.File) error {
+	return unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+}

@@ -51,3 +51,10 @@ type windowsDir struct{ *os.File }
 
 // Sync does nothing; see openDir.
 func (windowsDir) Sync() error { return nil }
+
+// lockFileShared takes a shared lock on the first byte of f without
+// waiting (LockFileEx without LOCKFILE_EXCLUSIVE_LOCK).
+func lockFileShared(f *os.File) error {
+	return windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_FAIL_IMMEDIATELY,
+		0, 1, 0, new(windows.Overlapped))
+}

@@ -71,8 +71,9 @@ type MemFS struct {
 	mu struct {
 		sync.Mutex
 		root *memNode
-		// locks holds the cleaned paths of locks currently held.
-		locks map[string]struct{}
+		// locks maps the cleaned paths of locks currently held to -1 for
+		// an exclusive lock, or the number of shared holders.
+		locks map[string]int
 	}
 }
 
@@ -104,7 +105,7 @@ func newFileNode() *memNode { return &memNode{modTime: time.Now()} }
 func NewMem() *MemFS {
 	fs := &MemFS{}
 	fs.mu.root = newDirNode()
-	fs.mu.locks = map[string]struct{}{}
+	fs.mu.locks = map[string]int{}
 	return fs
 }
 
@@ -336,14 +337,36 @@ func (fs *MemFS) Lock(name string) (io.Closer, error) {
 	} else if n.isDir {
 		return nil, pathError("lock", name, syscall.EISDIR)
 	}
-	fs.mu.locks[key] = struct{}{}
+	fs.mu.locks[key] = -1
 	return &memLock{fs: fs, key: key, name: name}, nil
+}
+
+// LockShared takes a shared lock on the named file, which must exist. Like
+// the OS lock, it fails while an exclusive lock is held, and Lock fails
+// while shared locks are.
+func (fs *MemFS) LockShared(name string) (io.Closer, error) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	n, err := fs.walkLocked("lock", name, splitPath(name))
+	if err != nil {
+		return nil, err
+	}
+	if n.isDir {
+		return nil, pathError("lock", name, syscall.EISDIR)
+	}
+	key := strings.Join(splitPath(name), "/")
+	if fs.mu.locks[key] < 0 {
+		return nil, fmt.Errorf("bloomkv/vfs: shared lock %s: held exclusively: %w", name, ErrLocked)
+	}
+	fs.mu.locks[key]++
+	return &memLock{fs: fs, key: key, name: name, shared: true}, nil
 }
 
 type memLock struct {
 	fs       *MemFS
 	key      string
 	name     string
+	shared   bool
 	released atomic.Bool
 }
 
@@ -352,7 +375,11 @@ func (l *memLock) Close() error {
 		return fmt.Errorf("bloomkv/vfs: unlock %s: %w", l.name, os.ErrClosed)
 	}
 	l.fs.mu.Lock()
-	delete(l.fs.mu.locks, l.key)
+	if l.shared && l.fs.mu.locks[l.key] > 1 {
+		l.fs.mu.locks[l.key]--
+	} else {
+		delete(l.fs.mu.locks, l.key)
+	}
 	l.fs.mu.Unlock()
 	return nil
 }

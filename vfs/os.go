@@ -79,9 +79,32 @@ func (osFS) Lock(name string) (io.Closer, error) {
 	return &osLock{f: f, abs: abs}, nil
 }
 
+func (osFS) LockShared(name string) (io.Closer, error) {
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		return nil, &os.PathError{Op: "lock", Path: name, Err: err}
+	}
+	// Read-only: works in a directory (and on a file) the process cannot
+	// write. flock locks belong to the open file description, so this
+	// conflicts with an exclusive lock of this process too.
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := lockFileShared(f); err != nil {
+		f.Close()
+		if lockHeldElsewhere(err) {
+			return nil, fmt.Errorf("bloomkv/vfs: shared lock %s: held exclusively (%w): %w", name, err, ErrLocked)
+		}
+		return nil, &os.PathError{Op: lockOpName, Path: name, Err: err}
+	}
+	return &osLock{f: f, abs: abs, shared: true}, nil
+}
+
 type osLock struct {
 	f        *os.File
 	abs      string
+	shared   bool // not recorded in heldLocks
 	released atomic.Bool
 }
 
@@ -98,6 +121,8 @@ func (l *osLock) Close() error {
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}
-	heldLocks.Delete(l.abs)
+	if !l.shared {
+		heldLocks.Delete(l.abs)
+	}
 	return err
 }

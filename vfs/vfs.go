@@ -47,6 +47,12 @@ type FS interface {
 	// underlying error (fs.ErrPermission, ...) and not ErrLocked. Closing
 	// the returned Closer releases the lock.
 	Lock(name string) (io.Closer, error)
+	// LockShared takes a shared lock on the named file, which must exist
+	// (it is never created: an error wrapping os.ErrNotExist says it is
+	// missing). Any number of shared holders may coexist; it fails at once
+	// while another holder has the exclusive lock, and Lock fails while a
+	// shared lock is held. Closing the returned Closer releases the lock.
+	LockShared(name string) (io.Closer, error)
 	// PathJoin joins path elements as filepath.Join does.
 	PathJoin(elem ...string) string
 }
