@@ -67,6 +67,7 @@ const (
 	OpWrite              // File.Write
 	OpSync               // File.Sync, of files and of directories
 	OpClose              // File.Close (the inner file is closed even when it fails)
+	OpLink               // FS.Link
 	numOps
 )
 
@@ -74,6 +75,7 @@ var opNames = [numOps]string{
 	OpCreate: "create", OpOpen: "open", OpOpenDir: "opendir", OpRemove: "remove",
 	OpRename: "rename", OpMkdirAll: "mkdirall", OpList: "list", OpStat: "stat",
 	OpLock: "lock", OpRead: "read", OpWrite: "write", OpSync: "sync", OpClose: "close",
+	OpLink: "link",
 }
 
 func (o Op) String() string {
@@ -97,7 +99,7 @@ type Rule struct {
 	// Ops are the kinds of operation the rule counts; empty means all.
 	Ops []Op
 	// Match, if set, restricts the rule to operations on paths it accepts
-	// (the path as the caller gave it; for Rename, either name).
+	// (the path as the caller gave it; for Rename and Link, either name).
 	Match func(path string) bool
 	// N is which matching operation fails, counting from 1 at the moment
 	// the rule is added. Values below 1 mean 1.
@@ -243,7 +245,7 @@ func (fs *ErrorFS) check(op Op, path, path2 string) error {
 		return nil
 	}
 	fs.mu.injected++
-	if op == OpRename {
+	if op == OpRename || op == OpLink {
 		return &os.LinkError{Op: op.String(), Old: path, New: path2, Err: ErrInjected}
 	}
 	return pathError(op.String(), path, ErrInjected)
@@ -311,6 +313,13 @@ func (fs *ErrorFS) Rename(oldname, newname string) error {
 		return err
 	}
 	return fs.inner.Rename(oldname, newname)
+}
+
+func (fs *ErrorFS) Link(oldname, newname string) error {
+	if err := fs.check(OpLink, oldname, newname); err != nil {
+		return err
+	}
+	return fs.inner.Link(oldname, newname)
 }
 
 func (fs *ErrorFS) MkdirAll(dir string, perm os.FileMode) error {

@@ -266,6 +266,33 @@ func (fs *MemFS) Rename(oldname, newname string) error {
 	return nil
 }
 
+// Link makes newname another name of oldname's inode (a hard link):
+// durable, like a create, at the next sync of newname's directory.
+// Directories cannot be linked.
+func (fs *MemFS) Link(oldname, newname string) error {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	linkErr := func(err error) error {
+		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: err}
+	}
+	n, err := fs.walkLocked("link", oldname, splitPath(oldname))
+	if err != nil {
+		return linkErr(os.ErrNotExist)
+	}
+	if n.isDir {
+		return linkErr(syscall.EPERM)
+	}
+	dir, base, err := fs.parentLocked("link", newname)
+	if err != nil {
+		return linkErr(err)
+	}
+	if _, ok := dir.live[base]; ok {
+		return linkErr(os.ErrExist)
+	}
+	dir.live[base] = n
+	return nil
+}
+
 // MkdirAll creates dir and any missing parents; each is durable at once.
 func (fs *MemFS) MkdirAll(dir string, _ os.FileMode) error {
 	fs.mu.Lock()

@@ -37,6 +37,13 @@ type FS interface {
 	Remove(name string) error
 	// Rename atomically replaces newname with oldname.
 	Rename(oldname, newname string) error
+	// Link makes newname a hard link to the file oldname: one file under
+	// two names. newname must not exist. It fails (with an error that is
+	// not os.ErrNotExist or os.ErrExist) where the two names would be on
+	// different file systems or the file system has no hard links;
+	// LinkOrCopy falls back to a copy then. Like Create, the new name is
+	// durable once its directory is synced.
+	Link(oldname, newname string) error
 	MkdirAll(dir string, perm os.FileMode) error
 	// List returns the base names of the entries of dir, in no given order.
 	List(dir string) ([]string, error)
