@@ -181,7 +181,7 @@ func (c *checkpoint) writeMemTable(mem *memTable, num uint64) (*manifest.FileMet
 		return nil, err
 	}
 	c.written = append(c.written, name)
-	w := sstable.NewWriter(f, db.sstWriterOptions(num))
+	w := sstable.NewWriter(f, db.sstWriterOptions(num, 0))
 	it := mem.NewIter()
 	for ok := it.First(); ok; ok = it.Next() {
 		if err := w.Add(it.Key(), it.Value()); err != nil {

@@ -88,10 +88,10 @@ func (db *DB) compactionLoop() {
 
 // Compact compacts the user-key range [start, end] (nil start = from the
 // first key, nil end = to the last) down through every level and returns
-// when done. Tables in the range whose filters were written with other
-// settings are rewritten too, so afterwards every table in the range has a
-// filter per the current Options. Compact(nil, nil) leaves one sorted run,
-// in the shallowest level at or below the deepest non-empty one whose size
+// when done. Tables in the range whose filters or compression were written
+// with other settings are rewritten too, so afterwards every table in the
+// range has a filter and a compression per the current Options.
+// Compact(nil, nil) leaves one sorted run, in the shallowest level at or below the deepest non-empty one whose size
 // target holds it, so background compaction leaves it alone.
 func (db *DB) Compact(start, end []byte) error {
 	if db.closed.Load() {
@@ -184,9 +184,9 @@ func (db *DB) Compact(start, end []byte) error {
 }
 
 // staleFilterCompactions returns in-place compactions of the files of the
-// bottom level in [start, end] whose filters were written with settings
-// other than the current ones: one per run of adjacent stale files, so that
-// no output can overlap a file left alone between two stale ones.
+// bottom level in [start, end] whose filters (or compression) were
+// written with settings other than the current ones: one per run of
+// adjacent stale files, so that no output can overlap a file left alone between two stale ones.
 func (db *DB) staleFilterCompactions(v *manifest.Version, level int, start, end []byte) []*compaction.Compaction {
 	var out []*compaction.Compaction
 	var run []*manifest.FileMetadata
@@ -197,7 +197,7 @@ func (db *DB) staleFilterCompactions(v *manifest.Version, level int, start, end 
 		}
 	}
 	for _, f := range v.Overlaps(level, start, end) {
-		if db.filterIsStale(f) {
+		if db.filterIsStale(f) || db.tableCompression(f) != db.opts.compressionAt(level) {
 			run = append(run, f)
 		} else {
 			flush()
@@ -220,11 +220,23 @@ func (db *DB) filterIsStale(f *manifest.FileMetadata) bool {
 			p.FilterWholeKeys != (db.opts.FilterWholeKey && db.opts.FilterKey != nil)))
 }
 
+// tableCompression returns the compression table f was written with (its
+// properties say), or -1 when it cannot be read.
+func (db *DB) tableCompression(f *manifest.FileMetadata) Compression {
+	r, release, err := findTable(db.tableCache, f)
+	if err != nil {
+		return -1
+	}
+	defer release()
+	return r.Properties().Compression
+}
+
 // runCompaction carries out c, picked from version v (referenced by the
 // caller): a trivial move when c allows one, else a merge of its inputs into
 // new tables of c.OutputLevel; then it installs the result.
 func (db *DB) runCompaction(c *compaction.Compaction, v *version, manual bool) (err error) {
-	trivial := !manual && c.IsTrivialMove(db.compactionOptions()) && !db.filterIsStale(c.Inputs[0][0])
+	trivial := !manual && c.IsTrivialMove(db.compactionOptions()) && !db.filterIsStale(c.Inputs[0][0]) &&
+		db.tableCompression(c.Inputs[0][0]) == db.opts.compressionAt(c.OutputLevel)
 	info := compactionInfo(c, manual, trivial)
 	info.JobID = db.events.nextJobID()
 	db.events.compactionBegin(info)

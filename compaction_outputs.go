@@ -51,7 +51,7 @@ func (out *compactionOutputs) add(ikey, value []byte) error {
 		if err != nil {
 			return fmt.Errorf("bloomkv: compaction: create %s: %w", name, err)
 		}
-		out.w = sstable.NewWriter(f, db.sstWriterOptions(out.num))
+		out.w = sstable.NewWriter(f, db.sstWriterOptions(out.num, out.c.OutputLevel))
 	}
 	out.lastUkey = append(out.lastUkey[:0], ukey...)
 	if err := out.w.Add(ikey, value); err != nil {

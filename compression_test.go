@@ -9,7 +9,8 @@ import (
 // TestCompressionReachesTables checks that Options.Compression goes to the
 // tables unconverted (bloomkv.Compression is sstable.Compression) and how
 // it lands on disk: the zero value writes snappy, and the block types in
-// the trailers are those tables have always had (0 raw, 1 snappy).
+// the trailers are those tables have always had (0 raw, 1 snappy; zstd
+// took 2).
 func TestCompressionReachesTables(t *testing.T) {
 	var zero Compression
 	if zero != SnappyCompression || zero.String() != "snappy" || NoCompression.String() != "none" {
@@ -18,7 +19,7 @@ func TestCompressionReachesTables(t *testing.T) {
 	for _, tc := range []struct {
 		c        Compression
 		wantType byte // trailer type of the last data block
-	}{{zero, 1}, {SnappyCompression, 1}, {NoCompression, 0}} {
+	}{{zero, 1}, {SnappyCompression, 1}, {NoCompression, 0}, {ZstdCompression, 2}} {
 		fs, table := buildOneTableDB(t, tc.c)
 		b := readMemFile(t, fs, "/db/"+table)
 		l := parseTableLayout(t, b)

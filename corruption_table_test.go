@@ -133,7 +133,7 @@ func readAllAfterDamage(t *testing.T, fs vfs.FS, table, what string) (getErrs in
 }
 
 func TestCorruptionTable(t *testing.T) {
-	for _, c := range []Compression{NoCompression, SnappyCompression} {
+	for _, c := range []Compression{NoCompression, SnappyCompression, ZstdCompression} {
 		fs, table := buildOneTableDB(t, c)
 		l := parseTableLayout(t, readMemFile(t, fs, "/db/"+table))
 		// Every part and its trailer; blockEnd is the trailer's first byte.

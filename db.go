@@ -192,11 +192,12 @@ func (db *DB) Close() error {
 }
 
 // sstWriterOptions returns the options every new table is written with:
-// the current filter settings, so compaction rebuilds filters with them.
-func (db *DB) sstWriterOptions(fileNum uint64) sstable.WriterOptions {
+// the current filter settings, so compaction rebuilds filters with them,
+// and the compression of the level it is written to.
+func (db *DB) sstWriterOptions(fileNum uint64, level int) sstable.WriterOptions {
 	return sstable.WriterOptions{
 		BlockSize:       db.opts.BlockSize,
-		Compression:     db.opts.Compression,
+		Compression:     db.opts.compressionAt(level),
 		BloomBitsPerKey: db.opts.filterBits(),
 		FilterKey:       db.opts.FilterKey,
 		FilterKeyName:   db.opts.FilterKeyName,
@@ -216,7 +217,7 @@ func (db *DB) writeTable(num uint64, it base.InternalIterator, cause writeCause)
 	if err != nil {
 		return nil, fmt.Errorf("bloomkv: create table %s: %w", name, err)
 	}
-	w := sstable.NewWriter(f, db.sstWriterOptions(num))
+	w := sstable.NewWriter(f, db.sstWriterOptions(num, 0)) // flushes and recovery write level 0
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		if err := w.Add(it.Key(), it.Value()); err != nil {

@@ -10,6 +10,7 @@ require (
 	github.com/dustin/go-humanize v1.1.0
 	github.com/golang/snappy v1.0.0
 	github.com/google/btree v1.1.3
+	github.com/klauspost/compress v1.20.4
 	github.com/klauspost/crc32 v1.3.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	golang.org/x/sys v0.50.0

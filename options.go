@@ -3,6 +3,7 @@ package bloomkv
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/bloomkv/bloomkv/filter"
@@ -23,6 +24,10 @@ const (
 	SnappyCompression = sstable.SnappyCompression
 	// NoCompression stores blocks raw.
 	NoCompression = sstable.NoCompression
+	// ZstdCompression compresses each data block with zstd when that saves
+	// space: smaller than snappy, slower to write and to read. Every block
+	// says how it is stored, so tables of any compression read alike.
+	ZstdCompression = sstable.ZstdCompression
 )
 
 // Options configure a DB. The zero value of every field means its default;
@@ -33,8 +38,18 @@ type Options struct {
 	MemtableSize int
 	// BlockSize is the target uncompressed size of a data block (default 4 KiB).
 	BlockSize int
-	// Compression of data blocks (default SnappyCompression).
+	// Compression of data blocks (default SnappyCompression), for every
+	// level LevelCompression does not set.
 	Compression Compression
+	// LevelCompression, when set, gives the compression of the tables
+	// written to each level: LevelCompression[i] for level i (flushes
+	// write level 0, compactions their output level), the last entry for
+	// the levels past its end. For example {SnappyCompression,
+	// SnappyCompression, ZstdCompression}: snappy where data is rewritten
+	// often, zstd from level 2 down, where most of it rests. Background
+	// compaction moves a table down a level unchanged only when the two
+	// levels' compressions agree.
+	LevelCompression []Compression
 	// BloomBitsPerKey is the number of filter bits spent per key in every
 	// SSTable written from now on (flushes and compactions); default 10. A
 	// negative value writes tables without filter blocks.
@@ -213,6 +228,7 @@ func (o *Options) withDefaults() (Options, error) {
 	bad := func(format string, args ...any) (Options, error) {
 		return Options{}, fmt.Errorf("%w: bloomkv: option "+format, append([]any{ErrInvalidArgument}, args...)...)
 	}
+	r.LevelCompression = slices.Clone(r.LevelCompression) // the engine keeps no caller slice
 	if r.ReadOnly {
 		// Nothing may change: no background compaction is ever due
 		// (WaitForCompactions returns at once).
@@ -234,6 +250,8 @@ func (o *Options) withDefaults() (Options, error) {
 		return bad("BlockSize %d outside [64 B, 1 MiB]", r.BlockSize)
 	case !r.Compression.Valid():
 		return bad("Compression %d unknown", int(r.Compression))
+	case slices.ContainsFunc(r.LevelCompression, func(c Compression) bool { return !c.Valid() }):
+		return bad("LevelCompression %v holds an unknown compression", r.LevelCompression)
 	case r.BloomBitsPerKey > 64:
 		return bad("BloomBitsPerKey %d above 64", r.BloomBitsPerKey)
 	case r.FilterVariant != filter.VariantStandard && r.FilterVariant != filter.VariantBlocked:
@@ -266,6 +284,14 @@ func (o *Options) withDefaults() (Options, error) {
 		return bad("MaxManifestFileSize %d below 1 KiB", r.MaxManifestFileSize)
 	}
 	return r, nil
+}
+
+// compressionAt returns the compression of tables written to level.
+func (o *Options) compressionAt(level int) Compression {
+	if n := len(o.LevelCompression); n > 0 {
+		return o.LevelCompression[min(level, n-1)]
+	}
+	return o.Compression
 }
 
 // filterBits returns the bits per key tables are written with (0 = none).

@@ -11,7 +11,8 @@ import (
 
 // TestBlockTypes pins the on-disk codes: tables written before
 // Compression's zero value became snappy say 0 for raw and 1 for snappy,
-// in their trailers and in their properties, and must read the same.
+// in their trailers and in their properties, and must read the same; zstd
+// took the next code, 2.
 func TestBlockTypes(t *testing.T) {
 	var zero Compression
 	if zero != SnappyCompression {
@@ -21,7 +22,7 @@ func TestBlockTypes(t *testing.T) {
 		c    Compression
 		typ  byte
 		name string
-	}{{NoCompression, 0, "none"}, {SnappyCompression, 1, "snappy"}} {
+	}{{NoCompression, 0, "none"}, {SnappyCompression, 1, "snappy"}, {ZstdCompression, 2, "zstd"}} {
 		if typ, ok := blockType(tc.c); !ok || typ != tc.typ {
 			t.Errorf("blockType(%v) = %d, %v; want %d", tc.c, typ, ok, tc.typ)
 		}
@@ -32,7 +33,7 @@ func TestBlockTypes(t *testing.T) {
 			t.Errorf("%v: name %q, valid %v", tc.c, tc.c.String(), tc.c.Valid())
 		}
 	}
-	for _, c := range []Compression{-1, 2, 7} {
+	for _, c := range []Compression{-1, 3, 7} {
 		if _, ok := blockType(c); ok || c.Valid() {
 			t.Errorf("blockType accepts %v", c)
 		}
@@ -40,7 +41,7 @@ func TestBlockTypes(t *testing.T) {
 	if s := Compression(7).String(); s != "Compression(7)" {
 		t.Errorf("Compression(7).String() = %q", s)
 	}
-	for typ := 2; typ < 256; typ++ {
+	for typ := 3; typ < 256; typ++ {
 		if c, ok := compressionFromBlockType(byte(typ)); ok {
 			t.Errorf("block type %d read as %v", typ, c)
 		}

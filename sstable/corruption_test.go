@@ -227,6 +227,7 @@ func FuzzOpen(f *testing.F) {
 	for _, o := range []WriterOptions{
 		{BlockSize: 64, Compression: NoCompression, BloomBitsPerKey: 10},
 		{BlockSize: 128, Compression: SnappyCompression},
+		{BlockSize: 128, Compression: ZstdCompression},
 		{Compression: NoCompression},
 	} {
 		data, _ := buildTable(f, randomEntries(rng, 30, 2), o)

@@ -25,7 +25,8 @@
 //
 //	+-----------------------+---------------------------------------------+
 //	| type: uint8           | crc32c: uint32 (Castagnoli, unmasked) of    |
-//	| 0 = raw, 1 = snappy   | the stored block bytes followed by the type |
+//	| 0 = raw, 1 = snappy,  | the stored block bytes followed by the type |
+//	| 2 = zstd              |                                             |
 //	+-----------------------+---------------------------------------------+
 //
 // The type byte is a block type, not a Compression value: Compression's
@@ -34,8 +35,14 @@
 // block handle's size counts the stored bytes, not the trailer. With
 // SnappyCompression, data and index blocks are stored snappy-compressed
 // (github.com/golang/snappy block format) only when that saves at least
-// 12.5%; filter and properties blocks are always stored raw. Readers accept
-// either type for any block.
+// 12.5%; filter and properties blocks are always stored raw. With
+// ZstdCompression the same rule stores them as one zstd frame (RFC 8878,
+// github.com/klauspost/compress/zstd): single-segment, so it declares its
+// content size, which readers check (at most 128 MiB, and exactly what the
+// frame decodes to), and without a frame checksum (the trailer's covers
+// it). Every block says its own type, so one table may mix them and a
+// reader accepts any type for any block: tables written under other
+// settings, or at other levels, read the same.
 //
 // # Data and index blocks
 //

@@ -268,6 +268,8 @@ func decodeBlockContents(buf []byte, loc location) ([]byte, error) {
 			return nil, loc.corruptf("snappy: %v", err)
 		}
 		return out, nil
+	case blockTypeZstd:
+		return zstdDecode(stored, loc)
 	}
 	return nil, loc.corruptf("unknown compression type %d", typ)
 }

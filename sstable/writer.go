@@ -167,6 +167,12 @@ func (w *Writer) writeBlock(raw []byte, c Compression) blockHandle {
 		if len(enc) <= len(raw)-len(raw)/8 {
 			stored, typ = enc, blockTypeSnappy
 		}
+	case ZstdCompression:
+		enc, _ := zstdCodecs()
+		w.compressed = enc.EncodeAll(raw, w.compressed[:0])
+		if len(w.compressed) <= len(raw)-len(raw)/8 {
+			stored, typ = w.compressed, blockTypeZstd
+		}
 	}
 	var trailer [blockTrailerLen]byte
 	trailer[0] = typ
