@@ -91,8 +91,9 @@ func (db *DB) compactionLoop() {
 // when done. Tables in the range whose filters or compression were written
 // with other settings are rewritten too, so afterwards every table in the
 // range has a filter and a compression per the current Options.
-// Compact(nil, nil) leaves one sorted run, in the shallowest level at or below the deepest non-empty one whose size
-// target holds it, so background compaction leaves it alone.
+// Compact(nil, nil) leaves one sorted run, in the shallowest level at or
+// below the deepest non-empty one whose size target holds it, so background
+// compaction leaves it alone.
 func (db *DB) Compact(start, end []byte) error {
 	if db.closed.Load() {
 		return ErrClosed
@@ -186,7 +187,8 @@ func (db *DB) Compact(start, end []byte) error {
 // staleFilterCompactions returns in-place compactions of the files of the
 // bottom level in [start, end] whose filters (or compression) were
 // written with settings other than the current ones: one per run of
-// adjacent stale files, so that no output can overlap a file left alone between two stale ones.
+// adjacent stale files, so that no output can overlap a file left alone
+// between two stale ones.
 func (db *DB) staleFilterCompactions(v *manifest.Version, level int, start, end []byte) []*compaction.Compaction {
 	var out []*compaction.Compaction
 	var run []*manifest.FileMetadata

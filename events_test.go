@@ -187,6 +187,7 @@ func TestEventListenerEveryCallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dropped := tdb.Metrics().WALRecoveryDroppedBytes
 	if err := tdb.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -239,6 +240,14 @@ func TestEventListenerEveryCallback(t *testing.T) {
 	}
 	if d := c.drops[0]; d.Path != "/db/"+names[1] || d.Bytes <= 0 || !d.TornTail || d.Offset <= 0 {
 		t.Errorf("drop event %+v", d)
+	}
+	// Every byte recovery dropped reaches the listener (issue 10).
+	var reported int64
+	for _, d := range c.drops {
+		reported += d.Bytes
+	}
+	if dropped == 0 || uint64(reported) != dropped {
+		t.Errorf("listener told of %d dropped bytes, Metrics counts %d", reported, dropped)
 	}
 	if n := len(c.bgErrs); n != maxBackgroundAttempts || c.bgErrs[n-1].WritesStopped == false || c.bgErrs[0].WritesStopped {
 		t.Errorf("background errors: %+v; want %d, the last stopping writes", c.bgErrs, maxBackgroundAttempts)
