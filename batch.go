@@ -17,6 +17,9 @@ type Batch struct {
 	rep []byte
 	// err is the first invalid operation; Write rejects the whole batch.
 	err error
+	// ops counts the Put and Delete calls since the last Reset, valid or
+	// not: the index the next one gets in an error.
+	ops int
 }
 
 const batchHeaderLen = batchrep.HeaderLen
@@ -35,28 +38,48 @@ func (b *Batch) init() {
 }
 
 // Put adds a set of key to value. An empty or oversize key or an oversize
-// value makes the whole batch invalid: Write will reject it.
+// value makes the whole batch invalid: Write will reject it, with an error
+// that names the operation (its index among the batch's Puts and Deletes,
+// from 0, and its kind).
 func (b *Batch) Put(key, value []byte) {
 	b.init()
-	if err := checkKey(key); err != nil {
-		b.setErr(err)
+	what := keyProblem(key)
+	if what == "" {
+		what = valueProblem(value)
+	}
+	if what != "" {
+		b.reject("Put", what)
 		return
 	}
-	if err := checkValue(value); err != nil {
-		b.setErr(err)
-		return
-	}
+	b.ops++
 	b.rep = batchrep.AppendSet(b.rep, key, value)
 }
 
-// Delete adds a deletion of key.
+// Delete adds a deletion of key. An empty or oversize key makes the whole
+// batch invalid, as in Put.
 func (b *Batch) Delete(key []byte) {
 	b.init()
-	if err := checkKey(key); err != nil {
-		b.setErr(err)
+	if what := keyProblem(key); what != "" {
+		b.reject("Delete", what)
 		return
 	}
+	b.ops++
 	b.rep = batchrep.AppendDelete(b.rep, key)
+}
+
+// reject records the first invalid operation; it is not added, but it
+// counts for the index of later ones, so each index is where the caller
+// made that call.
+func (b *Batch) reject(kind, what string) {
+	b.setErr(invalidf("batch operation %d (%s): %s", b.ops, kind, what))
+	b.ops++
+}
+
+// setErr records err as the batch's error unless one is recorded already.
+func (b *Batch) setErr(err error) {
+	if b.err == nil {
+		b.err = err
+	}
 }
 
 // Len returns the number of operations in the batch.
@@ -74,12 +97,7 @@ func (b *Batch) Reset() {
 		clear(b.rep)
 	}
 	b.err = nil
-}
-
-func (b *Batch) setErr(err error) {
-	if b.err == nil {
-		b.err = err
-	}
+	b.ops = 0
 }
 
 func (b *Batch) count() uint32 { return batchrep.Count(b.rep) }

@@ -34,7 +34,7 @@ func (db *DB) Checkpoint(dir string) error {
 		return ErrClosed
 	}
 	if dir == "" {
-		return fmt.Errorf("%w: bloomkv: Checkpoint: empty directory name", ErrInvalidArgument)
+		return invalidf("Checkpoint: empty directory name")
 	}
 	created, err := db.checkpointDir(dir)
 	if err != nil {

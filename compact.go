@@ -88,7 +88,10 @@ func (db *DB) compactionLoop() {
 
 // Compact compacts the user-key range [start, end] (nil start = from the
 // first key, nil end = to the last) down through every level and returns
-// when done. Tables in the range whose filters or compression were written
+// when done. Both ends are inclusive, unlike an iterator's UpperBound:
+// Compact([]byte("a"), []byte("c")) covers "c" itself, but not "c1"; use
+// an end past the last key you mean (or nil) to cover a whole prefix.
+// start > end is an error wrapping ErrInvalidArgument. Tables in the range whose filters or compression were written
 // with other settings are rewritten too, so afterwards every table in the
 // range has a filter and a compression per the current Options.
 // Compact(nil, nil) leaves one sorted run, in the shallowest level at or
@@ -99,7 +102,7 @@ func (db *DB) Compact(start, end []byte) error {
 		return ErrClosed
 	}
 	if start != nil && end != nil && bytes.Compare(start, end) > 0 {
-		return fmt.Errorf("%w: bloomkv: Compact start %q > end %q", ErrInvalidArgument, start, end)
+		return invalidf("Compact start %q > end %q", start, end)
 	}
 	if err := db.Flush(); err != nil {
 		return err

@@ -44,6 +44,8 @@ type DB struct {
 	closed     atomic.Bool
 	// closing tells background work to stop early.
 	closing atomic.Bool
+	// openIters counts iterators not yet closed, for Close to report.
+	openIters atomic.Int64
 
 	// readState is the published read state (see loadReadState); replaced
 	// under mu, loaded without any lock.
@@ -123,8 +125,13 @@ func (db *DB) path(t base.FileType, num uint64) string {
 }
 
 // Close waits for running background work to stop, syncs the write-ahead
-// log and releases the directory. Later calls on db return ErrClosed.
+// log and releases the directory. Later calls on db return ErrClosed. It
+// closes the database even when iterators or snapshots are still open,
+// but then returns an error wrapping ErrLeaked that counts them: each was
+// a leak of memory and of table files kept from deletion, and its later
+// calls return ErrClosed.
 func (db *DB) Close() error {
+	leaked := db.leaked()
 	var flushErr error
 	if db.opts.WALMode == WALDisabled && !db.opts.ReadOnly && !db.closed.Load() {
 		// No log holds the memtable's writes: flush them, so that a clean
@@ -184,6 +191,9 @@ func (db *DB) Close() error {
 	db.events.stop()
 	if firstErr == nil && flushErr != nil && !errors.Is(flushErr, ErrClosed) {
 		firstErr = flushErr
+	}
+	if leaked != nil {
+		firstErr = errors.Join(firstErr, leaked)
 	}
 	if firstErr != nil {
 		return fmt.Errorf("bloomkv: close %s: %w", db.dirname, firstErr)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/bloomkv/bloomkv/vfs"
@@ -164,8 +165,9 @@ func TestClosedDB(t *testing.T) {
 	if !open.First() {
 		t.Fatal("iterator before Close is empty")
 	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
+	// Close closes, and reports what was left open.
+	if err := db.Close(); !errors.Is(err, ErrLeaked) || !strings.Contains(err.Error(), "1 iterator and 1 snapshot left open") {
+		t.Fatalf("Close with an iterator and a snapshot open: %v", err)
 	}
 	if open.Next() || !errors.Is(open.Error(), ErrClosed) {
 		t.Errorf("iterator opened before Close: Next after Close gave error %v, want ErrClosed", open.Error())

@@ -40,5 +40,21 @@ func lockError(fs vfs.FS, dir string, err error) error {
 }
 
 // ErrInvalidArgument marks a rejected key, value or option; the error names
-// what was wrong. Nothing was changed.
+// what was wrong, as in "bloomkv: invalid argument: empty key". Nothing was
+// changed.
 var ErrInvalidArgument = errors.New("bloomkv: invalid argument")
+
+// invalidArgError is ErrInvalidArgument with what was wrong. Its message
+// names the package once: wrapping ErrInvalidArgument with %w would repeat
+// "bloomkv:" before the detail.
+type invalidArgError struct{ what string }
+
+func (e *invalidArgError) Error() string { return ErrInvalidArgument.Error() + ": " + e.what }
+
+func (e *invalidArgError) Unwrap() error { return ErrInvalidArgument }
+
+// invalidf returns an error wrapping ErrInvalidArgument whose detail is
+// format applied to args; the detail does not start with "bloomkv:".
+func invalidf(format string, args ...any) error {
+	return &invalidArgError{what: fmt.Sprintf(format, args...)}
+}

@@ -8,8 +8,13 @@ import (
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
 
-// IterOptions bound an iterator to [LowerBound, UpperBound); nil means
-// unbounded on that side.
+// IterOptions bound an iterator to [LowerBound, UpperBound): LowerBound is
+// inclusive, UpperBound exclusive, and nil means unbounded on that side.
+// {LowerBound: "b", UpperBound: "d"} sees "b", "b1" and "c", but not "d";
+// every key starting with "user:" is {LowerBound: "user:", UpperBound:
+// "user;"} (';' follows ':'), or Prefix: "user:". LowerBound > UpperBound
+// is an error (Iterator.Error wraps ErrInvalidArgument), not an empty
+// range. Compact, by contrast, takes an inclusive end.
 type IterOptions struct {
 	LowerBound, UpperBound []byte
 	// Prefix, when set, limits the iterator to the keys that start with
@@ -31,7 +36,10 @@ type Iterator struct {
 	shard  *readShard // where the iterator's work is counted
 	prefix []byte     // IterOptions.Prefix (owned), nil without one
 	err    error
-	closed bool
+	// boundsErr: the bounds are inverted; the iterator holds no position
+	// until SetBounds gives it valid ones.
+	boundsErr error
+	closed    bool
 }
 
 // NewIterator returns an iterator over the database as of now.
@@ -79,7 +87,22 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 	}
 	vis := iterator.NewVisible(iterator.NewMerging(iters...), seq, lower, upper)
 	vis.SetPrefixExtractor(db.opts.FilterKey)
-	return &Iterator{db: db, vis: vis, state: s, shard: sh, prefix: prefix}
+	it := &Iterator{db: db, vis: vis, state: s, shard: sh, prefix: prefix}
+	if o != nil {
+		it.boundsErr = checkBounds(o.LowerBound, o.UpperBound)
+	}
+	db.openIters.Add(1)
+	return it
+}
+
+// checkBounds rejects LowerBound > UpperBound. Such bounds hold no key,
+// but they are more likely swapped than meant; an empty answer would hide
+// that. Equal bounds are a legitimate empty range.
+func checkBounds(lower, upper []byte) error {
+	if lower != nil && upper != nil && bytes.Compare(lower, upper) > 0 {
+		return invalidf("iterator bounds inverted: LowerBound %q > UpperBound %q (UpperBound is exclusive: [LowerBound, UpperBound))", lower, upper)
+	}
+	return nil
 }
 
 // prefixBounds narrows [lower, upper) to the keys that start with prefix.
@@ -120,7 +143,7 @@ func (it *Iterator) usable() bool {
 	if it.err == nil && it.db != nil && it.db.closed.Load() {
 		it.err = ErrClosed
 	}
-	return it.err == nil && !it.closed
+	return it.err == nil && it.boundsErr == nil && !it.closed
 }
 
 // First moves to the first key; it reports whether the iterator is valid.
@@ -188,8 +211,13 @@ func (it *Iterator) SeekLT(key []byte) bool {
 // both copied), keeping its point-in-time view: reuse one iterator over
 // many ranges without re-creating it. The iterator is unpositioned
 // afterwards. With IterOptions.Prefix the bounds stay inside the prefix.
+// Inverted bounds (lower > upper) make every move fail and Error report
+// them, until a later SetBounds gives valid ones.
 func (it *Iterator) SetBounds(lower, upper []byte) {
-	if !it.usable() {
+	if it.boundsErr = nil; !it.usable() {
+		return
+	}
+	if it.boundsErr = checkBounds(lower, upper); it.boundsErr != nil {
 		return
 	}
 	if it.prefix != nil {
@@ -223,10 +251,15 @@ func (it *Iterator) Value() []byte {
 	return it.vis.Value()
 }
 
-// Error returns the error that stopped the iterator, if any.
+// Error returns the error that stopped the iterator, if any: ErrClosed,
+// damage found while reading (wrapping ErrCorruption), or inverted bounds
+// (wrapping ErrInvalidArgument).
 func (it *Iterator) Error() error {
 	if it.err != nil {
 		return it.err
+	}
+	if it.boundsErr != nil {
+		return it.boundsErr
 	}
 	if it.vis == nil {
 		return nil
@@ -244,7 +277,11 @@ func (it *Iterator) Close() error {
 	if it.vis == nil {
 		return it.err
 	}
-	err := it.vis.Error()
+	it.db.openIters.Add(-1)
+	err := it.boundsErr
+	if err == nil {
+		err = it.vis.Error()
+	}
 	if cerr := it.vis.Close(); err == nil {
 		err = cerr
 	}

@@ -35,7 +35,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		return nil, err
 	}
 	if dir == "" {
-		return nil, fmt.Errorf("%w: bloomkv: empty directory name", ErrInvalidArgument)
+		return nil, invalidf("Open: empty directory name")
 	}
 	fs := o.FS
 	if err := checkExistence(fs, dir, &o); err != nil {

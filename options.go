@@ -1,7 +1,6 @@
 package bloomkv
 
 import (
-	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -226,7 +225,7 @@ func (o *Options) withDefaults() (Options, error) {
 		r.FilterWholeKey = false // without rows a filter holds whole keys anyway
 	}
 	bad := func(format string, args ...any) (Options, error) {
-		return Options{}, fmt.Errorf("%w: bloomkv: option "+format, append([]any{ErrInvalidArgument}, args...)...)
+		return Options{}, invalidf("option "+format, args...)
 	}
 	r.LevelCompression = slices.Clone(r.LevelCompression) // the engine keeps no caller slice
 	if r.ReadOnly {

@@ -41,6 +41,14 @@ var singleOpBatches = sync.Pool{New: func() any { return new(Batch) }}
 
 // Put sets key to value.
 func (db *DB) Put(key, value []byte) error {
+	// Checked here too, so that the error is about the Put, not about
+	// operation 0 of a batch the caller never made.
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if err := checkValue(value); err != nil {
+		return err
+	}
 	b := singleOpBatches.Get().(*Batch)
 	b.Put(key, value)
 	err := db.Write(b)
@@ -50,6 +58,9 @@ func (db *DB) Put(key, value []byte) error {
 
 // Delete removes key. Deleting an absent key is not an error.
 func (db *DB) Delete(key []byte) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
 	b := singleOpBatches.Get().(*Batch)
 	b.Delete(key)
 	err := db.Write(b)
@@ -87,14 +98,14 @@ func (db *DB) Apply(b *Batch, o *WriteOptions) error {
 		return ErrClosed
 	}
 	if b == nil {
-		return fmt.Errorf("%w: bloomkv: nil batch", ErrInvalidArgument)
+		return invalidf("nil batch")
 	}
 	if b.err != nil {
 		return b.err
 	}
 	sync := o != nil && o.Sync
 	if sync && db.opts.WALMode == WALDisabled {
-		return fmt.Errorf("%w: bloomkv: a synced write needs a write-ahead log, and WALMode is disabled (use Flush)", ErrInvalidArgument)
+		return invalidf("a synced write needs a write-ahead log, and WALMode is disabled (use Flush)")
 	}
 	if b.Len() == 0 {
 		return nil
