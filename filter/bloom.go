@@ -21,7 +21,10 @@ import (
 // and ReadFrom replace the contents and must not run alongside other calls.
 //
 // The zero Bloom is a placeholder to decode into (UnmarshalBinary,
-// ReadFrom); build filters with NewBloom or NewBloomWithShape.
+// ReadFrom, UnmarshalJSON); build filters with NewBloom or
+// NewBloomWithShape. Any other use of a zero Bloom panics with
+// ErrZeroFilter, and encoding one returns it: with no bits it could only
+// answer "maybe" to every key.
 type Bloom struct {
 	words []uint64 // the bit array; every access is atomic
 	m     uint64   // bits, len(words)*64; constant after construction
@@ -57,12 +60,21 @@ func newBloom(m uint64, k int) *Bloom {
 	return &Bloom{words: make([]uint64, m/64), m: m, k: k}
 }
 
+// mustBeBuilt panics on a zero Bloom (k = 0): its probe loops would run no
+// probe at all, so every key would read as "maybe".
+func (b *Bloom) mustBeBuilt() {
+	if b.k == 0 {
+		panic(ErrZeroFilter)
+	}
+}
+
 // Add adds key and reports whether any bit changed: true means key was
 // certainly not in the filter before, false that it may have been.
 func (b *Bloom) Add(key []byte) bool { return b.AddHash(Hash(key)) }
 
 // AddHash is Add for a key hashed with Hash or HashString.
 func (b *Bloom) AddHash(h uint64) bool {
+	b.mustBeBuilt()
 	h1, h2 := probeStep(h)
 	changed := false
 	for i := 0; i < b.k; i++ {
@@ -84,6 +96,7 @@ func (b *Bloom) MayContain(key []byte) bool { return b.MayContainHash(Hash(key))
 
 // MayContainHash is MayContain for a key hashed with Hash or HashString.
 func (b *Bloom) MayContainHash(h uint64) bool {
+	b.mustBeBuilt()
 	h1, h2 := probeStep(h)
 	for i := 0; i < b.k; i++ {
 		bit := reduce(h1, b.m)

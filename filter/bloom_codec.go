@@ -48,7 +48,12 @@ func decodeBloomBody(d *decoder) *Bloom {
 }
 
 // MarshalBinary encodes b in the versioned, checksummed format above.
-func (b *Bloom) MarshalBinary() ([]byte, error) { return marshal(kindBloom, b), nil }
+func (b *Bloom) MarshalBinary() ([]byte, error) {
+	if b.k == 0 {
+		return nil, ErrZeroFilter
+	}
+	return marshal(kindBloom, b), nil
+}
 
 // UnmarshalBinary replaces b with the filter encoded in data. Damaged or
 // foreign input yields an error wrapping ErrCorruption and leaves b as it
@@ -63,7 +68,12 @@ func (b *Bloom) UnmarshalBinary(data []byte) error {
 
 // WriteTo writes b's encoding to w, streaming the bit array, and returns the
 // bytes written.
-func (b *Bloom) WriteTo(w io.Writer) (int64, error) { return writeEnvelope(w, kindBloom, b) }
+func (b *Bloom) WriteTo(w io.Writer) (int64, error) {
+	if b.k == 0 {
+		return 0, ErrZeroFilter
+	}
+	return writeEnvelope(w, kindBloom, b)
+}
 
 // ReadFrom reads one encoding from r (exactly its bytes, nothing after it)
 // and replaces b with it, as UnmarshalBinary does.

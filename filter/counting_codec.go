@@ -33,6 +33,9 @@ func (c *Counting) encodeBody(e *encoder) {
 func (c *Counting) MarshalBinary() ([]byte, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if c.m == 0 {
+		return nil, ErrZeroFilter
+	}
 	return marshal(kindCounting, c), nil
 }
 
@@ -51,6 +54,9 @@ func (c *Counting) UnmarshalBinary(data []byte) error {
 func (c *Counting) WriteTo(w io.Writer) (int64, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if c.m == 0 {
+		return 0, ErrZeroFilter
+	}
 	return writeEnvelope(w, kindCounting, c)
 }
 

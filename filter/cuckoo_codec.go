@@ -33,6 +33,9 @@ func (c *Cuckoo) encodeBody(e *encoder) {
 func (c *Cuckoo) MarshalBinary() ([]byte, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if c.buckets == 0 {
+		return nil, ErrZeroFilter
+	}
 	return marshal(kindCuckoo, c), nil
 }
 
@@ -51,6 +54,9 @@ func (c *Cuckoo) UnmarshalBinary(data []byte) error {
 func (c *Cuckoo) WriteTo(w io.Writer) (int64, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if c.buckets == 0 {
+		return 0, ErrZeroFilter
+	}
 	return writeEnvelope(w, kindCuckoo, c)
 }
 

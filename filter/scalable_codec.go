@@ -54,6 +54,9 @@ func (s *Scalable) encodeBody(e *encoder) {
 func (s *Scalable) MarshalBinary() ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.layers.Load() == nil {
+		return nil, ErrZeroFilter
+	}
 	return marshal(kindScalable, s), nil
 }
 
@@ -72,6 +75,9 @@ func (s *Scalable) UnmarshalBinary(data []byte) error {
 func (s *Scalable) WriteTo(w io.Writer) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.layers.Load() == nil {
+		return 0, ErrZeroFilter
+	}
 	return writeEnvelope(w, kindScalable, s)
 }
 
