@@ -143,6 +143,7 @@ func (s *Scalable) setFromBody(body []byte) error {
 	defer s.mu.Unlock()
 	s.cfg = cfg
 	s.layers.Store(&layers)
+	s.est = replayMissEstimate(layers)
 	return nil
 }
 
