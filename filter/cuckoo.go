@@ -7,9 +7,9 @@ import (
 )
 
 const (
-	// bucketSlots is the number of fingerprints per bucket. Four is the
-	// classic choice: loads of about 95% with a short eviction chain.
-	bucketSlots = 4
+	// bucketSlots is the default number of fingerprints per bucket. Four is
+	// the classic choice: loads of about 95% with a short eviction chain.
+	bucketSlots = defaultBucketSize
 	// maxKicks bounds the eviction chain of one Add.
 	maxKicks = 500
 	// cuckooSizingLoad is the load NewCuckoo sizes for: n keys fill this
@@ -21,15 +21,21 @@ const (
 )
 
 // Cuckoo is a cuckoo filter (Fan et al., 2014): each key is reduced to an
-// f-bit fingerprint stored in one of two candidate buckets of four slots.
-// The second bucket is derived from the first and the fingerprint alone
-// (partial-key cuckoo hashing), so a fingerprint can be moved between its
-// buckets without the key, and keys can be removed.
+// f-bit fingerprint stored in one of two candidate buckets of b slots
+// (b = 4 unless WithBucketSize says otherwise). The second bucket is
+// derived from the first and the fingerprint alone (partial-key cuckoo
+// hashing), so a fingerprint can be moved between its buckets without the
+// key, and keys can be removed.
 //
-// Unlike a bloom filter it can fill up: Add returns ErrFull when the key's
-// buckets and a bounded chain of evictions leave no room, and then changes
-// nothing. Add is a multiset insert: adding a key twice stores two copies
-// (at most eight fit), and each Remove takes one away; use AddIfAbsent for
+// Unlike a bloom filter it can fill up. By default its capacity is hard:
+// Add returns ErrFull when the key's buckets and a bounded chain of
+// evictions leave no room, and then changes nothing. WithExpansion(e)
+// makes it grow instead, as RedisBloom's CF.RESERVE EXPANSION does: a full
+// filter gets another table e times the size of the last (its own buckets,
+// the same fingerprints), lookups then check every table, and the
+// false-positive rate grows with the number of tables (EstimatedFPR).
+// Add is a multiset insert: adding a key twice stores two copies (at most
+// 2b fit in one table), and each Remove takes one away; use AddIfAbsent for
 // set semantics. Remove only keys that were added: removing another key
 // whose fingerprint collides with an added one deletes that one, which can
 // then be missed (a false negative), as in every cuckoo filter.
@@ -44,82 +50,192 @@ const (
 // The zero Cuckoo is a placeholder to decode into (UnmarshalBinary,
 // ReadFrom); build filters with NewCuckoo.
 type Cuckoo struct {
-	buckets uint64 // constant after construction, like the table's f
-	fpBits  uint64
+	cfg cuckooConfig // constant after construction (or decoding)
 
 	mu sync.RWMutex
 	// Guarded by mu:
-	table slotTable
-	count int
-	rng   uint64 // xorshift state choosing eviction victims
-	path  []kick // scratch for undoing a failed eviction chain
+	tables []*cuckooTable // oldest first; more than one only with expansion
+	rng    uint64         // xorshift state choosing eviction victims
+	path   []kick         // scratch for undoing a failed eviction chain
+}
+
+// cuckooConfig is a Cuckoo's shape, shared by its tables.
+type cuckooConfig struct {
+	slots     uint64 // fingerprints per bucket, 1..maxBucketSize
+	fpBits    uint64 // f
+	expansion uint64 // size of a new table relative to the last; 0 = none
+}
+
+// cuckooTable is one table of buckets. Table i of a filter that grew has
+// spread = e^i times the buckets of table 0, and a key's bucket in it is
+// its bucket of table 0 times spread plus a digit in [0, spread) from the
+// hash: the digits of table i extend those of table i-1 (multiply-high
+// reduction keeps prefixes), and alt changes only the table-0 part. So two
+// keys that share a fingerprint and a bucket pair in a table share them in
+// every older table too, which is what keeps Remove, searching the newest
+// table first, from ever leaving an added key unfound: whichever copy it
+// takes, the other key finds the one left in an older table.
+type cuckooTable struct {
+	buckets uint64 // base * spread
+	base    uint64 // buckets of table 0
+	spread  uint64 // e^i for table i
+	slots   uint64 // per bucket, as the Cuckoo's
+	table   slotTable
+	count   int
 }
 
 // kick records one eviction so a failed chain can be undone.
 type kick struct{ bucket, slot uint64 }
 
+// CuckooOption sets an optional parameter of NewCuckoo.
+type CuckooOption func(*cuckooConfig)
+
+// WithBucketSize sets the fingerprints per bucket, 2 to 16 (default 4).
+// Larger buckets fill further before Add fails (about 84% at 2, 95% at 4,
+// 98% at 8) but compare more fingerprints per lookup, so they need one
+// more fingerprint bit per doubling for the same rate. One slot per bucket
+// is refused: with partial-key cuckoo hashing a key whose two buckets
+// coincide, or three keys on one pair of buckets, fail at any load.
+func WithBucketSize(b int) CuckooOption {
+	return func(c *cuckooConfig) { c.slots = uint64(max(b, 0)) }
+}
+
+// WithExpansion makes a full filter grow by another table e times the size
+// of the last, 1 to 1024, instead of Add returning ErrFull (0, the
+// default, keeps the capacity hard). RedisBloom's CF.RESERVE EXPANSION:
+// larger factors mean fewer tables to check, in larger steps of memory.
+func WithExpansion(e int) CuckooOption {
+	return func(c *cuckooConfig) { c.expansion = uint64(max(e, 0)) }
+}
+
+const (
+	defaultBucketSize = 4
+	minBucketSize     = 2
+	maxBucketSize     = 16
+	maxExpansion      = 1024
+)
+
 // NewCuckoo returns an empty cuckoo filter sized to hold n keys at a
 // false-positive rate of at most fpp. Fingerprints get
-// f = ceil(log2(2*4/fpp)) bits (4 to 32): a lookup compares against at most
-// 8 fingerprints, each matching with probability about 2^-f. Buckets are
-// sized so n keys fill at most 90% of the slots; Add typically succeeds up
-// to about 95%. It fails, wrapping ErrInvalidArgument, for n < 0, fpp outside (0, 1)
-// or fpp below what 32-bit fingerprints reach (about 1.9e-9).
-func NewCuckoo(n int, fpp float64) (*Cuckoo, error) {
+// f = ceil(log2(2*b/fpp)) bits (4 to 32) for buckets of b slots: a lookup
+// compares against at most 2b fingerprints, each matching with probability
+// about 2^-f. Buckets are sized so n keys fill at most 90% of the slots
+// (less for buckets under 4 slots, which fill less far); Add typically
+// succeeds up to about 95% with 4 slots. It fails, wrapping
+// ErrInvalidArgument, for n < 0, fpp outside (0, 1), fpp below what 32-bit
+// fingerprints reach (about 1.9e-9 at b = 4), or an option out of range.
+func NewCuckoo(n int, fpp float64, opts ...CuckooOption) (*Cuckoo, error) {
 	if err := checkSizing("cuckoo", n, fpp); err != nil {
 		return nil, err
 	}
-	f := math.Ceil(math.Log2(2 * bucketSlots / fpp))
+	cfg := cuckooConfig{slots: defaultBucketSize}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.slots < minBucketSize || cfg.slots > maxBucketSize {
+		return nil, invalidArgf("cuckoo: bucket size %d is outside [%d, %d]", cfg.slots, minBucketSize, maxBucketSize)
+	}
+	if cfg.expansion > maxExpansion {
+		return nil, invalidArgf("cuckoo: expansion %d is above %d", cfg.expansion, maxExpansion)
+	}
+	f := math.Ceil(math.Log2(2 * float64(cfg.slots) / fpp))
 	if f > maxFingerprintBits {
 		return nil, invalidArgf("cuckoo: false-positive rate %v needs %v-bit fingerprints, more than %d", fpp, f, maxFingerprintBits)
 	}
-	buckets := cuckooBuckets(n)
-	if buckets*bucketSlots*f > maxBloomBits {
+	cfg.fpBits = uint64(max(f, minFingerprintBits))
+	buckets := cuckooBuckets(n, cfg.slots)
+	if buckets*float64(cfg.slots)*float64(cfg.fpBits) > maxBloomBits {
 		return nil, invalidArgf("cuckoo: %d keys at rate %v need more than %d bits", n, fpp, uint64(maxBloomBits))
 	}
-	return newCuckoo(uint64(buckets), uint64(max(f, minFingerprintBits))), nil
+	return newCuckooOf(cfg, uint64(buckets)), nil
 }
 
-// cuckooBuckets sizes the table so n keys fill 90% of the slots, plus
-// slack of 3*sqrt(n) keys and two buckets: small tables vary most in how
-// full they get before an eviction chain fails. With it, none of 500,000
-// random key sets of 1 to 64 keys failed to fit (20,000 per size); without
-// it about one in thirty did.
-func cuckooBuckets(n int) float64 {
+// cuckooBuckets sizes the table so n keys fill the sizing load of the
+// slots, plus slack of 3*sqrt(n) keys and two buckets: small tables vary
+// most in how full they get before an eviction chain fails. With it, none
+// of 500,000 random key sets of 1 to 64 keys failed to fit in buckets of 4
+// (20,000 per size); without it about one in thirty did.
+func cuckooBuckets(n int, slots uint64) float64 {
 	keys := float64(max(n, 1))
-	return math.Ceil((keys+3*math.Sqrt(keys))/(bucketSlots*cuckooSizingLoad)) + 2
+	return math.Ceil((keys+3*math.Sqrt(keys))/(float64(slots)*sizingLoad(slots))) + 2
 }
 
-func newCuckoo(buckets, f uint64) *Cuckoo {
-	return &Cuckoo{
-		buckets: buckets,
-		fpBits:  f,
-		table:   newSlotTable(buckets*bucketSlots, f),
-		rng:     0x9e3779b97f4a7c15 ^ buckets,
+// sizingLoad is the load NewCuckoo sizes for: below the load at which Add
+// starts to fail for that bucket size, so the n keys it was sized for
+// always fit.
+func sizingLoad(slots uint64) float64 {
+	switch slots {
+	case 2:
+		return 0.75
+	case 3:
+		return 0.85
 	}
+	return cuckooSizingLoad
+}
+
+// newCuckoo returns a filter of one table of buckets of 4 slots and
+// f-bit fingerprints, with no expansion.
+func newCuckoo(buckets, f uint64) *Cuckoo {
+	return newCuckooOf(cuckooConfig{slots: defaultBucketSize, fpBits: f}, buckets)
+}
+
+func newCuckooOf(cfg cuckooConfig, buckets uint64) *Cuckoo {
+	return &Cuckoo{
+		cfg:    cfg,
+		tables: []*cuckooTable{newCuckooTable(cfg, buckets, 1)},
+		rng:    0x9e3779b97f4a7c15 ^ buckets,
+	}
+}
+
+// newCuckooTable returns an empty table of base*spread buckets.
+func newCuckooTable(cfg cuckooConfig, base, spread uint64) *cuckooTable {
+	buckets := base * spread
+	return &cuckooTable{buckets: buckets, base: base, spread: spread, slots: cfg.slots,
+		table: newSlotTable(buckets*cfg.slots, cfg.fpBits)}
 }
 
 // locate returns a key's fingerprint (never 0, which marks an empty slot)
 // and first bucket. The bucket comes from the hash's high bits (reduce is a
 // multiply-high) and the fingerprint from its low bits, so the two are
 // independent.
-func (c *Cuckoo) locate(h uint64) (fp uint32, i1 uint64) {
-	fp = uint32(h & c.table.mask)
+func (t *cuckooTable) locate(h uint64) (fp uint32, i1 uint64) {
+	fp = uint32(h & t.table.mask)
 	if fp == 0 {
 		fp = 1
 	}
-	return fp, reduce(h, c.buckets)
+	i1 = reduce(h, t.base)
+	if t.spread > 1 {
+		i1 = i1*t.spread + reduce(mix64(h^spreadSeed), t.spread)
+	}
+	return fp, i1
 }
 
+// spreadSeed decorrelates a key's digit in a grown table from its table-0
+// bucket (the hash's high bits) and fingerprint (its low bits).
+const spreadSeed = 0x2545f4914f6cdd1d
+
 // alt returns the other bucket of fingerprint fp in bucket i. It is an
-// involution: alt(alt(i, fp), fp) == i.
-func (c *Cuckoo) alt(i uint64, fp uint32) uint64 {
-	a := reduce(mix64(uint64(fp)), c.buckets)
+// involution: alt(alt(i, fp), fp) == i. In a grown table it moves only
+// the table-0 part of i (see cuckooTable).
+func (t *cuckooTable) alt(i uint64, fp uint32) uint64 {
+	if t.spread == 1 {
+		return altIn(i, fp, t.base)
+	}
+	return altIn(i/t.spread, fp, t.base)*t.spread + i%t.spread
+}
+
+// altIn is alt among n buckets: (H(fp) - i) mod n.
+func altIn(i uint64, fp uint32, n uint64) uint64 {
+	a := reduce(mix64(uint64(fp)), n)
 	if a >= i {
 		return a - i
 	}
-	return a + c.buckets - i
+	return a + n - i
 }
+
+// locate and alt of the first table: what a filter without expansion has.
+func (c *Cuckoo) locate(h uint64) (uint32, uint64) { return c.tables[0].locate(h) }
+func (c *Cuckoo) alt(i uint64, fp uint32) uint64   { return c.tables[0].alt(i, fp) }
 
 // mix64 is a 64-bit finalizer (xor-shift-multiply), spreading the few bits
 // of a fingerprint over a whole word.
@@ -133,9 +249,9 @@ func mix64(x uint64) uint64 {
 }
 
 // find returns the slot in bucket i holding fp, or -1.
-func (c *Cuckoo) find(i uint64, fp uint32) int {
-	for j := uint64(0); j < bucketSlots; j++ {
-		if c.table.get(i*bucketSlots+j) == fp {
+func (t *cuckooTable) find(i uint64, fp uint32) int {
+	for j := uint64(0); j < t.slots; j++ {
+		if t.table.get(i*t.slots+j) == fp {
 			return int(j)
 		}
 	}
@@ -143,12 +259,28 @@ func (c *Cuckoo) find(i uint64, fp uint32) int {
 }
 
 // put stores fp in a free slot of bucket i, if there is one.
-func (c *Cuckoo) put(i uint64, fp uint32) bool {
-	if j := c.find(i, 0); j >= 0 {
-		c.table.set(i*bucketSlots+uint64(j), fp)
+func (t *cuckooTable) put(i uint64, fp uint32) bool {
+	if j := t.find(i, 0); j >= 0 {
+		t.table.set(i*t.slots+uint64(j), fp)
 		return true
 	}
 	return false
+}
+
+// putEither stores the key hashed to h in a free slot of either of its
+// buckets, if there is one.
+func (t *cuckooTable) putEither(h uint64) bool {
+	fp, i1 := t.locate(h)
+	if t.put(i1, fp) || t.put(t.alt(i1, fp), fp) {
+		t.count++
+		return true
+	}
+	return false
+}
+
+func (t *cuckooTable) contains(h uint64) bool {
+	fp, i1 := t.locate(h)
+	return t.find(i1, fp) >= 0 || t.find(t.alt(i1, fp), fp) >= 0
 }
 
 func (c *Cuckoo) random() uint64 {
@@ -159,8 +291,9 @@ func (c *Cuckoo) random() uint64 {
 }
 
 // Add inserts key. If its buckets are full it evicts fingerprints along a
-// chain of at most 500 moves; if that finds no free slot, it undoes the
-// chain and returns ErrFull, leaving the filter as it was.
+// chain of at most 500 moves; if that finds no free slot, it grows the
+// filter by a table (WithExpansion) or else undoes the chain and returns
+// ErrFull, leaving the filter as it was.
 func (c *Cuckoo) Add(key []byte) error { return c.AddHash(Hash(key)) }
 
 // AddHash is Add for a key hashed with Hash or HashString.
@@ -185,40 +318,63 @@ func (c *Cuckoo) AddIfAbsent(key []byte) (bool, error) {
 	return true, nil
 }
 
-// addLocked requires c.mu held for writing.
+// addLocked requires c.mu held for writing. A free slot in any table is
+// taken first (newest first: it has the most room); evictions run in the
+// newest table only, older ones being full in practice.
 func (c *Cuckoo) addLocked(h uint64) error {
-	fp, i1 := c.locate(h)
-	if c.put(i1, fp) || c.put(c.alt(i1, fp), fp) {
-		c.count++
+	for i := len(c.tables) - 1; i >= 0; i-- {
+		if c.tables[i].putEither(h) {
+			return nil
+		}
+	}
+	last := c.tables[len(c.tables)-1]
+	if c.evict(last, h) {
 		return nil
 	}
+	if c.cfg.expansion == 0 {
+		return ErrFull
+	}
+	spread := last.spread * c.cfg.expansion
+	if float64(c.totalSlots()+last.base*spread*c.cfg.slots)*float64(c.cfg.fpBits) > maxBloomBits {
+		return ErrFull // a larger filter could not be encoded
+	}
+	next := newCuckooTable(c.cfg, last.base, spread)
+	c.tables = append(c.tables, next)
+	next.putEither(h) // an empty table has room
+	return nil
+}
+
+// evict makes room for the key hashed to h in t by a chain of evictions,
+// or undoes the chain and reports false.
+func (c *Cuckoo) evict(t *cuckooTable, h uint64) bool {
+	fp, i1 := t.locate(h)
 	i := i1
 	if c.random()&1 == 1 {
-		i = c.alt(i1, fp)
+		i = t.alt(i1, fp)
 	}
 	c.path = c.path[:0]
 	carry := fp
 	for range maxKicks {
-		j := c.random() % bucketSlots
-		s := i*bucketSlots + j
-		carry = c.table.swap(s, carry)
+		j := c.random() % t.slots
+		s := i*t.slots + j
+		carry = t.table.swap(s, carry)
 		c.path = append(c.path, kick{bucket: i, slot: j})
-		i = c.alt(i, carry)
-		if c.put(i, carry) {
-			c.count++
-			return nil
+		i = t.alt(i, carry)
+		if t.put(i, carry) {
+			t.count++
+			return true
 		}
 	}
 	// Undo the chain in reverse: each swap is its own inverse.
 	for n := len(c.path) - 1; n >= 0; n-- {
-		s := c.path[n].bucket*bucketSlots + c.path[n].slot
-		carry = c.table.swap(s, carry)
+		s := c.path[n].bucket*t.slots + c.path[n].slot
+		carry = t.table.swap(s, carry)
 	}
-	return ErrFull
+	return false
 }
 
 // Remove deletes one copy of key's fingerprint, or returns ErrAbsent and
-// changes nothing if neither of its buckets holds it. See the type's doc
+// changes nothing if none of its buckets holds it. See the type's doc
 // on removing keys that were never added.
 func (c *Cuckoo) Remove(key []byte) error { return c.RemoveHash(Hash(key)) }
 
@@ -226,12 +382,15 @@ func (c *Cuckoo) Remove(key []byte) error { return c.RemoveHash(Hash(key)) }
 func (c *Cuckoo) RemoveHash(h uint64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	fp, i1 := c.locate(h)
-	for _, i := range [2]uint64{i1, c.alt(i1, fp)} {
-		if j := c.find(i, fp); j >= 0 {
-			c.table.set(i*bucketSlots+uint64(j), 0)
-			c.count--
-			return nil
+	for n := len(c.tables) - 1; n >= 0; n-- {
+		t := c.tables[n]
+		fp, i1 := t.locate(h)
+		for _, i := range [2]uint64{i1, t.alt(i1, fp)} {
+			if j := t.find(i, fp); j >= 0 {
+				t.table.set(i*t.slots+uint64(j), 0)
+				t.count--
+				return nil
+			}
 		}
 	}
 	return ErrAbsent
@@ -250,52 +409,107 @@ func (c *Cuckoo) MayContainHash(h uint64) bool {
 
 // containsLocked requires c.mu held.
 func (c *Cuckoo) containsLocked(h uint64) bool {
-	fp, i1 := c.locate(h)
-	return c.find(i1, fp) >= 0 || c.find(c.alt(i1, fp), fp) >= 0
+	for _, t := range c.tables {
+		if t.contains(h) {
+			return true
+		}
+	}
+	return false
 }
 
 // Count returns the number of fingerprints stored.
 func (c *Cuckoo) Count() int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.count
+	n := 0
+	for _, t := range c.tables {
+		n += t.count
+	}
+	return n
 }
 
-// Capacity returns the number of slots, 4 per bucket. Add starts to fail
-// at about 95% of it.
-func (c *Cuckoo) Capacity() int { return int(c.buckets * bucketSlots) }
+// Capacity returns the number of slots of every table, b per bucket. Add
+// starts to fail (or to grow the filter) at about 95% of it with b = 4.
+func (c *Cuckoo) Capacity() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return int(c.totalSlots())
+}
+
+func (c *Cuckoo) totalSlots() uint64 {
+	n := uint64(0)
+	for _, t := range c.tables {
+		n += t.buckets * t.slots
+	}
+	return n
+}
 
 // LoadFactor returns Count()/Capacity().
 func (c *Cuckoo) LoadFactor() float64 { return float64(c.Count()) / float64(c.Capacity()) }
 
 // FingerprintBits returns f, the bits stored per key.
-func (c *Cuckoo) FingerprintBits() int { return int(c.fpBits) }
+func (c *Cuckoo) FingerprintBits() int { return int(c.cfg.fpBits) }
 
-// Buckets returns the number of buckets.
-func (c *Cuckoo) Buckets() uint64 { return c.buckets }
+// BucketSize returns b, the fingerprints per bucket.
+func (c *Cuckoo) BucketSize() int { return int(c.cfg.slots) }
+
+// Expansion returns the growth factor of a full filter (0: none).
+func (c *Cuckoo) Expansion() int { return int(c.cfg.expansion) }
+
+// Tables returns the number of tables: 1, plus one per expansion.
+func (c *Cuckoo) Tables() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.tables)
+}
+
+// Buckets returns the number of buckets of every table.
+func (c *Cuckoo) Buckets() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := uint64(0)
+	for _, t := range c.tables {
+		n += t.buckets
+	}
+	return n
+}
 
 // SizeBytes returns the memory the packed slots occupy.
 func (c *Cuckoo) SizeBytes() int {
-	return int(slotWords(c.buckets*bucketSlots, c.fpBits) * 8)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := 0
+	for _, t := range c.tables {
+		n += len(t.table.words) * 8
+	}
+	return n
 }
 
 // EstimatedFPR returns the expected false-positive rate at the current
-// load α: a lookup compares against about 8α stored fingerprints, each
-// equal to the key's with probability 1/(2^f - 1).
+// loads: in each table a lookup compares against about 2bα stored
+// fingerprints (α that table's load), each equal to the key's with
+// probability 1/(2^f - 1); a key is a false positive if any table says so.
 func (c *Cuckoo) EstimatedFPR() float64 {
-	compared := 2 * bucketSlots * c.LoadFactor()
-	return -math.Expm1(compared * math.Log1p(-1/float64(uint64(1)<<c.fpBits-1)))
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	pass := 1.0
+	for _, t := range c.tables {
+		compared := 2 * float64(t.count) / float64(t.buckets)
+		pass *= math.Exp(compared * math.Log1p(-1/float64(uint64(1)<<c.cfg.fpBits-1)))
+	}
+	return 1 - pass
 }
 
-// Reset removes every key.
+// Reset removes every key, and every table but the first.
 func (c *Cuckoo) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	clear(c.table.words)
-	c.count = 0
+	c.tables = []*cuckooTable{c.tables[0]}
+	clear(c.tables[0].table.words)
+	c.tables[0].count = 0
 }
 
 func (c *Cuckoo) String() string {
-	return fmt.Sprintf("cuckoo(%d buckets x %d slots, f=%d bits, %d bytes, count=%d)",
-		c.buckets, bucketSlots, c.fpBits, c.SizeBytes(), c.Count())
+	return fmt.Sprintf("cuckoo(%d buckets x %d slots in %d table(s), f=%d bits, %d bytes, count=%d, expansion %d)",
+		c.Buckets(), c.cfg.slots, c.Tables(), c.cfg.fpBits, c.SizeBytes(), c.Count(), c.cfg.expansion)
 }

@@ -19,7 +19,8 @@ import (
 //	offset  size  field
 //	0       4     magic "BKVF"
 //	4       1     format version, 1
-//	5       1     kind: 1 Bloom, 2 Counting, 3 Cuckoo, 4 Scalable
+//	5       1     kind: 1 Bloom, 2 Counting, 3 Cuckoo, 4 Scalable,
+//	              5 Cuckoo with another bucket size or with expansion
 //	6       2     reserved, zero
 //	8       8     body length L, uint64
 //	16      L     body, laid out per kind (see the kind's *_codec.go)
@@ -47,6 +48,9 @@ const (
 	kindCounting filterKind = 2
 	kindCuckoo   filterKind = 3
 	kindScalable filterKind = 4
+	// kindCuckooGrown is a Cuckoo with another bucket size than 4, or with
+	// expansion (cuckoo_codec.go); kind 3 stays the layout of the others.
+	kindCuckooGrown filterKind = 5
 )
 
 func (k filterKind) String() string {
@@ -55,7 +59,7 @@ func (k filterKind) String() string {
 		return "bloom"
 	case kindCounting:
 		return "counting"
-	case kindCuckoo:
+	case kindCuckoo, kindCuckooGrown:
 		return "cuckoo"
 	case kindScalable:
 		return "scalable"
@@ -171,19 +175,27 @@ func openEnvelope(kind filterKind, data []byte) ([]byte, error) {
 	return data[headerLen:end], nil
 }
 
-// readEnvelope reads one encoding from r, validates it and returns its body
-// and the number of bytes read. A stream that ends early is corrupt; other
-// read errors are returned as they are.
+// readEnvelope reads one encoding of kind from r, validates it and returns
+// its body and the number of bytes read. A stream that ends early is
+// corrupt; other read errors are returned as they are.
 func readEnvelope(kind filterKind, r io.Reader) ([]byte, int64, error) {
+	_, body, n, err := readEnvelopeOf(r, kind)
+	return body, n, err
+}
+
+// readEnvelopeOf is readEnvelope for a type with more than one layout
+// (kinds): it returns the kind the header names, when it is one of them.
+func readEnvelopeOf(r io.Reader, kinds ...filterKind) (filterKind, []byte, int64, error) {
 	var hdr [headerLen]byte
 	n, err := io.ReadFull(r, hdr[:])
 	read := int64(n)
+	kind := pickKind(hdr[:n], kinds)
 	if err != nil {
-		return nil, read, truncated(kind, read, err)
+		return kind, nil, read, truncated(kind, read, err)
 	}
 	l, err := checkHeader(kind, hdr[:])
 	if err != nil {
-		return nil, read, err
+		return kind, nil, read, err
 	}
 	// Read in steps that start small and double: a damaged length then
 	// fails at the end of the stream having allocated about what the stream
@@ -197,16 +209,36 @@ func readEnvelope(kind filterKind, r io.Reader) ([]byte, int64, error) {
 		n, err := io.ReadFull(r, all[len(all)-chunk:])
 		read += int64(n)
 		if err != nil {
-			return nil, read, truncated(kind, read, err)
+			return kind, nil, read, truncated(kind, read, err)
 		}
 		remaining -= uint64(chunk)
 		step = min(2*step, 64<<20)
 	}
 	end := headerLen + int(l)
 	if err := checkSum(kind, all[:end], all[end:]); err != nil {
-		return nil, read, err
+		return kind, nil, read, err
 	}
-	return all[headerLen:end], read, nil
+	return kind, all[headerLen:end], read, nil
+}
+
+// openEnvelopeOf is openEnvelope for a type with more than one layout.
+func openEnvelopeOf(data []byte, kinds ...filterKind) (filterKind, []byte, error) {
+	kind := pickKind(data, kinds)
+	body, err := openEnvelope(kind, data)
+	return kind, body, err
+}
+
+// pickKind returns the kind byte of an encoding's header when it is one of
+// kinds, else kinds[0] (which checkHeader then reports as a mismatch).
+func pickKind(hdr []byte, kinds []filterKind) filterKind {
+	if len(hdr) > 5 {
+		for _, k := range kinds {
+			if filterKind(hdr[5]) == k {
+				return k
+			}
+		}
+	}
+	return kinds[0]
 }
 
 func truncated(kind filterKind, off int64, err error) error {

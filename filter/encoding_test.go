@@ -33,6 +33,9 @@ type codecCase struct {
 
 var goldenKeys = []string{"apple", "banana", "cherry"}
 
+// grownKeys fill the kind-5 golden cuckoo past its first table.
+var grownKeys = strings.Fields("date elderberry fig grape honeydew kiwi lemon mango nectarine orange papaya quince raspberry strawberry tangerine")
+
 // The golden encodings below pin hashing, probing, sizing and layout: a
 // change to any of them breaks every filter already saved, and this test.
 var codecCases = []codecCase{
@@ -80,6 +83,31 @@ var codecCases = []codecCase{
 				if err := c.Add([]byte(k)); err != nil {
 					t.Fatal(err)
 				}
+			}
+			return c
+		},
+		empty: func() codec { return new(Cuckoo) },
+	},
+	{
+		// Kind 5: buckets of 2 slots, expansion 2, grown to a second table.
+		// L=88 | b=2, f=6, expansion 2, 2 tables |
+		// table 0: 8 buckets, count 16, 2 slot words |
+		// table 1: 16 buckets, count 2, 3 slot words | crc
+		name: "cuckoo",
+		golden: "424b564601050000" + "5800000000000000" +
+			"0200000006000000" + "0200000002000000" +
+			"0800000000000000" + "1000000000000000" + "0198ce5f32802c1f" + "9662506400000000" +
+			"1000000000000000" + "0200000000000000" + "0000000000000000" + "003b000037000000" + "0000000000000000" +
+			"7658fad6",
+		build: func(t testing.TB) codec {
+			c := must(NewCuckoo(3, 0.1, WithBucketSize(2), WithExpansion(2)))
+			for _, k := range append(goldenKeys, grownKeys...) {
+				if err := c.Add([]byte(k)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.Tables() != 2 {
+				t.Fatalf("the golden cuckoo did not grow: %v", c)
 			}
 			return c
 		},
@@ -293,6 +321,9 @@ func TestInvalidFieldsRejected(t *testing.T) {
 		},
 	}
 	for _, c := range codecCases {
+		if c.golden[10:12] == "05" {
+			continue // kind 5: TestCuckooGrownFieldsRejected
+		}
 		for name, edit := range edits[c.name] {
 			d := mustMarshal(t, c.build(t))
 			if edit == nil {
