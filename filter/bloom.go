@@ -21,7 +21,7 @@ import (
 // and ReadFrom replace the contents and must not run alongside other calls.
 //
 // The zero Bloom is a placeholder to decode into (UnmarshalBinary,
-// ReadFrom, UnmarshalJSON); build filters with NewBloom or
+// ReadFrom, UnmarshalJSON, LoadChunks); build filters with NewBloom or
 // NewBloomWithShape. Any other use of a zero Bloom panics with
 // ErrZeroFilter, and encoding one returns it: with no bits it could only
 // answer "maybe" to every key.

@@ -113,3 +113,22 @@ func TestInsert(t *testing.T) {
 		t.Fatalf("bad rate: %v", err)
 	}
 }
+
+// FuzzLoadChunks: arbitrary bytes as a chunked dump never panic, and an
+// error always wraps ErrCorruption.
+func FuzzLoadChunks(f *testing.F) {
+	for _, cc := range codecCases {
+		var buf bytes.Buffer
+		if _, err := DumpChunks(&buf, cc.build(f), 16); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(buf.Bytes())
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, cc := range codecCases {
+			if _, err := LoadChunks(bytes.NewReader(data), cc.empty()); err != nil && !errors.Is(err, ErrCorruption) {
+				t.Fatalf("%s: error does not wrap ErrCorruption: %v", cc.name, err)
+			}
+		}
+	})
+}

@@ -28,7 +28,9 @@ const counterMax = 15
 // ReadFrom replace the filter and must not run alongside other calls.
 //
 // The zero Counting is a placeholder to decode into (UnmarshalBinary,
-// ReadFrom); build filters with NewCounting.
+// ReadFrom, UnmarshalJSON, LoadChunks); build filters with NewCounting. Any
+// other use of a zero one panics with ErrZeroFilter, and encoding one
+// returns it.
 type Counting struct {
 	m uint64 // counters: a positive multiple of 64; constant after construction
 	k int    // probes per key; constant after construction
@@ -57,6 +59,14 @@ func (c *Counting) get(i uint64) uint64 { return c.counters[i/16] >> (4 * (i % 1
 func (c *Counting) inc(i uint64) { c.counters[i/16] += 1 << (4 * (i % 16)) }
 func (c *Counting) dec(i uint64) { c.counters[i/16] -= 1 << (4 * (i % 16)) }
 
+// mustBeBuilt panics on a zero Counting, which would answer "maybe" to
+// every key (its probe loop runs no probe).
+func (c *Counting) mustBeBuilt() {
+	if c.k == 0 {
+		panic(ErrZeroFilter)
+	}
+}
+
 // Add adds key, raising its k counters (a counter at 15 stays there), and
 // reports whether one of them was zero: true means key was certainly not in
 // the filter before.
@@ -66,6 +76,7 @@ func (c *Counting) Add(key []byte) bool { return c.AddHash(Hash(key)) }
 func (c *Counting) AddHash(h uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.mustBeBuilt()
 	h1, h2 := probeStep(h)
 	fresh := false
 	for i := 0; i < c.k; i++ {
@@ -97,6 +108,7 @@ func (c *Counting) RemoveHash(h uint64) error {
 	// Two probes of one key can share a counter, so checking each counter
 	// for non-zero first is not enough; decrement as we go and undo the
 	// decrements if one would underflow.
+	c.mustBeBuilt()
 	var lowered [MaxProbes]uint64
 	n := 0
 	h1, h2 := probeStep(h)
@@ -128,6 +140,7 @@ func (c *Counting) MayContain(key []byte) bool { return c.MayContainHash(Hash(ke
 func (c *Counting) MayContainHash(h uint64) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	c.mustBeBuilt()
 	h1, h2 := probeStep(h)
 	for i := 0; i < c.k; i++ {
 		if c.get(reduce(h1, c.m)) == 0 {

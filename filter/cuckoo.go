@@ -48,7 +48,9 @@ const (
 // replace the filter and must not run alongside other calls.
 //
 // The zero Cuckoo is a placeholder to decode into (UnmarshalBinary,
-// ReadFrom); build filters with NewCuckoo.
+// ReadFrom, UnmarshalJSON, LoadChunks); build filters with NewCuckoo. Any
+// other use of a zero one panics with ErrZeroFilter, and encoding one
+// returns it.
 type Cuckoo struct {
 	cfg cuckooConfig // constant after construction (or decoding)
 
@@ -318,10 +320,19 @@ func (c *Cuckoo) AddIfAbsent(key []byte) (bool, error) {
 	return true, nil
 }
 
+// mustBeBuilt panics on a zero Cuckoo, which has no table: it would answer
+// "absent" to every key. Requires c.mu held.
+func (c *Cuckoo) mustBeBuilt() {
+	if len(c.tables) == 0 {
+		panic(ErrZeroFilter)
+	}
+}
+
 // addLocked requires c.mu held for writing. A free slot in any table is
 // taken first (newest first: it has the most room); evictions run in the
 // newest table only, older ones being full in practice.
 func (c *Cuckoo) addLocked(h uint64) error {
+	c.mustBeBuilt()
 	for i := len(c.tables) - 1; i >= 0; i-- {
 		if c.tables[i].putEither(h) {
 			return nil
@@ -382,6 +393,7 @@ func (c *Cuckoo) Remove(key []byte) error { return c.RemoveHash(Hash(key)) }
 func (c *Cuckoo) RemoveHash(h uint64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.mustBeBuilt()
 	for n := len(c.tables) - 1; n >= 0; n-- {
 		t := c.tables[n]
 		fp, i1 := t.locate(h)
@@ -409,6 +421,7 @@ func (c *Cuckoo) MayContainHash(h uint64) bool {
 
 // containsLocked requires c.mu held.
 func (c *Cuckoo) containsLocked(h uint64) bool {
+	c.mustBeBuilt()
 	for _, t := range c.tables {
 		if t.contains(h) {
 			return true

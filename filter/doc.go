@@ -59,8 +59,11 @@
 //     degrades, as a Bloom's does).
 //   - Cuckoo also removes keys, in about a Bloom's space (less below a
 //     rate of about 0.1%, or 0.5% when filled to 95%). But its capacity
-//     is hard (Add returns ErrFull past about 95% load), adding a key
-//     twice stores it twice, and two cuckoo filters cannot be merged.
+//     is hard (Add returns ErrFull past about 95% load) unless
+//     WithExpansion lets it grow by tables (each one more to check, and
+//     a higher false-positive rate), adding a key twice stores it twice,
+//     and two cuckoo filters cannot be merged. WithBucketSize trades load
+//     for lookup cost.
 //   - Scalable is for an unknown number of keys: it adds layers as keys
 //     arrive. Each doubling costs about 1.44 more bits per key and another
 //     layer to probe, so when n can be bounded, a Bloom sized for the
@@ -72,7 +75,11 @@
 // MarshalBinary/UnmarshalBinary and WriteTo/ReadFrom in one versioned,
 // checksummed format, described in encoding.go with each type's body in
 // its *_codec.go; decoding rejects damaged input with an error wrapping
-// ErrCorruption.
+// ErrCorruption. The same encoding goes into JSON (a base64 string) and
+// into chunked dumps (DumpChunks, LoadChunks) that move a large filter in
+// checked pieces. Insert adds keys to a Scalable it creates on first use.
+// A zero-value filter is only something to decode into: any other use
+// panics with ErrZeroFilter.
 //
 // # Invariants
 //

@@ -94,19 +94,31 @@ func TestJSONBloomByValue(t *testing.T) {
 	}
 }
 
-// TestZeroFilters: a zero Bloom panics with ErrZeroFilter when asked or
-// added to, and every zero filter refuses to be encoded (its encoding
+// TestZeroFilters: every zero filter panics with ErrZeroFilter when asked,
+// added to or removed from (a zero Bloom or Counting would say "maybe" to
+// everything, a zero Cuckoo "absent"), and refuses to be encoded (its encoding
 // would not decode); decoding into a zero filter works.
 func TestZeroFilters(t *testing.T) {
 	var zero Bloom
+	var zc Counting
+	var zk Cuckoo
+	var zs Scalable
 	for name, call := range map[string]func(){
-		"MayContain": func() { zero.MayContain([]byte("k")) },
-		"Add":        func() { zero.Add([]byte("k")) },
+		"Bloom.MayContain":    func() { zero.MayContain([]byte("k")) },
+		"Bloom.Add":           func() { zero.Add([]byte("k")) },
+		"Counting.MayContain": func() { zc.MayContain([]byte("k")) },
+		"Counting.Add":        func() { zc.Add([]byte("k")) },
+		"Counting.Remove":     func() { _ = zc.Remove([]byte("k")) },
+		"Cuckoo.MayContain":   func() { zk.MayContain([]byte("k")) },
+		"Cuckoo.Add":          func() { _ = zk.Add([]byte("k")) },
+		"Cuckoo.Remove":       func() { _ = zk.Remove([]byte("k")) },
+		"Scalable.MayContain": func() { zs.MayContain([]byte("k")) },
+		"Scalable.Add":        func() { zs.Add([]byte("k")) },
 	} {
 		func() {
 			defer func() {
 				if r := recover(); r != ErrZeroFilter {
-					t.Errorf("zero Bloom %s: recovered %v, want a panic with ErrZeroFilter", name, r)
+					t.Errorf("zero %s: recovered %v, want a panic with ErrZeroFilter", name, r)
 				}
 			}()
 			call()

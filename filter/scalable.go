@@ -46,7 +46,9 @@ const (
 // ReadFrom replace the filter and must not run alongside other calls.
 //
 // The zero Scalable is a placeholder to decode into (UnmarshalBinary,
-// ReadFrom); build filters with NewScalable.
+// ReadFrom, UnmarshalJSON, LoadChunks); build filters with NewScalable. Any
+// other use of a zero one panics with ErrZeroFilter, and encoding one
+// returns it.
 type Scalable struct {
 	cfg scalableConfig // constant after construction
 
@@ -157,7 +159,7 @@ func (s *Scalable) AddHash(h uint64) bool {
 	if s.MayContainHash(h) {
 		return false
 	}
-	layers := *s.layers.Load()
+	layers := *s.loadLayers()
 	last := layers[len(layers)-1]
 	if last.count >= last.capacity {
 		// A layer that cannot be sized (beyond maxBloomBits, unreachable in
@@ -175,12 +177,22 @@ func (s *Scalable) AddHash(h uint64) bool {
 	return true
 }
 
+// loadLayers returns the layers, panicking on a zero Scalable (which has
+// none) with ErrZeroFilter rather than a nil dereference.
+func (s *Scalable) loadLayers() *[]*scalableLayer {
+	l := s.layers.Load()
+	if l == nil {
+		panic(ErrZeroFilter)
+	}
+	return l
+}
+
 // MayContain reports whether key may have been added. False is certain.
 func (s *Scalable) MayContain(key []byte) bool { return s.MayContainHash(Hash(key)) }
 
 // MayContainHash is MayContain for a key hashed with Hash or HashString.
 func (s *Scalable) MayContainHash(h uint64) bool {
-	layers := *s.layers.Load()
+	layers := *s.loadLayers()
 	// Newest first: with growth >= 2 it holds at least half of the keys.
 	for i := len(layers) - 1; i >= 0; i-- {
 		if layers[i].bloom.MayContainHash(h) {
