@@ -553,3 +553,97 @@ func TestSnapshotGolden(t *testing.T) {
 		t.Fatalf("snapshot\n got %x\nwant %x", got, want)
 	}
 }
+
+// TestDeterminismFullCuckoo: an add that fails on a full cuckoo filter
+// walks an eviction chain (and undoes it), drawing from the filter's
+// eviction generator. A replica that restarts right after it decodes the
+// filter with a fresh generator; the next adds must still evict alike.
+// b restarts after every failed add, a never does.
+func TestDeterminismFullCuckoo(t *testing.T) {
+	var cmds []Command
+	fill := func(prefix string, n int) {
+		for i := range n {
+			c := cfAdd("cf", fmt.Sprint(prefix, i))
+			c.Capacity = 64
+			cmds = append(cmds, c)
+		}
+	}
+	fill("a", 130) // past the capacity: the last adds fail
+	// Free one slot at a time and add: a full table, so the add usually
+	// needs an eviction chain to reach the free slot.
+	for i := range 15 {
+		cmds = append(cmds, Command{Op: OpCFDel, Key: []byte("cf"), Items: [][]byte{fmt.Appendf(nil, "a%d", i)}})
+		fill(fmt.Sprint("b", i, "-"), 3)
+	}
+	a, b := newMachine(t), newMachine(t)
+	var ra, rb []any
+	failed := false
+	for i := range cmds {
+		ra = append(ra, a.f.ApplyBatch(logsOf(uint64(i+1), cmds[i:i+1]))...)
+		rb = append(rb, b.f.ApplyBatch(logsOf(uint64(i+1), cmds[i:i+1]))...)
+		if r := rb[i].(*Result); r.ItemErrs != nil && r.ItemErrs[0] == ErrCuckooFull {
+			failed = true
+			b.reopen()
+		}
+	}
+	if !failed {
+		t.Fatal("the filter never filled up: the test tests nothing")
+	}
+	for i := range ra {
+		if fmt.Sprint(ra[i]) != fmt.Sprint(rb[i]) {
+			t.Fatalf("entry %d (%v): %v vs %v", i+1, cmds[i].Op, ra[i], rb[i])
+		}
+	}
+	if !bytes.Equal(snapshotBytes(t, a.f), snapshotBytes(t, b.f)) {
+		t.Fatal("the two replicas' snapshots differ")
+	}
+}
+
+// TestRestoreCrash: a crash during a restore leaves either the old state
+// (before CURRENT is switched: the half-built database is removed at
+// Open) or the new one (after: the replaced database is removed).
+func TestRestoreCrash(t *testing.T) {
+	src := newMachine(t)
+	src.apply(put("a", "new"), put("b", "new"))
+	snap := snapshotBytes(t, src.f)
+
+	// Before the switch: a half-built db-000002 and a CURRENT.tmp.
+	m := newMachine(t)
+	m.apply(put("a", "old"))
+	m.f.Close()
+	half := filepath.Join(m.dir, dbDirName(2))
+	if err := os.MkdirAll(half, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(half, "000001.log"), []byte("torn"), 0o644)
+	os.WriteFile(filepath.Join(m.dir, currentFile+".tmp"), []byte("db-0000"), 0o644)
+	m.open()
+	if _, v := m.get("a"); v != "old" || m.f.Applied() != 1 {
+		t.Fatalf("after a crash before the switch: a = %q, applied %d", v, m.f.Applied())
+	}
+	if _, err := os.Stat(half); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the half-built database is still there: %v", err)
+	}
+	// The restore then runs again (raft retries it) and succeeds.
+	if err := m.f.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
+		t.Fatal(err)
+	}
+
+	// After the switch, before the old database was removed.
+	m2 := newMachine(t)
+	m2.apply(put("a", "old"))
+	if err := m2.f.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
+		t.Fatal(err)
+	}
+	m2.f.Close()
+	old := filepath.Join(m2.dir, dbDirName(1))
+	os.MkdirAll(old, 0o755) // as if the crash came before its removal
+	os.WriteFile(filepath.Join(old, "junk"), []byte("x"), 0o644)
+	m2.open()
+	if _, v := m2.get("a"); v != "new" || m2.f.Applied() != 2 {
+		t.Fatalf("after a crash after the switch: a = %q, applied %d", v, m2.f.Applied())
+	}
+	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the replaced database is still there: %v", err)
+	}
+}

@@ -262,7 +262,7 @@ func (t *tx) cfAdd(c *Command) *Result {
 		return &Result{Err: ErrWrongType}
 	}
 	r := &Result{Ints: make([]int64, len(c.Items))}
-	added := false
+	added, full := false, false
 	for i, item := range c.Items {
 		var err error
 		if c.Flags&FlagNX != 0 {
@@ -275,7 +275,7 @@ func (t *tx) cfAdd(c *Command) *Result {
 			r.Ints[i] = 1
 		}
 		if errors.Is(err, filter.ErrFull) {
-			err = ErrCuckooFull
+			err, full = ErrCuckooFull, true
 		}
 		if err != nil {
 			if r.ItemErrs == nil {
@@ -285,12 +285,15 @@ func (t *tx) cfAdd(c *Command) *Result {
 		}
 		added = added || r.Ints[i] == 1
 	}
-	if added {
+	if added || full {
 		// A cuckoo filter's eviction choices come from a generator that
 		// its encoding does not carry: a filter decoded from the database
-		// starts it afresh. Re-decoding after every command keeps this
-		// replica's filter the one every other replica has, whichever
-		// commands shared its batches and whether it restarted between.
+		// starts it afresh. Re-decoding after every command that may have
+		// drawn from it (an add that succeeded, or one that walked a whole
+		// eviction chain and undid it) keeps this replica's filter the one
+		// every other replica has, whichever commands shared its batches
+		// and whether it restarted between (TestDeterminismFullCuckoo). A
+		// failed add rewrites the unchanged filter; that is the price.
 		enc, _ := v.cf.MarshalBinary()
 		fresh := new(filter.Cuckoo)
 		if err := fresh.UnmarshalBinary(enc); err != nil {

@@ -199,7 +199,44 @@ func (s *Store) DeleteRange(lo, hi uint64) error {
 	if first == 0 || lo > hi {
 		return nil
 	}
-	topDown := hi == last
+	err := s.deleteEntries(lo, hi, hi == last)
+	// Whatever happened, the database says where the log now starts and
+	// ends. Seeking past the deleted range skips its tombstones, which a
+	// scan from the first key would walk through until compaction drops
+	// them.
+	var berr error
+	if lo <= first {
+		var f uint64
+		if f, berr = s.seek(hi+1, false); berr == nil {
+			s.first.Store(f)
+		}
+	}
+	if hi >= last && berr == nil {
+		var l uint64
+		if l, berr = s.seek(lo, true); berr == nil {
+			s.last.Store(l)
+		}
+	}
+	if s.first.Load() == 0 || s.last.Load() == 0 || s.first.Load() > s.last.Load() {
+		s.first.Store(0)
+		s.last.Store(0)
+	}
+	if err != nil {
+		return fmt.Errorf("raftstore: deleting log entries %d-%d: %w", lo, hi, err)
+	}
+	if berr != nil {
+		return fmt.Errorf("raftstore: after deleting log entries %d-%d: %w", lo, hi, berr)
+	}
+	return nil
+}
+
+// deleteEntries deletes the log keys of [lo, hi] (requires s.mu). It is
+// the one place that changes when bloomkv has DeleteRange: until then it
+// finds the keys with an iterator and deletes them in synced batches of
+// DeleteChunk, in an order that never leaves a hole in the log after a
+// crash (from the top when the range ends the log, else from the bottom).
+// With DeleteRange it becomes one synced range tombstone.
+func (s *Store) deleteEntries(lo, hi uint64, topDown bool) error {
 	upper := logKey(nil, hi)
 	upper = append(upper, 0) // just above hi's key
 	it := s.db.NewIterator(&bloomkv.IterOptions{LowerBound: logKey(nil, lo), UpperBound: upper})
@@ -234,34 +271,7 @@ func (s *Store) DeleteRange(lo, hi uint64) error {
 	if err == nil {
 		err = flush()
 	}
-	// Whatever happened, the database says where the log now starts and
-	// ends. Seeking past the deleted range skips its tombstones, which a
-	// scan from the first key would walk through until compaction drops
-	// them.
-	var berr error
-	if lo <= first {
-		var f uint64
-		if f, berr = s.seek(hi+1, false); berr == nil {
-			s.first.Store(f)
-		}
-	}
-	if hi >= last && berr == nil {
-		var l uint64
-		if l, berr = s.seek(lo, true); berr == nil {
-			s.last.Store(l)
-		}
-	}
-	if s.first.Load() == 0 || s.last.Load() == 0 || s.first.Load() > s.last.Load() {
-		s.first.Store(0)
-		s.last.Store(0)
-	}
-	if err != nil {
-		return fmt.Errorf("raftstore: deleting log entries %d-%d: %w", lo, hi, err)
-	}
-	if berr != nil {
-		return fmt.Errorf("raftstore: after deleting log entries %d-%d: %w", lo, hi, berr)
-	}
-	return nil
+	return err
 }
 
 // seek returns the index of the first entry at or after index, or with
