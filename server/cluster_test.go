@@ -35,12 +35,12 @@ func freeAddrs(t testing.TB, n int) []string {
 
 // cluster is three nodes of one cluster in this process.
 type cluster struct {
-	t     *testing.T
+	t     testing.TB
 	cfgs  []Config
 	nodes []*Node // nil: stopped
 }
 
-func newCluster(t *testing.T, n int, tweak func(*Config)) *cluster {
+func newCluster(t testing.TB, n int, tweak func(*Config)) *cluster {
 	cl := &cluster{t: t}
 	raftAddrs := freeAddrs(t, n)
 	var peers []Peer

@@ -336,7 +336,7 @@ func (n *Node) watchLeadership() {
 }
 
 // errNotLeader is the error a follower answers with. Its message is the
-// RESP error a client sees (README: "Errors").
+// RESP error a client sees (docs/server.md, "Errors").
 func (n *Node) errNotLeader() error {
 	_, id := n.raft.LeaderWithID()
 	if id == "" {

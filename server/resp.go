@@ -172,10 +172,9 @@ func clip(b []byte) string {
 }
 
 var (
-	errNotInt    = errors.New("ERR value is not an integer or out of range")
-	errNotFloat  = errors.New("ERR value is not a valid float")
-	errSyntax    = errors.New("ERR syntax error")
-	errNotString = fsm.ErrWrongType
+	errNotInt   = errors.New("ERR value is not an integer or out of range")
+	errNotFloat = errors.New("ERR value is not a valid float")
+	errSyntax   = errors.New("ERR syntax error")
 )
 
 func parseInt(b []byte) (int64, error) {

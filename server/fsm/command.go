@@ -64,7 +64,7 @@ const (
 
 // Command is one state-machine command: the data of a raft log entry.
 // Which fields an op uses is listed with the op constants and in the
-// encoding (docs/commands.md).
+// encoding (docs/server.md at the repository root).
 type Command struct {
 	Op        Op
 	Key       []byte
@@ -80,7 +80,7 @@ type Command struct {
 // ErrBadCommand marks log data that is not a valid command encoding.
 var ErrBadCommand = errors.New("bloomkv/fsm: malformed command")
 
-// Encode returns c's encoding (docs/commands.md).
+// Encode returns c's encoding (docs/server.md).
 func (c *Command) Encode() []byte {
 	return c.appendBody(append(make([]byte, 0, 32+len(c.Key)+len(c.Value)), CommandVersion))
 }

@@ -69,7 +69,7 @@ func TestCommandRoundTrip(t *testing.T) {
 	}
 }
 
-// TestCommandGolden pins the byte layouts of docs/commands.md.
+// TestCommandGolden pins the byte layouts of docs/server.md ("The command in a raft log entry").
 func TestCommandGolden(t *testing.T) {
 	for _, tc := range []struct {
 		c    Command

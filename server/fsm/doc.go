@@ -36,6 +36,6 @@
 //	             a filter.Scalable (filter/encoding.go: "BKVF", kind 4)
 //	'C' cuckoo   the encoding of a filter.Cuckoo ("BKVF", kind 3)
 //
-// The command encoding is in command.go and docs/commands.md; the snapshot
-// stream in snapshot.go and docs/snapshot.md.
+// The command encoding is in command.go, the snapshot stream in snapshot.go,
+// both specified in docs/server.md at the repository root.
 package fsm

@@ -536,7 +536,7 @@ func TestConcurrentReads(t *testing.T) {
 	wg.Wait()
 }
 
-// TestSnapshotGolden pins the worked example of docs/snapshot.md.
+// TestSnapshotGolden pins the worked example of docs/server.md ("The snapshot stream").
 func TestSnapshotGolden(t *testing.T) {
 	m := newMachine(t)
 	m.next = 7

@@ -16,7 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Snapshot stream format (docs/snapshot.md has the worked example):
+// Snapshot stream format (docs/server.md at the repository root has the worked example):
 //
 //	header, 16 bytes:
 //	  0   4  magic "BKVS"

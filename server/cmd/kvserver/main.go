@@ -12,7 +12,8 @@
 //	# or grow a running cluster: start a node that joins through any member
 //	kvserver -id n4 -dir d4 -addr :6384 -raft 127.0.0.1:7384 -join 127.0.0.1:6381
 //
-// See README.md for the commands, the errors and the read modes.
+// See server/README.md to get started, and docs/server.md for the commands,
+// the errors and the read modes.
 package main
 
 import (
