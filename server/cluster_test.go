@@ -295,3 +295,43 @@ func TestClusterFailover(t *testing.T) {
 		t.Fatalf("SET on the restarted follower: %v", err)
 	}
 }
+
+// TestJoin: a one-node cluster grows by -join: the new node asks through
+// a follower-or-leader address, is added as a voter, receives the state,
+// and a third node joining through the second is sent on to the leader
+// (NOTLEADER) and added too.
+func TestJoin(t *testing.T) {
+	first := startNode(t, testConfig(t, "n1"))
+	waitFor(t, "leadership", 10*time.Second, first.IsLeader)
+	c := newClient(t, first.Addr())
+	for i := range 50 {
+		if err := c.Set(ctx, fmt.Sprint("k", i), fmt.Sprint(i), 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg2 := testConfig(t, "n2")
+	cfg2.Join = first.Addr()
+	second := startNode(t, cfg2)
+	cfg3 := testConfig(t, "n3")
+	cfg3.Join = second.Addr() // a follower: the join is redirected
+	third := startNode(t, cfg3)
+
+	cf := first.Raft().GetConfiguration()
+	if err := cf.Error(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(cf.Configuration().Servers); n != 3 {
+		t.Fatalf("%d servers in the configuration, want 3", n)
+	}
+	c.Set(ctx, "late", "x", 0)
+	for _, n := range []*Node{second, third} {
+		waitCaughtUp(t, n, first)
+		sc := staleClient(t, n.Addr())
+		if v, err := sc.Get(ctx, "k49").Result(); v != "49" || err != nil {
+			t.Fatalf("%s: k49 = %q, %v", n.ID(), v, err)
+		}
+		if v, _ := sc.Get(ctx, "late").Result(); v != "x" {
+			t.Fatalf("%s: late = %q", n.ID(), v)
+		}
+	}
+}
