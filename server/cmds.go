@@ -303,10 +303,11 @@ func cmdScan(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
 
 // Defaults of a filter BF.ADD, BF.MADD or BF.INSERT creates (RedisBloom's).
 const (
-	defaultErrorRate = 0.01
-	defaultCapacity  = 100
-	defaultExpansion = 2
-	defaultCFCap     = 1024
+	defaultErrorRate   = 0.01
+	defaultCapacity    = 100
+	defaultExpansion   = 2
+	defaultCFCap       = 1024
+	defaultCFExpansion = 1
 )
 
 // parseBloomParams checks an error rate, capacity and expansion as
@@ -522,13 +523,11 @@ func cmdBFCard(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
 
 // Cuckoo filters (RedisBloom's CF.*).
 
-// cmdCFReserve: CF.RESERVE key capacity. RedisBloom's BUCKETSIZE,
-// MAXITERATIONS and EXPANSION are refused: filter.Cuckoo has 4-slot
-// buckets, at most 500 evictions, and a fixed capacity.
+// cmdCFReserve: CF.RESERVE key capacity [EXPANSION e]. RedisBloom's
+// BUCKETSIZE and MAXITERATIONS are refused: filter.Cuckoo has 4-slot
+// buckets and at most 500 evictions. A full filter grows by a new filter
+// e times the size of the last (default 1; 0 never grows), as RedisBloom's.
 func cmdCFReserve(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
-	if len(a) > 3 {
-		return nil, nil, errors.New("ERR bloomkv: CF.RESERVE takes no BUCKETSIZE, MAXITERATIONS or EXPANSION (4-slot buckets, 500 evictions, fixed capacity)")
-	}
 	capacity, err := parseInt(a[2])
 	if err != nil {
 		return nil, nil, errors.New("ERR Bad capacity")
@@ -536,11 +535,29 @@ func cmdCFReserve(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
 	if capacity <= 0 || capacity > fsm.MaxCapacity {
 		return nil, nil, errors.New("ERR (capacity should be larger than 0)")
 	}
-	return &fsm.Command{Op: fsm.OpCFReserve, Key: a[1], Capacity: uint64(capacity)}, replyOK, checkKey(a[1])
+	c := &fsm.Command{Op: fsm.OpCFReserve, Key: a[1], Capacity: uint64(capacity), Expansion: defaultCFExpansion}
+	for i := 3; i < len(a); i += 2 {
+		if i+1 >= len(a) {
+			return nil, nil, errSyntax
+		}
+		switch strings.ToLower(string(a[i])) {
+		case "expansion":
+			e, err := parseInt(a[i+1])
+			if err != nil || e < 0 || e > fsm.MaxCuckooExpansion {
+				return nil, nil, fmt.Errorf("ERR bad expansion (0 to %d)", fsm.MaxCuckooExpansion)
+			}
+			c.Expansion = uint64(e)
+		case "bucketsize", "maxiterations":
+			return nil, nil, errors.New("ERR bloomkv: CF.RESERVE takes no BUCKETSIZE or MAXITERATIONS (4-slot buckets, 500 evictions)")
+		default:
+			return nil, nil, errSyntax
+		}
+	}
+	return c, replyOK, checkKey(a[1])
 }
 
 func cmdCFAdd(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
-	c := &fsm.Command{Op: fsm.OpCFAdd, Key: a[1], Capacity: defaultCFCap, Items: a[2:3]}
+	c := &fsm.Command{Op: fsm.OpCFAdd, Key: a[1], Capacity: defaultCFCap, Expansion: defaultCFExpansion, Items: a[2:3]}
 	if strings.EqualFold(string(a[0]), "cf.addnx") {
 		c.Flags |= fsm.FlagNX
 	}

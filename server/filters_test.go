@@ -170,7 +170,12 @@ func TestCuckooCommands(t *testing.T) {
 	}
 	errIs(t, "CF.RESERVE on an existing key", c.CFReserve(ctx, "cf", 1000).Err(), "ERR item exists")
 	errIs(t, "CF.RESERVE bad capacity", c.Do(ctx, "CF.RESERVE", "x", "lots").Err(), "ERR")
-	errIs(t, "CF.RESERVE EXPANSION", c.CFReserveExpansion(ctx, "x", 100, 2).Err(), "ERR")
+	errIs(t, "CF.RESERVE BUCKETSIZE", c.CFReserveBucketSize(ctx, "x", 100, 2).Err(), "ERR")
+	errIs(t, "CF.RESERVE EXPANSION x", c.Do(ctx, "CF.RESERVE", "x", "100", "EXPANSION", "x").Err(), "ERR bad expansion")
+	errIs(t, "CF.RESERVE EXPANSION", c.Do(ctx, "CF.RESERVE", "x", "100", "EXPANSION").Err(), "ERR syntax error")
+	if n := c.Exists(ctx, "x").Val(); n != 0 {
+		t.Fatal("a refused CF.RESERVE created the key")
+	}
 
 	// CF.ADD adds a copy each time (a multiset), CF.DEL removes one.
 	for range 2 {
@@ -208,9 +213,21 @@ func TestCuckooCommands(t *testing.T) {
 	errIs(t, "BF.ADD on a cuckoo filter", c.BFAdd(ctx, "cf", "x").Err(), "WRONGTYPE")
 	errIs(t, "CF.EXISTS on a bloom filter", c.CFExists(ctx, "bf", "x").Err(), "WRONGTYPE")
 
-	// A full filter refuses with RedisBloom's message (no expansion: see
-	// docs/server.md), and what it holds stays.
-	c.CFReserve(ctx, "small", 8)
+	// A full filter grows (RedisBloom's default EXPANSION 1) ...
+	c.CFReserve(ctx, "grows", 8)
+	for i := range 200 {
+		if ok, err := c.CFAdd(ctx, "grows", fmt.Sprint("i", i)).Result(); !ok || err != nil {
+			t.Fatalf("CF.ADD %d to a growing filter = %v, %v", i, ok, err)
+		}
+	}
+	if ok, _ := c.CFExists(ctx, "grows", "i0").Result(); !ok {
+		t.Fatal("a grown filter lost an item")
+	}
+	// ... and with EXPANSION 0 refuses with RedisBloom's message, keeping
+	// what it holds.
+	if err := c.CFReserveExpansion(ctx, "small", 8, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
 	full := false
 	for i := range 200 {
 		err := c.CFAdd(ctx, "small", fmt.Sprint("i", i)).Err()
@@ -221,7 +238,7 @@ func TestCuckooCommands(t *testing.T) {
 		}
 	}
 	if !full {
-		t.Fatal("200 items fit in a cuckoo filter for 8")
+		t.Fatal("200 items fit in a cuckoo filter for 8 with EXPANSION 0")
 	}
 	if ok, _ := c.CFExists(ctx, "small", "i0").Result(); !ok {
 		t.Fatal("a full filter lost an item")

@@ -73,7 +73,7 @@ type Command struct {
 	Items     [][]byte
 	ErrorRate float64 // BFReserve, BFAdd (when it creates)
 	Capacity  uint64  // BFReserve, BFAdd, CFReserve, CFAdd (when they create)
-	Expansion uint64  // BFReserve, BFAdd: 0 = NONSCALING
+	Expansion uint64  // BFReserve, BFAdd: 0 = NONSCALING; CFReserve, CFAdd: 0 = never grows
 	Ops       []Command
 }
 
@@ -121,10 +121,12 @@ func (c *Command) appendBody(dst []byte) []byte {
 	case OpCFReserve:
 		dst = appendBytes(dst, c.Key)
 		dst = binary.AppendUvarint(dst, c.Capacity)
+		dst = binary.AppendUvarint(dst, c.Expansion)
 	case OpCFAdd:
 		dst = appendBytes(dst, c.Key)
 		dst = append(dst, c.Flags)
 		dst = binary.AppendUvarint(dst, c.Capacity)
+		dst = binary.AppendUvarint(dst, c.Expansion)
 		dst = appendItems(dst, c.Items)
 	case OpCFDel:
 		dst = appendBytes(dst, c.Key)
@@ -297,10 +299,12 @@ func (d *decoder) command(top bool) Command {
 	case OpCFReserve:
 		c.Key = d.bytes()
 		c.Capacity = d.uvarint()
+		c.Expansion = d.uvarint()
 	case OpCFAdd:
 		c.Key = d.bytes()
 		c.Flags = d.byte()
 		c.Capacity = d.uvarint()
+		c.Expansion = d.uvarint()
 		c.Items = d.items()
 	case OpCFDel:
 		c.Key = d.bytes()

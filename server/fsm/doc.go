@@ -34,7 +34,9 @@
 //	's' string   the bytes
 //	'B' bloom    uvarint expansion (0 = NONSCALING), then the encoding of
 //	             a filter.Scalable (filter/encoding.go: "BKVF", kind 4)
-//	'C' cuckoo   the encoding of a filter.Cuckoo ("BKVF", kind 3)
+//	'C' cuckoo   uvarint capacity, uvarint expansion, uvarint n, then n
+//	             filter.Cuckoo encodings ("BKVF", kind 3), each after its
+//	             uvarint length: a chain that grows when full (cuckoo.go)
 //
 // The command encoding is in command.go, the snapshot stream in snapshot.go,
 // both specified in docs/server.md at the repository root.

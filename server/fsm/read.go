@@ -138,7 +138,8 @@ func (f *FSM) CFExists(key []byte, items [][]byte) ([]bool, error) {
 
 // CuckooInfo is what CF.INFO reports.
 type CuckooInfo struct {
-	Size, Buckets, Capacity, Items, FingerprintBits int
+	Size, Buckets, Capacity, Items, FingerprintBits, Filters int
+	Expansion                                                uint64
 }
 
 // CFInfo returns key's cuckoo filter info, ErrNotFound if absent.
@@ -150,8 +151,14 @@ func (f *FSM) CFInfo(key []byte) (CuckooInfo, error) {
 	if v == nil {
 		return CuckooInfo{}, &Error{"ERR Not found"}
 	}
-	cf := v.cf
-	return CuckooInfo{Size: cf.SizeBytes(), Buckets: int(cf.Buckets()), Capacity: cf.Capacity(), Items: cf.Count(), FingerprintBits: cf.FingerprintBits()}, nil
+	info := CuckooInfo{Size: v.cf.SizeBytes(), Items: v.cf.Count(), Expansion: v.cf.expansion}
+	for _, cf := range v.cf.filters() {
+		info.Buckets += int(cf.Buckets())
+		info.Capacity += cf.Capacity()
+		info.FingerprintBits = cf.FingerprintBits()
+		info.Filters++
+	}
+	return info, nil
 }
 
 // Scan calls fn for user keys after the key after (all keys when after is

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/bloomkv/bloomkv"
-	"github.com/bloomkv/bloomkv/filter"
 )
 
 // tx applies the commands of one ApplyBatch: it reads through its own
@@ -133,7 +132,7 @@ func (t *tx) run(c *Command) *Result {
 		if t.lookup(c.Key) != nil {
 			return &Result{Err: ErrItemExists}
 		}
-		cf, e := t.f.newCuckoo(c.Capacity)
+		cf, e := t.f.newCuckoo(c.Capacity, c.Expansion)
 		if e != nil {
 			return &Result{Err: e}
 		}
@@ -149,7 +148,7 @@ func (t *tx) run(c *Command) *Result {
 		if v.kind != KindCuckoo {
 			return &Result{Err: ErrWrongType}
 		}
-		if err := v.cf.Remove(c.Items[0]); err != nil {
+		if !v.cf.remove(c.Items[0]) {
 			return &Result{N: 0}
 		}
 		v.enc = nil
@@ -252,7 +251,7 @@ func (t *tx) cfAdd(c *Command) *Result {
 		if c.Flags&FlagNoCreate != 0 {
 			return &Result{Err: &Error{"ERR Not found"}}
 		}
-		cf, e := t.f.newCuckoo(c.Capacity)
+		cf, e := t.f.newCuckoo(c.Capacity, c.Expansion)
 		if e != nil {
 			return &Result{Err: e}
 		}
@@ -262,20 +261,11 @@ func (t *tx) cfAdd(c *Command) *Result {
 		return &Result{Err: ErrWrongType}
 	}
 	r := &Result{Ints: make([]int64, len(c.Items))}
-	added, full := false, false
+	changed := false
 	for i, item := range c.Items {
-		var err error
-		if c.Flags&FlagNX != 0 {
-			var ok bool
-			ok, err = v.cf.AddIfAbsent(item)
-			if ok {
-				r.Ints[i] = 1
-			}
-		} else if err = v.cf.Add(item); err == nil {
+		added, drew, err := t.f.cuckooAdd(v.cf, item, c.Flags&FlagNX != 0)
+		if added {
 			r.Ints[i] = 1
-		}
-		if errors.Is(err, filter.ErrFull) {
-			err, full = ErrCuckooFull, true
 		}
 		if err != nil {
 			if r.ItemErrs == nil {
@@ -283,20 +273,20 @@ func (t *tx) cfAdd(c *Command) *Result {
 			}
 			r.ItemErrs[i] = err
 		}
-		added = added || r.Ints[i] == 1
+		changed = changed || added || drew
 	}
-	if added || full {
+	if changed {
 		// A cuckoo filter's eviction choices come from a generator that
 		// its encoding does not carry: a filter decoded from the database
 		// starts it afresh. Re-decoding after every command that may have
 		// drawn from it (an add that succeeded, or one that walked a whole
-		// eviction chain and undid it) keeps this replica's filter the one
-		// every other replica has, whichever commands shared its batches
-		// and whether it restarted between (TestDeterminismFullCuckoo). A
-		// failed add rewrites the unchanged filter; that is the price.
-		enc, _ := v.cf.MarshalBinary()
-		fresh := new(filter.Cuckoo)
-		if err := fresh.UnmarshalBinary(enc); err != nil {
+		// eviction chain and undid it) keeps this replica's filters the
+		// ones every other replica has, whichever commands shared its
+		// batches and whether it restarted between (TestDeterminismFullCuckoo).
+		// A failed add rewrites the unchanged filter; that is the price.
+		enc := v.cf.encode()
+		fresh, err := decodeCuckooChain(c.Key, enc)
+		if err != nil {
 			fatal(err)
 		}
 		v = &value{kind: KindCuckoo, cf: fresh, enc: enc}

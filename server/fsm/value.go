@@ -48,6 +48,8 @@ const (
 	// CuckooErrorRate is the false-positive rate cuckoo filters are sized
 	// for (CF.RESERVE takes no rate): 10-bit fingerprints.
 	CuckooErrorRate = 0.01
+	// MaxCuckooExpansion bounds CF.RESERVE's EXPANSION (RedisBloom's limit).
+	MaxCuckooExpansion = 32768
 )
 
 // Error is a command's failure. It is decided by the state machine alone,
@@ -92,7 +94,7 @@ type value struct {
 	kind Kind
 	str  []byte
 	bf   *bloomFilter
-	cf   *filter.Cuckoo
+	cf   *cuckooChain
 	enc  []byte // cf's encoding when already made
 }
 
@@ -110,7 +112,7 @@ func (v *value) size() int {
 //
 //	string: the bytes
 //	bloom:  uvarint expansion (0 = NONSCALING), then filter.Scalable's encoding
-//	cuckoo: filter.Cuckoo's encoding
+//	cuckoo: the chain of filter.Cuckoo encodings (cuckoo.go)
 func (v *value) encode() []byte {
 	switch v.kind {
 	case KindString:
@@ -122,7 +124,7 @@ func (v *value) encode() []byte {
 	case KindCuckoo:
 		enc := v.enc
 		if enc == nil {
-			enc, _ = v.cf.MarshalBinary()
+			enc = v.cf.encode()
 		}
 		return append([]byte{byte(KindCuckoo)}, enc...)
 	}
@@ -150,9 +152,9 @@ func decodeValue(key, raw []byte) (*value, error) {
 		}
 		v.bf = &bloomFilter{expansion: exp, sf: sf}
 	case KindCuckoo:
-		cf := new(filter.Cuckoo)
-		if err := cf.UnmarshalBinary(body); err != nil {
-			return nil, fmt.Errorf("bloomkv/fsm: cuckoo filter %q: %w", key, err)
+		cf, err := decodeCuckooChain(key, body)
+		if err != nil {
+			return nil, err
 		}
 		v.cf = cf
 	default:
@@ -206,20 +208,6 @@ func (f *FSM) newBloom(rate float64, capacity, expansion uint64) (*bloomFilter, 
 		return nil, errorf("%v", err)
 	}
 	return &bloomFilter{expansion: expansion, sf: sf}, nil
-}
-
-func (f *FSM) newCuckoo(capacity uint64) (*filter.Cuckoo, *Error) {
-	if capacity == 0 || capacity > MaxCapacity {
-		return nil, errorf("(capacity should be larger than 0)")
-	}
-	if b := cuckooBytes(capacity); b > float64(f.opts.MaxFilterBytes) {
-		return nil, errorf("a cuckoo filter of capacity %d needs about %.0f bytes, above this server's limit of %d", capacity, b, f.opts.MaxFilterBytes)
-	}
-	cf, err := filter.NewCuckoo(int(capacity), CuckooErrorRate)
-	if err != nil {
-		return nil, errorf("%v", err)
-	}
-	return cf, nil
 }
 
 // bloomAdd adds item to bf as RedisBloom's BF.ADD does: 0 if it may be
