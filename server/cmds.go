@@ -577,6 +577,34 @@ func cmdCFExists(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
 	writeBools(c, got)
 }
 
+// cmdCFInfo: CF.INFO key, RedisBloom's fields. Items inserted are the
+// fingerprints held (adds less deletes), as RedisBloom counts them.
+func cmdCFInfo(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
+	info, err := n.fsm.CFInfo(a[1])
+	if err != nil {
+		writeErr(c, err)
+		return
+	}
+	fields := []struct {
+		name string
+		v    int64
+	}{
+		{"Size", int64(info.Size)},
+		{"Number of buckets", int64(info.Buckets)},
+		{"Number of filters", int64(info.Filters)},
+		{"Number of items inserted", int64(info.Items)},
+		{"Number of items deleted", int64(info.Deleted)},
+		{"Bucket size", 4},
+		{"Expansion rate", int64(info.Expansion)},
+		{"Max iterations", 500},
+	}
+	c.WriteArray(2 * len(fields))
+	for _, f := range fields {
+		c.WriteString(f.name)
+		c.WriteInt64(f.v)
+	}
+}
+
 func cmdCFDel(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
 	return &fsm.Command{Op: fsm.OpCFDel, Key: a[1], Items: a[2:3]}, replyN, checkKey(a[1])
 }

@@ -223,6 +223,13 @@ func TestCuckooCommands(t *testing.T) {
 	if ok, _ := c.CFExists(ctx, "grows", "i0").Result(); !ok {
 		t.Fatal("a grown filter lost an item")
 	}
+	c.CFDel(ctx, "grows", "i0")
+	info, err := c.CFInfo(ctx, "grows").Result()
+	if err != nil || info.NumFilters < 2 || info.NumItemsInserted != 199 || info.NumItemsDeleted != 1 || info.ExpansionRate != 1 || info.BucketSize != 4 {
+		t.Fatalf("CF.INFO of a grown filter = %+v, %v", info, err)
+	}
+	errIs(t, "CF.INFO of an absent key", c.CFInfo(ctx, "none").Err(), "ERR Not found")
+	errIs(t, "CF.INFO of a bloom filter", c.CFInfo(ctx, "bf").Err(), "WRONGTYPE")
 	// ... and with EXPANSION 0 refuses with RedisBloom's message, keeping
 	// what it holds.
 	if err := c.CFReserveExpansion(ctx, "small", 8, 0).Err(); err != nil {

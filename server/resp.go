@@ -83,6 +83,7 @@ func init() {
 		"cf.exists":  {arity: 3, kind: kindRead, run: cmdCFExists},
 		"cf.mexists": {arity: -3, kind: kindRead, run: cmdCFExists},
 		"cf.del":     {arity: 3, kind: kindWrite, write: cmdCFDel},
+		"cf.info":    {arity: 2, kind: kindRead, run: cmdCFInfo},
 
 		"raft.join":     {arity: -3, run: cmdRaftJoin},
 		"raft.remove":   {arity: 2, run: cmdRaftRemove},

@@ -22,16 +22,19 @@ import (
 //
 //	uvarint capacity   of the first filter, as reserved
 //	uvarint expansion
+//	uvarint deleted    successful deletes so far (CF.INFO)
 //	uvarint n          filters, 1 to maxCuckooFilters
 //	n times: uvarint length, then filter.Cuckoo's encoding
 type cuckooChain struct {
 	capacity  uint64 // constant after construction
 	expansion uint64 // constant after construction
 
-	// mu guards fs: the apply goroutine appends while readers (CF.EXISTS)
-	// walk it. The filters themselves are safe for concurrent use.
-	mu sync.RWMutex
-	fs []*filter.Cuckoo
+	// mu guards fs and deleted: the apply goroutine changes them while
+	// readers (CF.EXISTS, CF.INFO) read them. The filters themselves are
+	// safe for concurrent use.
+	mu      sync.RWMutex
+	fs      []*filter.Cuckoo
+	deleted uint64
 }
 
 // maxCuckooFilters bounds a chain, so a lookup asks at most that many
@@ -93,10 +96,20 @@ func (c *cuckooChain) remove(item []byte) bool {
 	fs := c.filters()
 	for i := len(fs) - 1; i >= 0; i-- {
 		if fs[i].RemoveHash(h) == nil {
+			c.mu.Lock()
+			c.deleted++
+			c.mu.Unlock()
 			return true
 		}
 	}
 	return false
+}
+
+// Deleted is the number of successful deletes.
+func (c *cuckooChain) Deleted() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.deleted
 }
 
 // add adds item (with nx, only if no filter may hold it), growing the
@@ -140,6 +153,7 @@ func (c *cuckooChain) encode() []byte {
 	fs := c.filters()
 	out := binary.AppendUvarint(nil, c.capacity)
 	out = binary.AppendUvarint(out, c.expansion)
+	out = binary.AppendUvarint(out, c.Deleted())
 	out = binary.AppendUvarint(out, uint64(len(fs)))
 	for _, f := range fs {
 		enc, _ := f.MarshalBinary()
@@ -154,7 +168,7 @@ func decodeCuckooChain(key, body []byte) (*cuckooChain, error) {
 	bad := func(what string) error {
 		return fmt.Errorf("%w: bloomkv/fsm: cuckoo filter %q: %s", bloomkv.ErrCorruption, key, what)
 	}
-	var fields [3]uint64
+	var fields [4]uint64
 	for i := range fields {
 		v, n := binary.Uvarint(body)
 		if n <= 0 {
@@ -162,11 +176,11 @@ func decodeCuckooChain(key, body []byte) (*cuckooChain, error) {
 		}
 		fields[i], body = v, body[n:]
 	}
-	c := &cuckooChain{capacity: fields[0], expansion: fields[1]}
-	if c.capacity == 0 || c.capacity > MaxCapacity || fields[2] == 0 || fields[2] > maxCuckooFilters {
-		return nil, bad(fmt.Sprintf("capacity %d, %d filters", c.capacity, fields[2]))
+	c := &cuckooChain{capacity: fields[0], expansion: fields[1], deleted: fields[2]}
+	if c.capacity == 0 || c.capacity > MaxCapacity || fields[3] == 0 || fields[3] > maxCuckooFilters {
+		return nil, bad(fmt.Sprintf("capacity %d, %d filters", c.capacity, fields[3]))
 	}
-	for range fields[2] {
+	for range fields[3] {
 		l, n := binary.Uvarint(body)
 		if n <= 0 || l > uint64(len(body)-n) {
 			return nil, bad("filter length past the end")

@@ -34,7 +34,7 @@
 //	's' string   the bytes
 //	'B' bloom    uvarint expansion (0 = NONSCALING), then the encoding of
 //	             a filter.Scalable (filter/encoding.go: "BKVF", kind 4)
-//	'C' cuckoo   uvarint capacity, uvarint expansion, uvarint n, then n
+//	'C' cuckoo   uvarint capacity, expansion, deletes, n, then n
 //	             filter.Cuckoo encodings ("BKVF", kind 3), each after its
 //	             uvarint length: a chain that grows when full (cuckoo.go)
 //

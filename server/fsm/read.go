@@ -139,7 +139,7 @@ func (f *FSM) CFExists(key []byte, items [][]byte) ([]bool, error) {
 // CuckooInfo is what CF.INFO reports.
 type CuckooInfo struct {
 	Size, Buckets, Capacity, Items, FingerprintBits, Filters int
-	Expansion                                                uint64
+	Deleted, Expansion                                       uint64
 }
 
 // CFInfo returns key's cuckoo filter info, ErrNotFound if absent.
@@ -151,7 +151,7 @@ func (f *FSM) CFInfo(key []byte) (CuckooInfo, error) {
 	if v == nil {
 		return CuckooInfo{}, &Error{"ERR Not found"}
 	}
-	info := CuckooInfo{Size: v.cf.SizeBytes(), Items: v.cf.Count(), Expansion: v.cf.expansion}
+	info := CuckooInfo{Size: v.cf.SizeBytes(), Items: v.cf.Count(), Deleted: v.cf.Deleted(), Expansion: v.cf.expansion}
 	for _, cf := range v.cf.filters() {
 		info.Buckets += int(cf.Buckets())
 		info.Capacity += cf.Capacity()
