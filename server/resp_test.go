@@ -161,3 +161,24 @@ func TestInfo(t *testing.T) {
 		t.Errorf("INFO replication = %q", repl)
 	}
 }
+
+// TestDefaultClientOptions: go-redis with its defaults (it opens with
+// HELLO 3 and identifies itself with CLIENT SETINFO) falls back to RESP2
+// and works, as the README says.
+func TestDefaultClientOptions(t *testing.T) {
+	n, _ := singleNode(t)
+	c := redis.NewClient(&redis.Options{Addr: n.Addr()})
+	defer c.Close()
+	if err := c.Set(ctx, "a", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Get(ctx, "a").Result(); v != "1" || err != nil {
+		t.Fatalf("GET = %q, %v", v, err)
+	}
+	if ok, err := c.BFAdd(ctx, "b", "x").Result(); !ok || err != nil {
+		t.Fatalf("BF.ADD = %v, %v", ok, err)
+	}
+	if info, err := c.BFInfo(ctx, "b").Result(); err != nil || info.Capacity != 100 {
+		t.Fatalf("BF.INFO = %+v, %v", info, err)
+	}
+}
