@@ -297,9 +297,9 @@ func TestClusterFailover(t *testing.T) {
 }
 
 // TestJoin: a one-node cluster grows by -join: the new node asks through
-// a follower-or-leader address, is added as a voter, receives the state,
-// and a third node joining through the second is sent on to the leader
-// (NOTLEADER) and added too.
+// the leader's address, is added as a voter, receives the state, and a
+// third node joining through the second is sent on to the leader
+// (NOTLEADER) and added too. The second runs with -stale-reads.
 func TestJoin(t *testing.T) {
 	first := startNode(t, testConfig(t, "n1"))
 	waitFor(t, "leadership", 10*time.Second, first.IsLeader)
@@ -311,6 +311,7 @@ func TestJoin(t *testing.T) {
 	}
 	cfg2 := testConfig(t, "n2")
 	cfg2.Join = first.Addr()
+	cfg2.StaleReads = true // -stale-reads: every connection reads locally
 	second := startNode(t, cfg2)
 	cfg3 := testConfig(t, "n3")
 	cfg3.Join = second.Addr() // a follower: the join is redirected
@@ -324,9 +325,17 @@ func TestJoin(t *testing.T) {
 		t.Fatalf("%d servers in the configuration, want 3", n)
 	}
 	c.Set(ctx, "late", "x", 0)
+	// n2 serves reads without READONLY; n3 (linearizable by default)
+	// sends them to the leader.
+	if err := newClient(t, third.Addr()).Get(ctx, "k1").Err(); err == nil || !strings.HasPrefix(err.Error(), "NOTLEADER ") {
+		t.Fatalf("GET on a follower without -stale-reads: %v", err)
+	}
 	for _, n := range []*Node{second, third} {
 		waitCaughtUp(t, n, first)
 		sc := staleClient(t, n.Addr())
+		if n == second {
+			sc = newClient(t, n.Addr())
+		}
 		if v, err := sc.Get(ctx, "k49").Result(); v != "49" || err != nil {
 			t.Fatalf("%s: k49 = %q, %v", n.ID(), v, err)
 		}
