@@ -326,10 +326,8 @@ func TestJoin(t *testing.T) {
 	}
 	c.Set(ctx, "late", "x", 0)
 	// n2 serves reads without READONLY; n3 (linearizable by default)
-	// sends them to the leader.
-	if err := newClient(t, third.Addr()).Get(ctx, "k1").Err(); err == nil || !strings.HasPrefix(err.Error(), "NOTLEADER ") {
-		t.Fatalf("GET on a follower without -stale-reads: %v", err)
-	}
+	// sends them to the leader (checked once it has caught up, so it
+	// knows the leader).
 	for _, n := range []*Node{second, third} {
 		waitCaughtUp(t, n, first)
 		sc := staleClient(t, n.Addr())
@@ -342,5 +340,8 @@ func TestJoin(t *testing.T) {
 		if v, _ := sc.Get(ctx, "late").Result(); v != "x" {
 			t.Fatalf("%s: late = %q", n.ID(), v)
 		}
+	}
+	if err := newClient(t, third.Addr()).Get(ctx, "k1").Err(); err == nil || !strings.HasPrefix(err.Error(), "NOTLEADER ") {
+		t.Fatalf("GET on a follower without -stale-reads: %v", err)
 	}
 }
