@@ -1,0 +1,132 @@
+package fsm
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+var sampleCommands = []Command{
+	{Op: OpPut, Key: []byte("k"), Value: []byte("v")},
+	{Op: OpPut, Flags: PutNX | PutGet, Key: []byte("k"), Value: []byte{}},
+	{Op: OpDelete, Key: []byte("gone")},
+	{Op: OpDeleteRange, Key: []byte("a"), Value: []byte("m")},
+	{Op: OpBatch, Ops: []Command{
+		{Op: OpPut, Key: []byte("a"), Value: []byte("1")},
+		{Op: OpDelete, Key: []byte("b")},
+		{Op: OpDeleteRange, Key: []byte("c"), Value: nil},
+	}},
+	{Op: OpBFReserve, Key: []byte("bf"), ErrorRate: 0.001, Capacity: 1000, Expansion: 4},
+	{Op: OpBFAdd, Key: []byte("bf"), Flags: FlagNoCreate, ErrorRate: 0.01, Capacity: 100, Expansion: 0, Items: [][]byte{[]byte("x"), {}, []byte("zz")}},
+	{Op: OpCFReserve, Key: []byte("cf"), Capacity: 1 << 20},
+	{Op: OpCFAdd, Key: []byte("cf"), Flags: FlagNX, Capacity: 1024, Items: [][]byte{[]byte("x")}},
+	{Op: OpCFDel, Key: []byte("cf"), Items: [][]byte{[]byte("x")}},
+	{Op: OpSetNode, Key: []byte("n1"), Value: []byte("127.0.0.1:6379")},
+}
+
+// normalize makes empty slices nil, as decoding leaves them, for DeepEqual.
+func normalize(c Command) Command {
+	if len(c.Key) == 0 {
+		c.Key = nil
+	}
+	if len(c.Value) == 0 {
+		c.Value = nil
+	}
+	for i := range c.Items {
+		if len(c.Items[i]) == 0 {
+			c.Items[i] = nil
+		}
+	}
+	for i := range c.Ops {
+		c.Ops[i] = normalize(c.Ops[i])
+	}
+	if len(c.Ops) == 0 {
+		c.Ops = nil
+	}
+	return c
+}
+
+func TestCommandRoundTrip(t *testing.T) {
+	for _, c := range sampleCommands {
+		enc := c.Encode()
+		got, err := DecodeCommand(enc)
+		if err != nil {
+			t.Fatalf("%v: %v", c.Op, err)
+		}
+		if !reflect.DeepEqual(normalize(got), normalize(c)) {
+			t.Fatalf("%v: round trip\n got %+v\nwant %+v", c.Op, got, c)
+		}
+		// Every strict prefix is malformed, never a panic or a wrong command.
+		for n := range len(enc) {
+			if _, err := DecodeCommand(enc[:n]); !errors.Is(err, ErrBadCommand) {
+				t.Fatalf("%v cut to %d bytes: %v", c.Op, n, err)
+			}
+		}
+		if _, err := DecodeCommand(append(enc, 0)); !errors.Is(err, ErrBadCommand) {
+			t.Fatalf("%v with a trailing byte: %v", c.Op, err)
+		}
+	}
+}
+
+// TestCommandGolden pins the byte layouts of docs/server.md ("The command in a raft log entry").
+func TestCommandGolden(t *testing.T) {
+	for _, tc := range []struct {
+		c    Command
+		want []byte
+	}{
+		{Command{Op: OpPut, Key: []byte("k"), Value: []byte("vv")},
+			[]byte{1, 1, 0, 1, 'k', 2, 'v', 'v'}},
+		{Command{Op: OpDelete, Key: []byte("k")},
+			[]byte{1, 2, 1, 'k'}},
+		{Command{Op: OpBatch, Ops: []Command{{Op: OpPut, Key: []byte("a"), Value: []byte("1")}, {Op: OpDelete, Key: []byte("b")}}},
+			[]byte{1, 3, 2, 1, 0, 1, 'a', 1, '1', 2, 1, 'b'}},
+		{Command{Op: OpBFAdd, Key: []byte("f"), ErrorRate: 0.5, Capacity: 300, Expansion: 2, Items: [][]byte{[]byte("x")}},
+			[]byte{1, 17, 1, 'f', 0, 0, 0, 0, 0, 0, 0, 0xe0, 0x3f, 0xac, 0x02, 2, 1, 1, 'x'}},
+		{Command{Op: OpCFDel, Key: []byte("c"), Items: [][]byte{[]byte("x")}},
+			[]byte{1, 34, 1, 'c', 1, 'x'}},
+	} {
+		if got := tc.c.Encode(); !bytes.Equal(got, tc.want) {
+			t.Errorf("%v: %x, want %x", tc.c.Op, got, tc.want)
+		}
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	for name, data := range map[string][]byte{
+		"empty":           {},
+		"version":         {2, 2, 1, 'k'},
+		"unknown op":      {1, 99},
+		"nested batch":    {1, 3, 1, 3, 0},
+		"filter in batch": {1, 3, 1, 34, 1, 'c', 1, 'x'},
+		"huge length":     {1, 2, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"huge count":      {1, 17, 1, 'f', 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"bad uvarint":     {1, 2, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01},
+	} {
+		if _, err := DecodeCommand(data); !errors.Is(err, ErrBadCommand) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func FuzzDecodeCommand(f *testing.F) {
+	for _, c := range sampleCommands {
+		f.Add(c.Encode())
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := DecodeCommand(data)
+		if err != nil {
+			return
+		}
+		// What decodes re-encodes to a command that decodes the same
+		// (compared as bytes: a NaN error rate is not equal to itself).
+		enc := c.Encode()
+		c2, err := DecodeCommand(enc)
+		if err != nil {
+			t.Fatalf("re-encoding of %x: %v", data, err)
+		}
+		if enc2 := c2.Encode(); !bytes.Equal(enc2, enc) {
+			t.Fatalf("re-encoding of %x is unstable: %x then %x", data, enc, enc2)
+		}
+	})
+}

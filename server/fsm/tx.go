@@ -1,0 +1,329 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/bloomkv/bloomkv"
+)
+
+// tx applies the commands of one ApplyBatch: it reads through its own
+// pending writes, so a command sees every earlier one of the batch, and
+// commit writes them all, with the applied index, in one bloomkv batch.
+type tx struct {
+	f    *FSM
+	db   *bloomkv.DB
+	over map[string]*value // user key -> pending value; kind KindNone = deleted
+	meta map[string][]byte // metadata key -> pending value
+}
+
+func newTx(f *FSM, db *bloomkv.DB) *tx {
+	return &tx{f: f, db: db, over: make(map[string]*value), meta: make(map[string][]byte)}
+}
+
+func userKey(key []byte) []byte { return append([]byte{userPrefix}, key...) }
+
+// fatal stops the node: the state database failed under a read, or holds
+// a value that does not decode. Going on could make this replica decide a
+// command differently from the others.
+func fatal(err error) {
+	panic(fmt.Sprintf("bloomkv/fsm: cannot apply: %v", err))
+}
+
+// lookup returns key's value as the batch so far leaves it; nil if absent.
+// Filters come from the cache when they are there, and are mutated in place.
+func (t *tx) lookup(key []byte) *value {
+	if v, ok := t.over[string(key)]; ok {
+		if v.kind == KindNone {
+			return nil
+		}
+		return v
+	}
+	if v, _ := t.f.cache.get(string(key)); v != nil {
+		return v
+	}
+	raw, err := t.db.Get(userKey(key))
+	if errors.Is(err, bloomkv.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		fatal(err)
+	}
+	v, err := decodeValue(key, raw)
+	if err != nil {
+		fatal(err)
+	}
+	return v
+}
+
+// apply decodes and runs one command entry.
+func (t *tx) apply(data []byte) *Result {
+	c, err := DecodeCommand(data)
+	if err != nil {
+		return &Result{Err: errorf("%v", err)}
+	}
+	if c.Op == OpBatch {
+		for i := range c.Ops {
+			if e := t.check(&c.Ops[i]); e != nil {
+				return &Result{Err: e}
+			}
+		}
+		var r Result
+		for i := range c.Ops {
+			if n := t.run(&c.Ops[i]).N; c.Ops[i].Op != OpPut {
+				r.N += n // keys deleted
+			}
+		}
+		return &r
+	}
+	if e := t.check(&c); e != nil {
+		return &Result{Err: e}
+	}
+	return t.run(&c)
+}
+
+// check validates what does not depend on the state, so that a Batch is
+// refused whole before any of it runs.
+func (t *tx) check(c *Command) *Error {
+	switch c.Op {
+	case OpPut:
+		if len(c.Value) > MaxValueSize {
+			return errorf("value of %d bytes is longer than %d", len(c.Value), MaxValueSize)
+		}
+		if c.Flags&PutNX != 0 && c.Flags&PutXX != 0 {
+			return errorf("syntax error")
+		}
+		return checkKey(c.Key)
+	case OpDeleteRange:
+		return nil // any bounds; empty means unbounded
+	case OpSetNode:
+		return nil
+	}
+	return checkKey(c.Key)
+}
+
+func (t *tx) run(c *Command) *Result {
+	switch c.Op {
+	case OpPut:
+		return t.put(c)
+	case OpDelete:
+		n := int64(0)
+		if t.lookup(c.Key) != nil {
+			n = 1
+		}
+		t.over[string(c.Key)] = &value{}
+		return &Result{N: n}
+	case OpDeleteRange:
+		return &Result{N: t.deleteRange(c.Key, c.Value)}
+	case OpBFReserve:
+		if t.lookup(c.Key) != nil {
+			return &Result{Err: ErrItemExists}
+		}
+		bf, e := t.f.newBloom(c.ErrorRate, c.Capacity, c.Expansion)
+		if e != nil {
+			return &Result{Err: e}
+		}
+		t.over[string(c.Key)] = &value{kind: KindBloom, bf: bf}
+		return &Result{}
+	case OpBFAdd:
+		return t.bfAdd(c)
+	case OpCFReserve:
+		if t.lookup(c.Key) != nil {
+			return &Result{Err: ErrItemExists}
+		}
+		cf, e := t.f.newCuckoo(c.Capacity, c.Expansion)
+		if e != nil {
+			return &Result{Err: e}
+		}
+		t.over[string(c.Key)] = &value{kind: KindCuckoo, cf: cf}
+		return &Result{}
+	case OpCFAdd:
+		return t.cfAdd(c)
+	case OpCFDel:
+		v := t.lookup(c.Key)
+		if v == nil {
+			return &Result{Err: &Error{"ERR Not found"}}
+		}
+		if v.kind != KindCuckoo {
+			return &Result{Err: ErrWrongType}
+		}
+		if !v.cf.remove(c.Items[0]) {
+			return &Result{N: 0}
+		}
+		v.enc = nil
+		t.over[string(c.Key)] = v
+		return &Result{N: 1}
+	case OpSetNode:
+		t.meta[string(append(append([]byte{}, nodeKeyPrefix...), c.Key...))] = append([]byte{}, c.Value...)
+		return &Result{}
+	}
+	return &Result{Err: errorf("%v is not allowed here", c.Op)}
+}
+
+func (t *tx) put(c *Command) *Result {
+	var r Result
+	if c.Flags&(PutNX|PutXX|PutGet) != 0 {
+		old := t.lookup(c.Key)
+		if c.Flags&PutGet != 0 && old != nil {
+			if old.kind != KindString {
+				return &Result{Err: ErrWrongType}
+			}
+			r.Old, r.OldFound = old.str, true
+		}
+		if (c.Flags&PutNX != 0 && old != nil) || (c.Flags&PutXX != 0 && old == nil) {
+			return &r
+		}
+	}
+	t.over[string(c.Key)] = &value{kind: KindString, str: c.Value}
+	r.N = 1
+	return &r
+}
+
+// deleteRange deletes every user key in [start, end) (empty end: no upper
+// bound) and returns how many there were.
+func (t *tx) deleteRange(start, end []byte) int64 {
+	o := &bloomkv.IterOptions{LowerBound: userKey(start), UpperBound: []byte{userPrefix + 1}}
+	if len(end) > 0 {
+		o.UpperBound = userKey(end)
+	}
+	var n int64
+	it := t.db.NewIterator(o)
+	for ok := it.First(); ok; ok = it.Next() {
+		k := string(it.Key()[1:])
+		if _, pending := t.over[k]; !pending {
+			t.over[k] = &value{}
+			n++
+		}
+	}
+	if err := it.Error(); err != nil {
+		fatal(err)
+	}
+	if err := it.Close(); err != nil {
+		fatal(err)
+	}
+	for k, v := range t.over {
+		if k >= string(start) && (len(end) == 0 || k < string(end)) && v.kind != KindNone {
+			t.over[k] = &value{}
+			n++
+		}
+	}
+	return n
+}
+
+func (t *tx) bfAdd(c *Command) *Result {
+	v := t.lookup(c.Key)
+	created := false
+	if v == nil {
+		if c.Flags&FlagNoCreate != 0 {
+			return &Result{Err: ErrNotFound}
+		}
+		bf, e := t.f.newBloom(c.ErrorRate, c.Capacity, c.Expansion)
+		if e != nil {
+			return &Result{Err: e}
+		}
+		v, created = &value{kind: KindBloom, bf: bf}, true
+	} else if v.kind != KindBloom {
+		return &Result{Err: ErrWrongType}
+	}
+	r := &Result{Ints: make([]int64, len(c.Items))}
+	changed := created
+	for i, item := range c.Items {
+		n, err := t.f.bloomAdd(v.bf, item)
+		r.Ints[i] = n
+		if err != nil {
+			if r.ItemErrs == nil {
+				r.ItemErrs = make([]error, len(c.Items))
+			}
+			r.ItemErrs[i] = err
+		}
+		changed = changed || n == 1
+	}
+	if changed {
+		t.over[string(c.Key)] = v
+	}
+	return r
+}
+
+func (t *tx) cfAdd(c *Command) *Result {
+	v := t.lookup(c.Key)
+	if v == nil {
+		if c.Flags&FlagNoCreate != 0 {
+			return &Result{Err: &Error{"ERR Not found"}}
+		}
+		cf, e := t.f.newCuckoo(c.Capacity, c.Expansion)
+		if e != nil {
+			return &Result{Err: e}
+		}
+		v = &value{kind: KindCuckoo, cf: cf}
+		t.over[string(c.Key)] = v
+	} else if v.kind != KindCuckoo {
+		return &Result{Err: ErrWrongType}
+	}
+	r := &Result{Ints: make([]int64, len(c.Items))}
+	changed := false
+	for i, item := range c.Items {
+		added, drew, err := t.f.cuckooAdd(v.cf, item, c.Flags&FlagNX != 0)
+		if added {
+			r.Ints[i] = 1
+		}
+		if err != nil {
+			if r.ItemErrs == nil {
+				r.ItemErrs = make([]error, len(c.Items))
+			}
+			r.ItemErrs[i] = err
+		}
+		changed = changed || added || drew
+	}
+	if changed {
+		// A cuckoo filter's eviction choices come from a generator that
+		// its encoding does not carry: a filter decoded from the database
+		// starts it afresh. Re-decoding after every command that may have
+		// drawn from it (an add that succeeded, or one that walked a whole
+		// eviction chain and undid it) keeps this replica's filters the
+		// ones every other replica has, whichever commands shared its
+		// batches and whether it restarted between (TestDeterminismFullCuckoo).
+		// A failed add rewrites the unchanged filter; that is the price.
+		enc := v.cf.encode()
+		fresh, err := decodeCuckooChain(c.Key, enc)
+		if err != nil {
+			fatal(err)
+		}
+		v = &value{kind: KindCuckoo, cf: fresh, enc: enc}
+		t.over[string(c.Key)] = v
+	}
+	return r
+}
+
+// commit writes the batch's changes and the applied index atomically, then
+// updates the filter cache.
+func (t *tx) commit(applied uint64) error {
+	b := bloomkv.NewBatch()
+	for k, v := range t.over {
+		if v.kind == KindNone {
+			b.Delete(userKey([]byte(k)))
+		} else {
+			b.Put(userKey([]byte(k)), v.encode())
+		}
+	}
+	for k, v := range t.meta {
+		b.Put([]byte(k), v)
+	}
+	b.Put(appliedKey, binary.LittleEndian.AppendUint64(nil, applied))
+	if err := t.db.Apply(b, nil); err != nil {
+		return err
+	}
+	c := &t.f.cache
+	c.mu.Lock()
+	for k, v := range t.over {
+		if v.kind == KindBloom || v.kind == KindCuckoo {
+			c.putLocked(k, v)
+		} else {
+			c.deleteLocked(k)
+		}
+	}
+	c.epoch++
+	c.evictLocked()
+	c.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,449 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bloomkv/bloomkv"
+	"github.com/bloomkv/bloomkv/server/fsm"
+	"github.com/bloomkv/bloomkv/server/raftstore"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"github.com/tidwall/redcon"
+)
+
+// Peer is one member of a cluster's initial configuration.
+type Peer struct {
+	ID       string // raft server id
+	RaftAddr string // its raft transport address
+}
+
+// Config configures a Node. Dir is required; every other zero field means
+// its default.
+type Config struct {
+	ID            string // raft server id (default "node1")
+	Dir           string // data directory
+	RaftAddr      string // raft TCP bind address (default 127.0.0.1:7379)
+	RaftAdvertise string // raft address peers dial (default: the bound address)
+	Addr          string // RESP client listen address (default 127.0.0.1:6379)
+	AdvertiseAddr string // RESP address given to clients sent to the leader (default: the bound address)
+
+	// Peers is the initial configuration, this node included, for a new
+	// cluster whose members all start with the same list. Join is the
+	// RESP address of a member of a running cluster to join instead. With
+	// neither, a new node starts a one-node cluster. Both are ignored once
+	// the node has raft state.
+	Peers []Peer
+	Join  string
+
+	// StaleReads makes every connection read this node's state without a
+	// leader check (a connection can also ask with READONLY).
+	StaleReads bool
+
+	// MaxBulk is the longest bulk string a client may send (default 16 MiB),
+	// MaxCommand the most bytes of one command (default 64 MiB). A client
+	// past either gets a protocol error and is disconnected.
+	MaxBulk, MaxCommand int
+
+	ApplyTimeout time.Duration // how long a write waits to be committed (default 10 s)
+
+	// Raft timing and log compaction (defaults: raft.DefaultConfig's, but
+	// MaxAppendEntries 256).
+	HeartbeatTimeout, ElectionTimeout, LeaderLeaseTimeout, CommitTimeout time.Duration
+	SnapshotInterval                                                     time.Duration
+	SnapshotThreshold, TrailingLogs                                      uint64
+
+	NoSync    bool         // raft log writes without fsync: tests only
+	Logger    *slog.Logger // default slog.Default()
+	LogOutput io.Writer    // raft's own log (default os.Stderr)
+	LogLevel  string       // raft's log level (default "warn")
+	FSM       *fsm.Options // state machine options
+}
+
+// Node is one member of a bloomkv cluster: raft over TCP, the state
+// machine in bloomkv, and the RESP server.
+type Node struct {
+	cfg      Config // constant after Start
+	raft     *raft.Raft
+	fsm      *fsm.FSM
+	logs     *raftstore.Store
+	trans    *raft.NetworkTransport
+	respLn   net.Listener
+	resp     *redcon.Server
+	respDone chan struct{}
+	cursors  *cursorTable
+	id       raft.ServerID
+
+	ready   atomic.Bool // leader and its state includes every earlier entry
+	clients atomic.Int64
+	stop    chan struct{}
+	bg      sync.WaitGroup
+	closed  sync.Once
+}
+
+func (c *Config) withDefaults() (Config, error) {
+	r := *c
+	if r.Dir == "" {
+		return r, errors.New("bloomkv/server: Config.Dir is required")
+	}
+	if r.ID == "" {
+		r.ID = "node1"
+	}
+	if r.RaftAddr == "" {
+		r.RaftAddr = "127.0.0.1:7379"
+	}
+	if r.Addr == "" {
+		r.Addr = "127.0.0.1:6379"
+	}
+	if r.MaxBulk <= 0 {
+		r.MaxBulk = 16 << 20
+	}
+	if r.MaxCommand <= 0 {
+		r.MaxCommand = 64 << 20
+	}
+	if r.ApplyTimeout <= 0 {
+		r.ApplyTimeout = 10 * time.Second
+	}
+	if r.Logger == nil {
+		r.Logger = slog.Default()
+	}
+	if r.LogOutput == nil {
+		r.LogOutput = os.Stderr
+	}
+	if r.LogLevel == "" {
+		r.LogLevel = "warn"
+	}
+	return r, nil
+}
+
+func (c *Config) raftConfig(logger hclog.Logger) *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(c.ID)
+	rc.Logger = logger
+	rc.MaxAppendEntries = 256
+	rc.BatchApplyCh = true
+	set := func(dst *time.Duration, v time.Duration) {
+		if v > 0 {
+			*dst = v
+		}
+	}
+	set(&rc.HeartbeatTimeout, c.HeartbeatTimeout)
+	set(&rc.ElectionTimeout, c.ElectionTimeout)
+	set(&rc.LeaderLeaseTimeout, c.LeaderLeaseTimeout)
+	set(&rc.CommitTimeout, c.CommitTimeout)
+	set(&rc.SnapshotInterval, c.SnapshotInterval)
+	if c.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = c.SnapshotThreshold
+	}
+	if c.TrailingLogs > 0 {
+		rc.TrailingLogs = c.TrailingLogs
+	}
+	return rc
+}
+
+// Start opens the node's stores in cfg.Dir, starts raft and the RESP
+// server, and, for a new node, bootstraps or joins its cluster.
+//
+// Dir holds raft/ (the raft log and stable store, a bloomkv database),
+// snapshots/ (raft's snapshot files) and state/ (the state machine).
+func Start(c Config) (n *Node, err error) {
+	cfg, err := c.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	n = &Node{cfg: cfg, id: raft.ServerID(cfg.ID), cursors: newCursorTable(), stop: make(chan struct{}), respDone: make(chan struct{})}
+	var cleanup []func()
+	defer func() {
+		if err != nil {
+			for i := len(cleanup) - 1; i >= 0; i-- {
+				cleanup[i]()
+			}
+		}
+	}()
+	hl := hclog.New(&hclog.LoggerOptions{Name: "raft", Output: cfg.LogOutput, Level: hclog.LevelFromString(cfg.LogLevel)})
+
+	n.logs, err = raftstore.Open(filepath.Join(cfg.Dir, "raft"), &raftstore.Options{NoSync: cfg.NoSync, DB: &bloomkv.Options{Logger: cfg.Logger}})
+	if err != nil {
+		return nil, err
+	}
+	cleanup = append(cleanup, func() { n.logs.Close() })
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, hl.Named("snapshots"))
+	if err != nil {
+		return nil, fmt.Errorf("bloomkv/server: %w", err)
+	}
+	fo := fsm.Options{}
+	if cfg.FSM != nil {
+		fo = *cfg.FSM
+	}
+	if fo.Logger == nil {
+		fo.Logger = cfg.Logger
+	}
+	n.fsm, err = fsm.Open(filepath.Join(cfg.Dir, "state"), &fo)
+	if err != nil {
+		return nil, err
+	}
+	cleanup = append(cleanup, func() { n.fsm.Close() })
+
+	var advertise net.Addr
+	if cfg.RaftAdvertise != "" {
+		if advertise, err = net.ResolveTCPAddr("tcp", cfg.RaftAdvertise); err != nil {
+			return nil, fmt.Errorf("bloomkv/server: raft advertise address: %w", err)
+		}
+	}
+	n.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, 3, 10*time.Second, hl.Named("transport"))
+	if err != nil {
+		return nil, fmt.Errorf("bloomkv/server: raft transport on %s: %w", cfg.RaftAddr, err)
+	}
+	cleanup = append(cleanup, func() { n.trans.Close() })
+
+	rc := cfg.raftConfig(hl)
+	existing, err := raft.HasExistingState(n.logs, n.logs, snaps)
+	if err != nil {
+		return nil, fmt.Errorf("bloomkv/server: %w", err)
+	}
+	n.raft, err = raft.NewRaft(rc, n.fsm, n.logs, n.logs, snaps, n.trans)
+	if err != nil {
+		return nil, fmt.Errorf("bloomkv/server: %w", err)
+	}
+	cleanup = append(cleanup, func() { n.raft.Shutdown().Error() })
+	if !existing && cfg.Join == "" {
+		servers := []raft.Server{{ID: n.id, Address: n.trans.LocalAddr()}}
+		if len(cfg.Peers) > 0 {
+			servers = servers[:0]
+			self := false
+			for _, p := range cfg.Peers {
+				servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
+				self = self || p.ID == cfg.ID
+			}
+			if !self {
+				return nil, fmt.Errorf("bloomkv/server: the peer list does not hold this node's id %q", cfg.ID)
+			}
+		}
+		if err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
+			return nil, fmt.Errorf("bloomkv/server: bootstrap: %w", err)
+		}
+	}
+
+	n.respLn, err = net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("bloomkv/server: listen on %s: %w", cfg.Addr, err)
+	}
+	if n.cfg.AdvertiseAddr == "" {
+		n.cfg.AdvertiseAddr = n.respLn.Addr().String()
+	}
+	n.resp = redcon.NewServerNetwork("tcp", "", n.serveRESP,
+		func(redcon.Conn) bool { n.clients.Add(1); return true },
+		func(redcon.Conn, error) { n.clients.Add(-1) })
+	ln := &guardListener{Listener: n.respLn, maxBulk: int64(cfg.MaxBulk), maxCommand: int64(cfg.MaxCommand)}
+	go func() {
+		defer close(n.respDone)
+		n.resp.Serve(ln)
+	}()
+
+	n.bg.Add(1)
+	go n.watchLeadership()
+	if !existing && cfg.Join != "" {
+		if err := n.join(cfg.Join); err != nil {
+			n.Close()
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// Addr returns the address the RESP server listens on.
+func (n *Node) Addr() string { return n.respLn.Addr().String() }
+
+// RaftAddr returns the node's raft transport address.
+func (n *Node) RaftAddr() string { return string(n.trans.LocalAddr()) }
+
+// ID returns the node's raft server id.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// Raft returns the node's raft instance.
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// FSM returns the node's state machine.
+func (n *Node) FSM() *fsm.FSM { return n.fsm }
+
+// IsLeader reports whether this node is the leader and ready to serve
+// linearizable reads.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader && n.ready.Load() }
+
+// Close stops the RESP server and raft and closes the stores. A node that
+// is closed as leader does not hand leadership over: the others elect a
+// new leader after their election timeout.
+func (n *Node) Close() error {
+	var err error
+	n.closed.Do(func() {
+		close(n.stop)
+		n.resp.Close()
+		<-n.respDone
+		err = n.raft.Shutdown().Error()
+		n.bg.Wait()
+		if cerr := n.trans.Close(); err == nil {
+			err = cerr
+		}
+		if cerr := n.fsm.Close(); err == nil {
+			err = cerr
+		}
+		if cerr := n.logs.Close(); err == nil {
+			err = cerr
+		}
+	})
+	return err
+}
+
+// watchLeadership runs while the node is up: each time it becomes leader
+// it waits until its state includes every entry committed before (a
+// barrier), then serves linearizable reads, and registers its client
+// address so that followers can send clients to it.
+func (n *Node) watchLeadership() {
+	defer n.bg.Done()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case leader := <-n.raft.LeaderCh():
+			n.ready.Store(false)
+			if !leader {
+				continue
+			}
+			if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
+				n.cfg.Logger.Warn("bloomkv/server: barrier after election", "err", err)
+				continue
+			}
+			if addr, _ := n.fsm.Node(n.cfg.ID); addr != n.cfg.AdvertiseAddr {
+				c := fsm.Command{Op: fsm.OpSetNode, Key: []byte(n.cfg.ID), Value: []byte(n.cfg.AdvertiseAddr)}
+				if err := n.raft.Apply(c.Encode(), n.cfg.ApplyTimeout).Error(); err != nil {
+					n.cfg.Logger.Warn("bloomkv/server: registering the leader's address", "err", err)
+				}
+			}
+			n.ready.Store(n.raft.State() == raft.Leader)
+		}
+	}
+}
+
+// errNotLeader is the error a follower answers with. Its message is the
+// RESP error a client sees (docs/server.md, "Errors").
+func (n *Node) errNotLeader() error {
+	_, id := n.raft.LeaderWithID()
+	if id == "" {
+		return errors.New("TRYAGAIN no leader is elected yet")
+	}
+	if id == n.id {
+		return errors.New("TRYAGAIN this node was just elected leader and is catching up")
+	}
+	addr, err := n.fsm.Node(string(id))
+	if err != nil || addr == "" {
+		return fmt.Errorf("TRYAGAIN the leader %s has not published its address yet", id)
+	}
+	return fmt.Errorf("NOTLEADER %s", addr)
+}
+
+// readBarrier makes a linearizable read safe: the node is the leader,
+// still (a quorum answered after the read began), and its state includes
+// every entry committed before the read began (a read index).
+func (n *Node) readBarrier() error {
+	if !n.IsLeader() {
+		return n.errNotLeader()
+	}
+	index := n.raft.CommitIndex()
+	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return n.errNotLeader()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
+	defer cancel()
+	if err := n.fsm.WaitApplied(ctx, index); err != nil {
+		return fmt.Errorf("TRYAGAIN the state did not catch up with the commit index in time")
+	}
+	return nil
+}
+
+// submit hands a write to raft without waiting for it.
+func (n *Node) submit(c *fsm.Command) raft.ApplyFuture {
+	return n.raft.Apply(c.Encode(), n.cfg.ApplyTimeout)
+}
+
+// result waits for a submitted write and returns its result, or the error
+// to give the client.
+func (n *Node) result(f raft.ApplyFuture) (*fsm.Result, error) {
+	if err := f.Error(); err != nil {
+		switch {
+		case errors.Is(err, raft.ErrNotLeader):
+			return nil, n.errNotLeader()
+		case errors.Is(err, raft.ErrEnqueueTimeout):
+			return nil, errors.New("TRYAGAIN the write was not accepted in time; it was not applied")
+		case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+			return nil, fmt.Errorf("ERR leadership was lost while the write was in flight: it may or may not be applied (%v)", err)
+		case errors.Is(err, raft.ErrRaftShutdown):
+			return nil, errors.New("ERR the server is shutting down: the write may or may not be applied")
+		}
+		return nil, fmt.Errorf("ERR %v", err)
+	}
+	r, ok := f.Response().(*fsm.Result)
+	if !ok {
+		return nil, errors.New("ERR internal: no result")
+	}
+	return r, nil
+}
+
+// join asks the cluster member at addr (a RESP address) to add this node,
+// following NOTLEADER answers to the leader, until it succeeds or the
+// apply timeout passes.
+func (n *Node) join(addr string) error {
+	deadline := time.Now().Add(3 * n.cfg.ApplyTimeout)
+	var last error
+	for time.Now().Before(deadline) {
+		reply, err := respCall(addr, "RAFT.JOIN", n.cfg.ID, n.RaftAddr(), n.cfg.AdvertiseAddr)
+		switch {
+		case err != nil:
+			last = err
+		case reply == "+OK":
+			return nil
+		case strings.HasPrefix(reply, "-NOTLEADER "):
+			addr = strings.TrimPrefix(reply, "-NOTLEADER ")
+			continue
+		default:
+			last = errors.New(strings.TrimPrefix(reply, "-"))
+		}
+		select {
+		case <-n.stop:
+			return errors.New("bloomkv/server: closed while joining")
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("bloomkv/server: joining through %s: %v", addr, last)
+}
+
+// respCall sends one command to a RESP server and returns the first line
+// of its reply.
+func respCall(addr string, args ...string) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := io.WriteString(conn, b.String()); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	return strings.TrimRight(line, "\r\n"), err
+}

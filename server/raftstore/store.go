@@ -1,0 +1,344 @@
+package raftstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/bloomkv/bloomkv"
+	"github.com/hashicorp/raft"
+)
+
+// ErrKeyNotFound is what Get and GetUint64 return for a stable key never
+// set. Its message is exactly "not found", which raft treats as "absent".
+var ErrKeyNotFound = errors.New("not found")
+
+// DeleteChunk is the most log entries one DeleteRange batch deletes.
+const DeleteChunk = 4096
+
+const (
+	logPrefix    = 'L'
+	stablePrefix = 'S'
+	logKeyLen    = 9
+)
+
+// Options configure a Store. The zero value is the durable default.
+type Options struct {
+	// NoSync applies writes without fsyncing the write-ahead log. Only for
+	// tests: raft's safety needs acknowledged entries to survive a crash.
+	NoSync bool
+	// DB are the options of the bloomkv database Open opens (nil: defaults).
+	DB *bloomkv.Options
+}
+
+// Store is a raft.LogStore and raft.StableStore in a bloomkv database.
+// It is safe for concurrent use: raft reads entries from its replication
+// goroutines while it appends.
+type Store struct {
+	db     *bloomkv.DB // constant after construction
+	ownsDB bool        // Close closes db; constant after construction
+	wo     *bloomkv.WriteOptions
+
+	// mu serializes the log's writers, so that first and last change in
+	// the order the writes reach the database.
+	mu sync.Mutex
+	// first and last are the indexes of the first and last entries (0 and
+	// 0 when there are none). Written under mu, read without it.
+	first, last atomic.Uint64
+}
+
+var (
+	_ raft.LogStore    = (*Store)(nil)
+	_ raft.StableStore = (*Store)(nil)
+)
+
+// Open opens (creating it when missing) a bloomkv database in dir and
+// returns a Store on it; Close closes the database.
+func Open(dir string, o *Options) (*Store, error) {
+	if o == nil {
+		o = &Options{}
+	}
+	db, err := bloomkv.Open(dir, o.DB)
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: %w", err)
+	}
+	s, err := New(db, o)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.ownsDB = true
+	return s, nil
+}
+
+// New returns a Store on db, which it then owns the key space of; Close
+// leaves db open.
+func New(db *bloomkv.DB, o *Options) (*Store, error) {
+	if o == nil {
+		o = &Options{}
+	}
+	s := &Store{db: db, wo: &bloomkv.WriteOptions{Sync: !o.NoSync}}
+	first, last, err := s.bounds()
+	if err != nil {
+		return nil, err
+	}
+	s.first.Store(first)
+	s.last.Store(last)
+	return s, nil
+}
+
+// Close closes the database if Open opened it.
+func (s *Store) Close() error {
+	if s.ownsDB {
+		return s.db.Close()
+	}
+	return nil
+}
+
+// DB returns the database the store keeps its data in.
+func (s *Store) DB() *bloomkv.DB { return s.db }
+
+func logKey(dst []byte, index uint64) []byte {
+	dst = append(dst[:0], logPrefix)
+	return binary.BigEndian.AppendUint64(dst, index)
+}
+
+// bounds finds the first and last log indexes in the database.
+func (s *Store) bounds() (first, last uint64, err error) {
+	it := s.db.NewIterator(&bloomkv.IterOptions{LowerBound: []byte{logPrefix}, UpperBound: []byte{logPrefix + 1}})
+	if it.First() {
+		first, err = indexOf(it.Key())
+		if err == nil && it.Last() {
+			last, err = indexOf(it.Key())
+		}
+	}
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("raftstore: finding the first and last log entries: %w", err)
+	}
+	return first, last, nil
+}
+
+func indexOf(key []byte) (uint64, error) {
+	if len(key) != logKeyLen {
+		return 0, fmt.Errorf("%w: raftstore: log key %x is not %d bytes", bloomkv.ErrCorruption, key, logKeyLen)
+	}
+	return binary.BigEndian.Uint64(key[1:]), nil
+}
+
+// FirstIndex returns the index of the first entry, 0 when there is none.
+func (s *Store) FirstIndex() (uint64, error) { return s.first.Load(), nil }
+
+// LastIndex returns the index of the last entry, 0 when there is none.
+func (s *Store) LastIndex() (uint64, error) { return s.last.Load(), nil }
+
+// GetLog reads the entry at index into l, or returns raft.ErrLogNotFound.
+func (s *Store) GetLog(index uint64, l *raft.Log) error {
+	if index == 0 || index < s.first.Load() || index > s.last.Load() {
+		return raft.ErrLogNotFound
+	}
+	var kb [logKeyLen]byte
+	v, err := s.db.Get(logKey(kb[:0], index))
+	if errors.Is(err, bloomkv.ErrNotFound) {
+		return raft.ErrLogNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("raftstore: reading log entry %d: %w", index, err)
+	}
+	if err := decodeLog(v, l); err != nil {
+		return fmt.Errorf("raftstore: log entry %d: %w", index, err)
+	}
+	l.Index = index
+	return nil
+}
+
+// StoreLog stores one entry.
+func (s *Store) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
+
+// StoreLogs stores entries in one synced, atomic batch.
+func (s *Store) StoreLogs(logs []*raft.Log) error {
+	if len(logs) == 0 {
+		return nil
+	}
+	b := bloomkv.NewBatch()
+	var kb [logKeyLen]byte
+	var vb []byte
+	lo, hi := logs[0].Index, logs[0].Index
+	for _, l := range logs {
+		if l.Index == 0 {
+			return fmt.Errorf("raftstore: log entry with index 0")
+		}
+		vb = encodeLog(vb[:0], l)
+		b.Put(logKey(kb[:0], l.Index), vb)
+		lo, hi = min(lo, l.Index), max(hi, l.Index)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.db.Apply(b, s.wo); err != nil {
+		return fmt.Errorf("raftstore: storing log entries %d-%d: %w", lo, hi, err)
+	}
+	if f := s.first.Load(); f == 0 || lo < f {
+		s.first.Store(lo)
+	}
+	if hi > s.last.Load() {
+		s.last.Store(hi)
+	}
+	return nil
+}
+
+// DeleteRange deletes the entries with indexes in [min, max].
+func (s *Store) DeleteRange(lo, hi uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first, last := s.first.Load(), s.last.Load()
+	lo, hi = max(lo, first), min(hi, last)
+	if first == 0 || lo > hi {
+		return nil
+	}
+	err := s.deleteEntries(lo, hi, hi == last)
+	// Whatever happened, the database says where the log now starts and
+	// ends. Seeking past the deleted range skips its tombstones, which a
+	// scan from the first key would walk through until compaction drops
+	// them.
+	var berr error
+	if lo <= first {
+		var f uint64
+		if f, berr = s.seek(hi+1, false); berr == nil {
+			s.first.Store(f)
+		}
+	}
+	if hi >= last && berr == nil {
+		var l uint64
+		if l, berr = s.seek(lo, true); berr == nil {
+			s.last.Store(l)
+		}
+	}
+	if s.first.Load() == 0 || s.last.Load() == 0 || s.first.Load() > s.last.Load() {
+		s.first.Store(0)
+		s.last.Store(0)
+	}
+	if err != nil {
+		return fmt.Errorf("raftstore: deleting log entries %d-%d: %w", lo, hi, err)
+	}
+	if berr != nil {
+		return fmt.Errorf("raftstore: after deleting log entries %d-%d: %w", lo, hi, berr)
+	}
+	return nil
+}
+
+// deleteEntries deletes the log keys of [lo, hi] (requires s.mu). It is
+// the one place that changes when bloomkv has DeleteRange: until then it
+// finds the keys with an iterator and deletes them in synced batches of
+// DeleteChunk, in an order that never leaves a hole in the log after a
+// crash (from the top when the range ends the log, else from the bottom).
+// With DeleteRange it becomes one synced range tombstone.
+func (s *Store) deleteEntries(lo, hi uint64, topDown bool) error {
+	upper := logKey(nil, hi)
+	upper = append(upper, 0) // just above hi's key
+	it := s.db.NewIterator(&bloomkv.IterOptions{LowerBound: logKey(nil, lo), UpperBound: upper})
+	b := bloomkv.NewBatch()
+	flush := func() error {
+		if b.Len() == 0 {
+			return nil
+		}
+		err := s.db.Apply(b, s.wo)
+		b.Reset()
+		return err
+	}
+	var err error
+	var ok bool
+	if topDown {
+		ok = it.Last()
+	} else {
+		ok = it.First()
+	}
+	for ; ok && err == nil; ok = step(it, topDown) {
+		b.Delete(it.Key())
+		if b.Len() >= DeleteChunk {
+			err = flush()
+		}
+	}
+	if err == nil {
+		err = it.Error()
+	}
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = flush()
+	}
+	return err
+}
+
+// seek returns the index of the first entry at or after index, or with
+// before, the last entry before index; 0 when there is none.
+func (s *Store) seek(index uint64, before bool) (uint64, error) {
+	o := &bloomkv.IterOptions{LowerBound: logKey(nil, index), UpperBound: []byte{logPrefix + 1}}
+	if before {
+		o = &bloomkv.IterOptions{LowerBound: []byte{logPrefix}, UpperBound: logKey(nil, index)}
+	}
+	it := s.db.NewIterator(o)
+	var found uint64
+	var err error
+	if (before && it.Last()) || (!before && it.First()) {
+		found, err = indexOf(it.Key())
+	}
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	return found, err
+}
+
+func step(it *bloomkv.Iterator, backwards bool) bool {
+	if backwards {
+		return it.Prev()
+	}
+	return it.Next()
+}
+
+func stableKey(key []byte) []byte {
+	return append([]byte{stablePrefix}, key...)
+}
+
+// Set stores val under key, synced.
+func (s *Store) Set(key, val []byte) error {
+	b := bloomkv.NewBatch()
+	b.Put(stableKey(key), val)
+	if err := s.db.Apply(b, s.wo); err != nil {
+		return fmt.Errorf("raftstore: set %q: %w", key, err)
+	}
+	return nil
+}
+
+// Get returns the value of key, or ErrKeyNotFound.
+func (s *Store) Get(key []byte) ([]byte, error) {
+	v, err := s.db.Get(stableKey(key))
+	if errors.Is(err, bloomkv.ErrNotFound) {
+		return nil, ErrKeyNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("raftstore: get %q: %w", key, err)
+	}
+	return v, nil
+}
+
+// SetUint64 stores val under key as 8 big-endian bytes, synced.
+func (s *Store) SetUint64(key []byte, val uint64) error {
+	return s.Set(key, binary.BigEndian.AppendUint64(nil, val))
+}
+
+// GetUint64 returns the value SetUint64 stored under key, or ErrKeyNotFound.
+func (s *Store) GetUint64(key []byte) (uint64, error) {
+	v, err := s.Get(key)
+	if err != nil {
+		return 0, err
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("%w: raftstore: stable key %q holds %d bytes, not a uint64's 8", bloomkv.ErrCorruption, key, len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}

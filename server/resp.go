@@ -1,0 +1,275 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/bloomkv/bloomkv/server/fsm"
+	"github.com/hashicorp/raft"
+	"github.com/tidwall/redcon"
+)
+
+// connState is what a client connection remembers.
+type connState struct {
+	stale bool // reads skip the leader check (READONLY)
+}
+
+// replyFunc writes a write command's reply once its result is known.
+type replyFunc func(c redcon.Conn, r *fsm.Result)
+
+// command is one entry of the command table. A write builds a state
+// machine command (and the reply to give once it is applied); a read runs
+// against the local state after the read check; an admin command runs
+// as it is.
+type command struct {
+	arity int // Redis's convention: n exactly n arguments (with the name), -n at least n
+	kind  cmdKind
+	write func(n *Node, args [][]byte) (*fsm.Command, replyFunc, error)
+	run   func(n *Node, c redcon.Conn, cs *connState, args [][]byte)
+}
+
+type cmdKind uint8
+
+const (
+	kindAdmin cmdKind = iota
+	kindRead
+	kindWrite
+)
+
+var commands map[string]*command
+
+func init() {
+	commands = map[string]*command{
+		"ping":    {arity: -1, run: cmdPing},
+		"echo":    {arity: 2, run: func(_ *Node, c redcon.Conn, _ *connState, a [][]byte) { c.WriteBulk(a[1]) }},
+		"quit":    {arity: -1, run: func(_ *Node, c redcon.Conn, _ *connState, _ [][]byte) { c.WriteString("OK"); c.Close() }},
+		"hello":   {arity: -1, run: cmdHello},
+		"client":  {arity: -2, run: cmdClient},
+		"select":  {arity: 2, run: cmdSelect},
+		"command": {arity: -1, run: func(_ *Node, c redcon.Conn, _ *connState, _ [][]byte) { c.WriteArray(0) }},
+		"readonly": {arity: 1, run: func(_ *Node, c redcon.Conn, cs *connState, _ [][]byte) {
+			cs.stale = true
+			c.WriteString("OK")
+		}},
+		"readwrite": {arity: 1, run: func(_ *Node, c redcon.Conn, cs *connState, _ [][]byte) {
+			cs.stale = false
+			c.WriteString("OK")
+		}},
+		"info": {arity: -1, run: cmdInfo},
+
+		"get":      {arity: 2, kind: kindRead, run: cmdGet},
+		"mget":     {arity: -2, kind: kindRead, run: cmdMGet},
+		"exists":   {arity: -2, kind: kindRead, run: cmdExists},
+		"type":     {arity: 2, kind: kindRead, run: cmdType},
+		"scan":     {arity: -2, kind: kindRead, run: cmdScan},
+		"set":      {arity: -3, kind: kindWrite, write: cmdSet},
+		"del":      {arity: -2, kind: kindWrite, write: cmdDel},
+		"flushall": {arity: -1, kind: kindWrite, write: cmdFlushAll},
+		"flushdb":  {arity: -1, kind: kindWrite, write: cmdFlushAll},
+
+		"bf.reserve": {arity: -4, kind: kindWrite, write: cmdBFReserve},
+		"bf.add":     {arity: 3, kind: kindWrite, write: cmdBFAdd},
+		"bf.madd":    {arity: -3, kind: kindWrite, write: cmdBFMAdd},
+		"bf.insert":  {arity: -4, kind: kindWrite, write: cmdBFInsert},
+		"bf.exists":  {arity: 3, kind: kindRead, run: cmdBFExists},
+		"bf.mexists": {arity: -3, kind: kindRead, run: cmdBFExists},
+		"bf.info":    {arity: -2, kind: kindRead, run: cmdBFInfo},
+		"bf.card":    {arity: 2, kind: kindRead, run: cmdBFCard},
+		"cf.reserve": {arity: -3, kind: kindWrite, write: cmdCFReserve},
+		"cf.add":     {arity: 3, kind: kindWrite, write: cmdCFAdd},
+		"cf.addnx":   {arity: 3, kind: kindWrite, write: cmdCFAdd},
+		"cf.exists":  {arity: 3, kind: kindRead, run: cmdCFExists},
+		"cf.mexists": {arity: -3, kind: kindRead, run: cmdCFExists},
+		"cf.del":     {arity: 3, kind: kindWrite, write: cmdCFDel},
+		"cf.info":    {arity: 2, kind: kindRead, run: cmdCFInfo},
+
+		"raft.join":     {arity: -3, run: cmdRaftJoin},
+		"raft.remove":   {arity: 2, run: cmdRaftRemove},
+		"raft.snapshot": {arity: 1, run: cmdRaftSnapshot},
+	}
+}
+
+// pendingWrite is a write handed to raft whose reply is still owed.
+type pendingWrite struct {
+	f     raft.ApplyFuture
+	reply replyFunc
+}
+
+// serveRESP handles a command and every further command the client has
+// already pipelined. Writes are handed to raft together, so that they
+// share log appends and fsyncs, and their replies are written in order
+// once each is applied; a read or any other command first waits for the
+// writes before it, so every client sees its own writes in order. One
+// leader check serves every read of a run of reads.
+func (n *Node) serveRESP(conn redcon.Conn, first redcon.Command) {
+	cs, _ := conn.Context().(*connState)
+	if cs == nil {
+		cs = &connState{stale: n.cfg.StaleReads}
+		conn.SetContext(cs)
+	}
+	cmds := append([]redcon.Command{first}, conn.ReadPipeline()...)
+	var pending []pendingWrite
+	flush := func() {
+		for _, p := range pending {
+			r, err := n.result(p.f)
+			if err != nil {
+				conn.WriteError(err.Error())
+				continue
+			}
+			p.reply(conn, r)
+		}
+		pending = pending[:0]
+	}
+	checked := false // a leader check covers the reads since the last write
+	for _, cmd := range cmds {
+		name := strings.ToLower(string(cmd.Args[0]))
+		spec := commands[name]
+		if spec == nil {
+			flush()
+			conn.WriteError(fmt.Sprintf("ERR unknown command '%s'", clip(cmd.Args[0])))
+			continue
+		}
+		if (spec.arity > 0 && len(cmd.Args) != spec.arity) || (spec.arity < 0 && len(cmd.Args) < -spec.arity) {
+			flush()
+			conn.WriteError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", name))
+			continue
+		}
+		switch spec.kind {
+		case kindWrite:
+			c, reply, err := spec.write(n, cmd.Args)
+			if err != nil {
+				flush()
+				conn.WriteError(err.Error())
+				continue
+			}
+			pending = append(pending, pendingWrite{f: n.submit(c), reply: reply})
+			checked = false
+		case kindRead:
+			flush()
+			if !cs.stale && !checked {
+				if err := n.readBarrier(); err != nil {
+					conn.WriteError(err.Error())
+					continue
+				}
+				checked = true
+			}
+			spec.run(n, conn, cs, cmd.Args)
+		default:
+			flush()
+			spec.run(n, conn, cs, cmd.Args)
+		}
+	}
+	flush()
+}
+
+// clip shortens a client's bytes for an error message.
+func clip(b []byte) string {
+	if len(b) > 64 {
+		return string(b[:64]) + "..."
+	}
+	return string(b)
+}
+
+var (
+	errNotInt   = errors.New("ERR value is not an integer or out of range")
+	errNotFloat = errors.New("ERR value is not a valid float")
+	errSyntax   = errors.New("ERR syntax error")
+)
+
+func parseInt(b []byte) (int64, error) {
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return 0, errNotInt
+	}
+	return v, nil
+}
+
+func parseUint(b []byte) (uint64, error) {
+	v, err := strconv.ParseUint(string(b), 10, 64)
+	if err != nil {
+		return 0, errNotInt
+	}
+	return v, nil
+}
+
+func parseFloat(b []byte) (float64, error) {
+	v, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return 0, errNotFloat
+	}
+	return v, nil
+}
+
+func writeErr(c redcon.Conn, err error) {
+	var fe *fsm.Error
+	if errors.As(err, &fe) {
+		c.WriteError(fe.Msg)
+		return
+	}
+	msg := err.Error()
+	if i := strings.IndexByte(msg, ' '); i > 0 && msg[:i] == strings.ToUpper(msg[:i]) {
+		c.WriteError(msg) // already in RESP form ("TRYAGAIN ...")
+		return
+	}
+	c.WriteError("ERR " + msg)
+}
+
+func writeBools(c redcon.Conn, bs []bool) {
+	c.WriteArray(len(bs))
+	for _, b := range bs {
+		c.WriteInt(boolInt(b))
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// replyItems writes per-item results: an array of integers or errors.
+func replyItems(c redcon.Conn, r *fsm.Result) {
+	if r.Err != nil {
+		writeErr(c, r.Err)
+		return
+	}
+	c.WriteArray(len(r.Ints))
+	for i, v := range r.Ints {
+		if r.ItemErrs != nil && r.ItemErrs[i] != nil {
+			writeErr(c, r.ItemErrs[i])
+			continue
+		}
+		c.WriteInt64(v)
+	}
+}
+
+// replyOne writes the single item of a BF.ADD / CF.ADD.
+func replyOne(c redcon.Conn, r *fsm.Result) {
+	switch {
+	case r.Err != nil:
+		writeErr(c, r.Err)
+	case r.ItemErrs != nil && r.ItemErrs[0] != nil:
+		writeErr(c, r.ItemErrs[0])
+	default:
+		c.WriteInt64(r.Ints[0])
+	}
+}
+
+func replyOK(c redcon.Conn, r *fsm.Result) {
+	if r.Err != nil {
+		writeErr(c, r.Err)
+		return
+	}
+	c.WriteString("OK")
+}
+
+func replyN(c redcon.Conn, r *fsm.Result) {
+	if r.Err != nil {
+		writeErr(c, r.Err)
+		return
+	}
+	c.WriteInt64(r.N)
+}
