@@ -32,6 +32,14 @@
 // These layouts and constants are part of the on-disk format and never
 // change: a new layout gets a new variant number.
 //
+// # Sizing
+//
+// EstimateParameters(n, p) returns the bits and probes of the smallest
+// standard bloom filter meeting a target rate p for n keys (see sizing.go);
+// the standalone filters are sized with it. BitsPerKeyForFPR and
+// FPRForBitsPerKey convert between a target rate and the bits per key of
+// a filter block, the form the engine's settings take.
+//
 // # Standalone filters
 //
 // Go programs can use four filter types on their own: a guard in front of
