@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/filter"
@@ -213,8 +214,8 @@ func (db *DB) filterIsStale(f *manifest.FileMetadata) bool {
 	}
 	defer release()
 	p := r.Properties()
-	want := int64(db.opts.filterBits())
-	return max(0, p.BloomBitsPerKey) != want ||
+	want := db.opts.filterBitsPerKey()
+	return math.Abs(p.BitsPerKey()-want) > 1e-9 ||
 		(want > 0 && (p.FilterKeyName != db.opts.FilterKeyName || filter.Variant(p.FilterVariant) != db.opts.FilterVariant ||
 			p.FilterWholeKeys != (db.opts.FilterWholeKey && db.opts.FilterKey != nil)))
 }

@@ -190,10 +190,10 @@ func (db *DB) Close() error {
 // sstWriterOptions returns the options every new table is written with:
 // the current filter settings, so compaction rebuilds filters with them.
 func (db *DB) sstWriterOptions(fileNum uint64) sstable.WriterOptions {
-	return sstable.WriterOptions{
+	o := sstable.WriterOptions{
 		BlockSize:       db.opts.BlockSize,
 		Compression:     db.opts.Compression,
-		BloomBitsPerKey: db.opts.filterBits(),
+		BloomBitsPerKey: max(0, db.opts.BloomBitsPerKey),
 		FilterKey:       db.opts.FilterKey,
 		FilterKeyName:   db.opts.FilterKeyName,
 		FilterWholeKey:  db.opts.FilterWholeKey,
@@ -201,6 +201,10 @@ func (db *DB) sstWriterOptions(fileNum uint64) sstable.WriterOptions {
 		FileNum:         fileNum,
 		DBID:            db.dbID,
 	}
+	if db.opts.fractionalFilterBits() {
+		o.FilterBitsPerKey = db.opts.filterBitsPerKey()
+	}
+	return o
 }
 
 // writeTable writes the entries of it (internal keys in order) to table

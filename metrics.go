@@ -69,11 +69,17 @@ type Metrics struct {
 	CompactionBytesWritten uint64
 
 	// Filters and caches.
-	FilterBytes     int64  // bytes of filter blocks held in memory by open tables
-	FilterKeys      uint64 // distinct keys indexed by the filters of live tables
-	BlockCacheBytes int64  // bytes currently in the block cache
-	TableCacheOpen  int    // open table readers
-	MemtableBytes   int64  // mutable + immutable memtables
+	FilterBytes int64  // bytes of filter blocks held in memory by open tables
+	FilterKeys  uint64 // distinct keys indexed by the filters of live tables
+	// FilterFPRTheory is the false-positive rate the live tables' filters
+	// have in theory, each by its own shape (bits, keys, probes, variant:
+	// filter.Block.TheoreticalFPR), averaged weighted by keys; 0 without
+	// filters. Per level in LevelMetrics; it describes the filters, it is
+	// not a measurement.
+	FilterFPRTheory float64
+	BlockCacheBytes int64 // bytes currently in the block cache
+	TableCacheOpen  int   // open table readers
+	MemtableBytes   int64 // mutable + immutable memtables
 }
 
 // LevelMetrics describes one level of the tree.
@@ -98,6 +104,13 @@ type LevelMetrics struct {
 	IterFilterFalsePositives uint64
 	IterDataBlockReads       uint64
 	IterBytesRead            uint64
+	// The filters of this level's live tables: bytes held in memory,
+	// distinct keys indexed, and their theoretical false-positive rate
+	// (key-weighted, see Metrics.FilterFPRTheory). Tables without a filter
+	// count for no bytes and no keys.
+	FilterBytes     int64
+	FilterKeys      uint64
+	FilterFPRTheory float64
 }
 
 // WriteAmplification returns (bytes written to logs and tables) / (bytes of
@@ -276,16 +289,29 @@ func (db *DB) Metrics() Metrics {
 	}
 	s := db.loadReadState()
 	defer s.unref()
+	var fprKeys float64 // sum of keys × theoretical rate
 	for l := range m.Levels {
-		m.Levels[l].Files = len(s.v.Levels[l])
-		m.Levels[l].Bytes = s.v.LevelBytes(l)
+		lm := &m.Levels[l]
+		lm.Files = len(s.v.Levels[l])
+		lm.Bytes = s.v.LevelBytes(l)
+		var levelFPRKeys float64
 		for _, f := range s.v.Levels[l] {
 			fs, ok := db.tableFilterStats(f)
 			if ok {
-				m.FilterBytes += fs.bytes
-				m.FilterKeys += fs.keys
+				lm.FilterBytes += fs.bytes
+				lm.FilterKeys += fs.keys
+				levelFPRKeys += fs.fprTheory * float64(fs.keys)
 			}
 		}
+		if lm.FilterKeys > 0 {
+			lm.FilterFPRTheory = levelFPRKeys / float64(lm.FilterKeys)
+		}
+		m.FilterBytes += lm.FilterBytes
+		m.FilterKeys += lm.FilterKeys
+		fprKeys += levelFPRKeys
+	}
+	if m.FilterKeys > 0 {
+		m.FilterFPRTheory = fprKeys / float64(m.FilterKeys)
 	}
 	m.MemtableBytes = s.mem.ApproximateSize()
 	for _, im := range s.imm {
@@ -302,8 +328,9 @@ func (db *DB) Metrics() Metrics {
 // is read once per table (Metrics is called often, e.g. by kvbench's
 // progress display, and must not open every table each time).
 type filterStats struct {
-	bytes int64
-	keys  uint64
+	bytes     int64
+	keys      uint64
+	fprTheory float64 // the filter block's TheoreticalFPR (0 without one)
 }
 
 func (db *DB) tableFilterStats(f *manifest.FileMetadata) (filterStats, bool) {
@@ -319,6 +346,7 @@ func (db *DB) tableFilterStats(f *manifest.FileMetadata) (filterStats, bool) {
 	fs := filterStats{bytes: int64(r.FilterMemory())}
 	if blk, ok := r.Filter(); ok {
 		fs.keys = uint64(blk.NumKeys())
+		fs.fprTheory = blk.TheoreticalFPR()
 	}
 	db.filterStats.Store(fileNum, fs)
 	return fs, true

@@ -37,8 +37,21 @@ type Options struct {
 	Compression Compression
 	// BloomBitsPerKey is the number of filter bits spent per key in every
 	// SSTable written from now on (flushes and compactions); default 10. A
-	// negative value writes tables without filter blocks.
+	// negative value writes tables without filter blocks. It is the simple
+	// form of the filter policy: FilterBitsPerKey and FilterTargetFPR
+	// override it.
 	BloomBitsPerKey int
+	// FilterBitsPerKey, when > 0, overrides BloomBitsPerKey with a
+	// fractional setting (9.5), at most 64; tables record it exactly.
+	// Negative, infinite and NaN values are rejected (disable filters with
+	// a negative BloomBitsPerKey).
+	FilterBitsPerKey float64
+	// FilterTargetFPR, when > 0, sets the bits per key from a target
+	// false-positive rate in [1e-9, 1): the fewest bits at which a standard
+	// filter block meets it in theory (filter.BitsPerKeyForFPR: 9.59 bits
+	// at 1%). The blocked variant's rate is somewhat higher at those bits.
+	// It cannot be combined with FilterBitsPerKey.
+	FilterTargetFPR float64
 	// FilterKey, when set, is a ROW-style extractor: the filter indexes
 	// FilterKey(key) instead of the whole key, and Get probes with the same
 	// extractor. It must be deterministic. For Iterator.SeekPrefixGE and
@@ -207,6 +220,12 @@ func (o *Options) withDefaults() (Options, error) {
 		return bad("Compression %d unknown", int(r.Compression))
 	case r.BloomBitsPerKey > 64:
 		return bad("BloomBitsPerKey %d above 64", r.BloomBitsPerKey)
+	case !(r.FilterBitsPerKey >= 0 && r.FilterBitsPerKey <= 64): // NaN too
+		return bad("FilterBitsPerKey %v outside [0, 64] (0 = use BloomBitsPerKey; a negative BloomBitsPerKey disables filters)", r.FilterBitsPerKey)
+	case r.FilterTargetFPR != 0 && !(r.FilterTargetFPR >= 1e-9 && r.FilterTargetFPR < 1):
+		return bad("FilterTargetFPR %v outside [1e-9, 1) (0 = unset)", r.FilterTargetFPR)
+	case r.FilterTargetFPR > 0 && r.FilterBitsPerKey > 0:
+		return bad("FilterTargetFPR %v and FilterBitsPerKey %v both set: choose one", r.FilterTargetFPR, r.FilterBitsPerKey)
 	case r.FilterVariant != filter.VariantStandard && r.FilterVariant != filter.VariantBlocked:
 		return bad("FilterVariant %d unknown", r.FilterVariant)
 	case r.WALMode < WALWriteThrough || r.WALMode > WALDisabled:
@@ -239,5 +258,22 @@ func (o *Options) withDefaults() (Options, error) {
 	return r, nil
 }
 
-// filterBits returns the bits per key tables are written with (0 = none).
-func (o *Options) filterBits() int { return max(0, o.BloomBitsPerKey) }
+// filterBitsPerKey returns the bits per key tables are written with (0 =
+// none): FilterBitsPerKey, else the bits for FilterTargetFPR, else
+// BloomBitsPerKey.
+func (o *Options) filterBitsPerKey() float64 {
+	switch {
+	case o.FilterBitsPerKey > 0:
+		return o.FilterBitsPerKey
+	case o.FilterTargetFPR > 0:
+		return filter.BitsPerKeyForFPR(o.FilterTargetFPR)
+	}
+	return float64(max(0, o.BloomBitsPerKey))
+}
+
+// fractionalFilterBits reports whether the bits per key come from
+// FilterBitsPerKey or FilterTargetFPR rather than the whole
+// BloomBitsPerKey.
+func (o *Options) fractionalFilterBits() bool {
+	return o.FilterBitsPerKey > 0 || o.FilterTargetFPR > 0
+}

@@ -20,6 +20,18 @@ const (
 	VariantBlocked Variant = 2
 )
 
+// String returns the variant's name as kvbench and kvtool spell it:
+// "standard", "blocked", or "variant N" for any other value.
+func (v Variant) String() string {
+	switch v {
+	case VariantStandard:
+		return "standard"
+	case VariantBlocked:
+		return "blocked"
+	}
+	return fmt.Sprintf("variant %d", uint8(v))
+}
+
 // blockTrailerLen is numKeys (4) + k (1) + variant (1).
 const blockTrailerLen = 6
 
@@ -30,24 +42,40 @@ const minBits = 64
 // filter block. Consecutive duplicate keys (versions of one user key, or rows
 // repeated under a FilterKey extractor) are added once.
 type BlockBuilder struct {
-	bitsPerKey int
+	bitsPerKey float64
 	variant    Variant
 	hashes     []uint64
 }
 
+// MaxBlockBitsPerKey bounds the bits per key of a filter block builder: far
+// beyond any useful setting (k stops growing at 30 probes, about 43 bits
+// per key), it keeps the size arithmetic away from overflow.
+const MaxBlockBitsPerKey = 1 << 16
+
 // NewBlockBuilder returns a builder spending bitsPerKey bits per distinct key
-// (bitsPerKey must be >= 1).
+// (values below 1 are taken as 1).
 func NewBlockBuilder(bitsPerKey int) *BlockBuilder {
-	return &BlockBuilder{bitsPerKey: max(1, bitsPerKey), variant: VariantStandard}
+	return &BlockBuilder{bitsPerKey: float64(min(max(1, bitsPerKey), MaxBlockBitsPerKey)), variant: VariantStandard}
 }
 
 // NewBlockBuilderVariant is NewBlockBuilder for a chosen layout variant,
 // VariantStandard or VariantBlocked.
 func NewBlockBuilderVariant(bitsPerKey int, v Variant) (*BlockBuilder, error) {
+	return NewBlockBuilderBits(float64(min(max(1, bitsPerKey), MaxBlockBitsPerKey)), v)
+}
+
+// NewBlockBuilderBits returns a builder of variant v spending bitsPerKey
+// bits per distinct key, fractional allowed: the bit array has
+// ceil(n * bitsPerKey) bits rounded up as the variant requires, and
+// k = NumProbes(bitsPerKey). bitsPerKey must be in (0, MaxBlockBitsPerKey].
+func NewBlockBuilderBits(bitsPerKey float64, v Variant) (*BlockBuilder, error) {
 	if v != VariantStandard && v != VariantBlocked {
 		return nil, invalidArgf("filter block variant %d is not %d (standard) or %d (blocked)", v, VariantStandard, VariantBlocked)
 	}
-	return &BlockBuilder{bitsPerKey: max(1, bitsPerKey), variant: v}, nil
+	if !(bitsPerKey > 0 && bitsPerKey <= MaxBlockBitsPerKey) { // also rejects NaN
+		return nil, invalidArgf("filter block bits per key %v outside (0, %d]", bitsPerKey, MaxBlockBitsPerKey)
+	}
+	return &BlockBuilder{bitsPerKey: bitsPerKey, variant: v}, nil
 }
 
 // AddKey adds a key's hash.
@@ -67,14 +95,20 @@ func (b *BlockBuilder) NumKeys() int { return len(b.hashes) }
 // Variant returns the layout the builder writes.
 func (b *BlockBuilder) Variant() Variant { return b.variant }
 
+// BitsPerKey returns the bits per key the builder spends.
+func (b *BlockBuilder) BitsPerKey() float64 { return b.bitsPerKey }
+
 // Finish encodes the filter block and resets the builder.
 func (b *BlockBuilder) Finish() []byte {
 	n := uint64(len(b.hashes))
-	k := NumProbes(float64(b.bitsPerKey))
+	k := NumProbes(b.bitsPerKey)
+	// n < 2^32 keys at most 2^16 bits each: the product is exact in a
+	// float64 for every whole bitsPerKey, so whole settings size as before.
+	bits := uint64(math.Ceil(float64(n) * b.bitsPerKey))
 	set := setBits
-	m := roundBits(n * uint64(b.bitsPerKey))
+	m := roundBits(bits)
 	if b.variant == VariantBlocked {
-		set, m = setBitsBlocked, blockedBits(n*uint64(b.bitsPerKey))
+		set, m = setBitsBlocked, blockedBits(bits)
 	}
 	out := make([]byte, m/8+blockTrailerLen)
 	array := out[:m/8]

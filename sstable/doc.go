@@ -14,7 +14,7 @@
 //	| data block 0 | ... | data block n | filter block | index | properties | footer |
 //	|  + trailer   |     |  + trailer   |  + trailer   | +trl. |  + trailer | 64 B   |
 //	+--------------+-----+--------------+--------------+-------+------------+--------+
-//	 \____________ DataSize ___________/  (absent when BloomBitsPerKey <= 0)
+//	 \____________ DataSize ___________/  (absent without bits per key)
 //
 // Readers locate blocks only through the footer and the index, never by
 // this order, except that data blocks must lie in [0, DataSize).
@@ -86,9 +86,10 @@
 //	tag uvarint | length uvarint | value (length bytes)
 //
 // Numbers are uvarint values filling their record, except BloomBitsPerKey
-// (varint); keys and names are raw bytes. Tags 01-20 (decimal) are required;
-// 21-23 are optional (written only when set); readers skip unknown tags,
-// which leaves room for later additions.
+// (varint) and FilterBitsPerKey (the 8 bytes of a float64, IEEE 754 bits
+// little-endian); keys and names are raw bytes. Tags 01-20 (decimal) are
+// required; 21 to 24 are optional (written only when set); readers skip
+// unknown tags, which leaves room for later additions.
 //
 //	01 FormatVersion   08 IndexSize        15 BloomBitsPerKey (as configured)
 //	02 NumEntries      09 FilterSize       16 FilterKeyCount
@@ -101,6 +102,8 @@
 //	22 DBID (the identity of the database it was written for)
 //	23 FilterWholeKeys (1: the filter holds the whole user keys as well as
 //	   the keys of FilterKeyName; absent or 0: only those)
+//	24 FilterBitsPerKey (a fractional bits-per-key setting, exactly;
+//	   BloomBitsPerKey then holds it rounded, at least 1)
 //
 // Sizes include trailers; DataSize is where the data blocks end.
 //

@@ -147,7 +147,11 @@ func newResult(run *workloadRun, pass string, bits int, variant filter.Variant, 
 }
 
 // setFilterShape records the filter memory and the bits per key actually
-// spent, and the theoretical FP rate of filters of that shape.
+// spent, and the theoretical FP rate of the filters read. The theory comes
+// from the tables themselves (Metrics.Levels[i].FilterFPRTheory: each
+// table's filter by its own bits, keys, probes and variant), weighted by
+// the workload's absent-key filter probes in each level, so it describes
+// the tables the probes met whatever settings wrote them.
 func (r *result) setFilterShape(bits int, variant filter.Variant, m bloomkv.Metrics) {
 	r.FilterBytes = m.FilterBytes
 	r.FilterKeys = m.FilterKeys
@@ -162,15 +166,26 @@ func (r *result) setFilterShape(bits int, variant filter.Variant, m bloomkv.Metr
 		r.FPRateTheory = &one
 	case m.FilterKeys > 0:
 		r.FilterProbes = filter.NumProbes(float64(bits))
-		theory := filter.TheoreticalFPR
-		r.FilterVariant = "standard"
-		if variant == filter.VariantBlocked {
-			theory = filter.BlockedTheoreticalFPR
-			r.FilterVariant = "blocked"
-		}
-		fp := theory(uint64(m.FilterBytes)*8, m.FilterKeys, r.FilterProbes)
+		r.FilterVariant = variant.String()
+		fp := probeWeightedTheory(m)
 		r.FPRateTheory = &fp
 	}
+}
+
+// probeWeightedTheory returns the theoretical FP rate of the filters m's
+// absent-key probes met: each level's rate weighted by its probes, or the
+// key-weighted rate of all filters when there were none.
+func probeWeightedTheory(m bloomkv.Metrics) float64 {
+	var sum, probes float64
+	for _, l := range m.Levels {
+		n := float64(l.FilterNegatives + l.FilterFalsePositives)
+		sum += n * l.FilterFPRTheory
+		probes += n
+	}
+	if probes == 0 {
+		return m.FilterFPRTheory
+	}
+	return sum / probes
 }
 
 func filesPerLevel(m bloomkv.Metrics) []int {

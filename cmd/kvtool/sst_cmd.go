@@ -297,7 +297,7 @@ func printFilter(w io.Writer, r *sstable.Reader, scan tableScan) bool {
 	t := newTable(w)
 	row(t, "  variant", variant)
 	row(t, "  bits", fmt.Sprintf("%d (%s in memory)", fb.Bits(), humanize.IBytes(uint64(r.FilterMemory()))))
-	row(t, "  keys", fmt.Sprintf("%d distinct, %.2f bits/key (configured %d)", fb.NumKeys(), fb.BitsPerKey(), p.BloomBitsPerKey))
+	row(t, "  keys", fmt.Sprintf("%d distinct, %.2f bits/key (configured %g)", fb.NumKeys(), fb.BitsPerKey(), p.BitsPerKey()))
 	row(t, "  probes (k)", fb.NumProbes())
 	row(t, "  built over", builtOver)
 	rate, n, err := measureFPR(r)
