@@ -214,10 +214,16 @@ func (db *DB) filterIsStale(f *manifest.FileMetadata) bool {
 	}
 	defer release()
 	p := r.Properties()
-	want := db.opts.filterBitsPerKey()
-	return math.Abs(p.BitsPerKey()-want) > 1e-9 ||
-		(want > 0 && (p.FilterKeyName != db.opts.FilterKeyName || filter.Variant(p.FilterVariant) != db.opts.FilterVariant ||
-			p.FilterWholeKeys != (db.opts.FilterWholeKey && db.opts.FilterKey != nil)))
+	want, have := db.opts.filterBitsPerKey(), p.BitsPerKey()
+	if want == 0 || have == 0 {
+		return want != have
+	}
+	if p.FilterKeyName != db.opts.FilterKeyName || filter.Variant(p.FilterVariant) != db.opts.FilterVariant ||
+		p.FilterWholeKeys != (db.opts.FilterWholeKey && db.opts.FilterKey != nil) {
+		return true
+	}
+	// A fuse filter's size follows from its keys, not from the bits.
+	return db.opts.FilterVariant != filter.VariantFuse && math.Abs(have-want) > 1e-9
 }
 
 // runCompaction carries out c, picked from version v (referenced by the

@@ -26,6 +26,7 @@ func TestFilterPolicyOptionsRejected(t *testing.T) {
 		{Options{FilterTargetFPR: 1e-12}, "FilterTargetFPR"},
 		{Options{FilterTargetFPR: math.NaN()}, "FilterTargetFPR"},
 		{Options{FilterTargetFPR: 0.01, FilterBitsPerKey: 8}, "both set"},
+		{Options{FilterVariant: 9}, "FilterVariant"},
 	} {
 		o := c.o
 		o.FS = vfs.NewMem()

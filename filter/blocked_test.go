@@ -50,8 +50,8 @@ func TestBlockedNoFalseNegatives(t *testing.T) {
 			}
 		}
 	}
-	if _, err := NewBlockBuilderVariant(10, 3); err == nil {
-		t.Fatal("variant 3 accepted")
+	if _, err := NewBlockBuilderVariant(10, 4); err == nil {
+		t.Fatal("variant 4 accepted")
 	}
 }
 

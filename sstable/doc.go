@@ -66,15 +66,17 @@
 //
 // # Filter block
 //
-// The filter package's bloom filter block (see its doc: bit array, key
-// count, k, variant), built over the user key of every entry, or over
-// FilterKey(userKey) when the writer has an extractor, or over both with
-// FilterWholeKey (the extractor's key of a run of entries first, then each
-// entry's user key). Consecutive equal filter keys are added once. Get
-// probes the whole key when the filter holds whole keys, else the
-// extractor's key when the reader's extractor has the table's name; a
-// prefix seek probes the prefix when the table's filter keys are the
-// reader's extractor's. The properties record the extractor's name;
+// The filter package's filter block (see its doc: a standard or blocked
+// bloom filter's bit array, key count, k and variant, or a binary fuse
+// filter's fingerprints and shape; the variant is the last byte), built
+// over the user key of every entry, or over FilterKey(userKey) when the
+// writer has an extractor, or over both with FilterWholeKey (the
+// extractor's key of a run of entries first, then each entry's user key).
+// Consecutive equal filter keys are added once. Get probes the whole key
+// when the filter holds whole keys, else the extractor's key when the
+// reader's extractor has the table's name; a prefix seek probes the prefix
+// when the table's filter keys are the reader's extractor's. The
+// properties record the extractor's name;
 // a reader probes with its own extractor only when the names match, probes
 // whole-key filters with the user key, and ignores any other filter, so it
 // never suffers a false negative.

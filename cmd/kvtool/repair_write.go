@@ -71,7 +71,7 @@ func (rp *repairer) chooseSettings() *tableSettings {
 		if !s.opts.Compression.Valid() {
 			s.opts.Compression = sstable.SnappyCompression
 		}
-		if v := s.opts.FilterVariant; v != filter.VariantStandard && v != filter.VariantBlocked {
+		if v := s.opts.FilterVariant; v != filter.VariantStandard && v != filter.VariantBlocked && v != filter.VariantFuse {
 			s.opts.FilterVariant = filter.VariantStandard
 		}
 		if p.FilterKeyName != "" && s.opts.BloomBitsPerKey > 0 {
@@ -96,15 +96,7 @@ func (rp *repairer) chooseSettings() *tableSettings {
 	return s
 }
 
-func variantName(v filter.Variant) string {
-	switch v {
-	case filter.VariantStandard:
-		return "standard"
-	case filter.VariantBlocked:
-		return "blocked"
-	}
-	return fmt.Sprintf("variant %d", uint8(v))
-}
+func variantName(v filter.Variant) string { return v.String() }
 
 // writeRepaired merges every kept table and log record into new tables
 // and creates the new (empty) log. Nothing it writes is live until the

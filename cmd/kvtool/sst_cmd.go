@@ -287,8 +287,13 @@ func printFilter(w io.Writer, r *sstable.Reader, scan tableScan) bool {
 		return true
 	}
 	variant := fmt.Sprintf("variant %d", fb.Variant())
-	if fb.Variant() == filter.VariantStandard {
+	switch fb.Variant() {
+	case filter.VariantStandard:
 		variant = "standard bloom filter"
+	case filter.VariantBlocked:
+		variant = "blocked bloom filter (probes in one 64-byte line)"
+	case filter.VariantFuse:
+		variant = "binary fuse filter (8-bit fingerprints, 3 slots per key)"
 	}
 	builtOver := "whole user keys"
 	if p.FilterKeyName != "" {
