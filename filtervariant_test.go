@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/filter"
+	"github.com/bloomkv/bloomkv/internal/testutil"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
@@ -76,7 +77,7 @@ func TestBlockedFilterVariant(t *testing.T) {
 
 // TestFuseFilterVariant writes tables with binary fuse filters: every
 // present key is found, the measured false-positive rate is 2^-8 within
-// five binomial standard deviations of the sample, the filters cost about
+// the Chernoff bounds of the binomial count, the filters cost about
 // 9-10 bits per key, and a switch back to the standard variant makes
 // Compact rewrite them (the fuse tables stay readable until then).
 func TestFuseFilterVariant(t *testing.T) {
@@ -103,11 +104,13 @@ func TestFuseFilterVariant(t *testing.T) {
 	}
 	measured, tried := absentFPR(t, db, n, probes)
 	p := filter.FuseFPR
-	sd := math.Sqrt(p * (1 - p) / float64(tried))
+	fps := math.Round(measured * float64(tried))
+	lo, hi := testutil.BinomialBounds(tried, p, testutil.FPRAlpha)
 	bits := float64(m.FilterBytes*8) / float64(m.FilterKeys)
-	t.Logf("fuse variant: measured FP %.4f%% over %d probes, theory %.4f%% (±%.4f%%), %.2f bits/key", 100*measured, tried, 100*p, 100*sd, bits)
-	if math.Abs(measured-p) > 5*sd {
-		t.Errorf("fuse FP rate %.5f differs from 2^-8 by more than 5 sd (%.5f)", measured, sd)
+	t.Logf("fuse variant: measured FP %.4f%% (%.0f in %d probes, bounds [%.0f, %.0f]), theory %.4f%%, %.2f bits/key",
+		100*measured, fps, tried, lo, hi, 100*p, bits)
+	if fps < lo || fps > hi {
+		t.Errorf("fuse: %.0f false positives in %d probes, outside the Chernoff bounds [%.0f, %.0f] of 2^-8", fps, tried, lo, hi)
 	}
 	if bits < 9 || bits > 10.5 {
 		t.Errorf("fuse filters spend %.2f bits per key", bits)
