@@ -197,7 +197,7 @@ func (db *DB) staleFilterCompactions(v *manifest.Version, level int, start, end 
 		}
 	}
 	for _, f := range v.Overlaps(level, start, end) {
-		if db.filterIsStale(f) {
+		if db.filterIsStale(v, level, f) {
 			run = append(run, f)
 		} else {
 			flush()
@@ -207,16 +207,24 @@ func (db *DB) staleFilterCompactions(v *manifest.Version, level int, start, end 
 	return out
 }
 
-func (db *DB) filterIsStale(f *manifest.FileMetadata) bool {
+// filterIsStale reports whether table f, in level of v or about to move
+// there, has a filter other than the current Options would give it. Under
+// FilterPerLevel the bits a level gets move with the tree's shape, so only
+// a filter's presence counts, not its size: compactions converge the tree
+// without rewriting tables for it.
+func (db *DB) filterIsStale(v *manifest.Version, level int, f *manifest.FileMetadata) bool {
 	r, release, err := findTable(db.tableCache, f)
 	if err != nil {
 		return true // rewriting it will surface the error
 	}
 	defer release()
 	p := r.Properties()
-	want, have := db.opts.filterBitsPerKey(), p.BitsPerKey()
+	want, have := db.levelFilterBits(v, level, 0), p.BitsPerKey()
 	if want == 0 || have == 0 {
 		return want != have
+	}
+	if db.opts.FilterPerLevel {
+		want = have
 	}
 	if p.FilterKeyName != db.opts.FilterKeyName || filter.Variant(p.FilterVariant) != db.opts.FilterVariant ||
 		p.FilterWholeKeys != (db.opts.FilterWholeKey && db.opts.FilterKey != nil) {
@@ -230,7 +238,7 @@ func (db *DB) filterIsStale(f *manifest.FileMetadata) bool {
 // caller): a trivial move when c allows one, else a merge of its inputs into
 // new tables of c.OutputLevel; then it installs the result.
 func (db *DB) runCompaction(c *compaction.Compaction, v *version, manual bool) error {
-	if !manual && c.IsTrivialMove(db.compactionOptions()) && !db.filterIsStale(c.Inputs[0][0]) {
+	if !manual && c.IsTrivialMove(db.compactionOptions()) && !db.filterIsStale(v.Version, c.OutputLevel, c.Inputs[0][0]) {
 		return db.installCompaction(c, trivialMoveEdit(c), 0, 0)
 	}
 	out, bytesIn, err := db.executeCompaction(c, v)
@@ -263,7 +271,7 @@ func trivialMoveEdit(c *compaction.Compaction) *manifest.VersionEdit {
 // into new tables. It returns the outputs (the caller cleans them up) and
 // the bytes read.
 func (db *DB) executeCompaction(c *compaction.Compaction, v *version) (*compactionOutputs, uint64, error) {
-	out := &compactionOutputs{db: db, c: c, o: db.compactionOptions()}
+	out := &compactionOutputs{db: db, c: c, o: db.compactionOptions(), filterBits: db.compactionFilterBits(c, v.Version)}
 	var iters []base.InternalIterator
 	var bytesIn uint64
 	for _, files := range c.Inputs {

@@ -188,8 +188,10 @@ func (db *DB) Close() error {
 }
 
 // sstWriterOptions returns the options every new table is written with:
-// the current filter settings, so compaction rebuilds filters with them.
-func (db *DB) sstWriterOptions(fileNum uint64) sstable.WriterOptions {
+// the current filter settings, so compaction rebuilds filters with them,
+// and filterBits, the policy's bits per key for the table's level (0 = no
+// filter; see levelFilterBits).
+func (db *DB) sstWriterOptions(fileNum uint64, filterBits float64) sstable.WriterOptions {
 	o := sstable.WriterOptions{
 		BlockSize:       db.opts.BlockSize,
 		Compression:     db.opts.Compression,
@@ -201,22 +203,27 @@ func (db *DB) sstWriterOptions(fileNum uint64) sstable.WriterOptions {
 		FileNum:         fileNum,
 		DBID:            db.dbID,
 	}
-	if db.opts.fractionalFilterBits() {
-		o.FilterBitsPerKey = db.opts.filterBitsPerKey()
+	switch {
+	case filterBits == 0:
+		o.BloomBitsPerKey = 0
+	case db.opts.fractionalFilterBits() || filterBits != db.opts.filterBitsPerKey():
+		o.FilterBitsPerKey = filterBits
 	}
 	return o
 }
 
-// writeTable writes the entries of it (internal keys in order) to table
-// num. It returns nil metadata when it holds no entry (no file is left).
-func (db *DB) writeTable(num uint64, it base.InternalIterator, cause writeCause) (*manifest.FileMetadata, error) {
+// writeTable writes the entries of it (internal keys in order), keys of
+// them, to level-0 table num. It returns nil metadata when it holds no
+// entry (no file is left).
+func (db *DB) writeTable(num uint64, it base.InternalIterator, keys int, cause writeCause) (*manifest.FileMetadata, error) {
 	db.hookBeforeTable(num, cause)
 	name := db.path(base.FileTypeTable, num)
 	f, err := db.fs.Create(name)
 	if err != nil {
 		return nil, fmt.Errorf("bloomkv: create table %s: %w", name, err)
 	}
-	w := sstable.NewWriter(f, db.sstWriterOptions(num))
+	db.counters.lastFlushKeys.Store(uint64(keys))
+	w := sstable.NewWriter(f, db.sstWriterOptions(num, db.policyFilterBits(0, float64(keys))))
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		if err := w.Add(it.Key(), it.Value()); err != nil {

@@ -27,6 +27,7 @@ func TestFilterPolicyOptionsRejected(t *testing.T) {
 		{Options{FilterTargetFPR: math.NaN()}, "FilterTargetFPR"},
 		{Options{FilterTargetFPR: 0.01, FilterBitsPerKey: 8}, "both set"},
 		{Options{FilterVariant: 9}, "FilterVariant"},
+		{Options{FilterVariant: filter.VariantFuse, FilterPerLevel: true}, "FilterPerLevel"},
 	} {
 		o := c.o
 		o.FS = vfs.NewMem()

@@ -111,6 +111,13 @@ type LevelMetrics struct {
 	FilterBytes     int64
 	FilterKeys      uint64
 	FilterFPRTheory float64
+	// FilterBitsPerKey is what the filter policy gives a table written to
+	// this level now: the uniform setting, or with Options.FilterPerLevel
+	// the per-level choice from the live tree (for level 0, a table the
+	// size of the last flush), or 0 (no filter; FilterSkipLastLevel's last
+	// level). Tables keep the bits they were written with: FilterBytes
+	// and FilterKeys give what they hold.
+	FilterBitsPerKey float64
 }
 
 // WriteAmplification returns (bytes written to logs and tables) / (bytes of
@@ -207,6 +214,17 @@ func (m Metrics) String() string {
 	if m.WALRecoveryDroppedBytes > 0 {
 		fmt.Fprintf(&sb, "recovery dropped %s of write-ahead log\n", humanize.IBytes(m.WALRecoveryDroppedBytes))
 	}
+	if len(m.Levels) > 0 {
+		fmt.Fprintf(&sb, "filter bits/key for new tables by level:")
+		for _, l := range m.Levels {
+			fmt.Fprintf(&sb, " %.2f", l.FilterBitsPerKey)
+		}
+		fmt.Fprintf(&sb, "; filter memory by level:")
+		for _, l := range m.Levels {
+			fmt.Fprintf(&sb, " %s", humanize.IBytes(uint64(l.FilterBytes)))
+		}
+		sb.WriteByte('\n')
+	}
 	fmt.Fprintf(&sb, "memory: filters %s (%d keys), block cache %s, memtables %s, open tables %d\n",
 		humanize.IBytes(uint64(m.FilterBytes)), m.FilterKeys, humanize.IBytes(uint64(m.BlockCacheBytes)),
 		humanize.IBytes(uint64(m.MemtableBytes)), m.TableCacheOpen)
@@ -222,6 +240,7 @@ type dbCounters struct {
 	walRecords, walSyncs                         atomic.Uint64
 	walRecoveryDroppedBytes                      atomic.Uint64
 	levelCompIn, levelCompOut, levelCompactions  [manifest.NumLevels]atomic.Uint64
+	lastFlushKeys                                atomic.Uint64 // entries of the last level-0 table written
 }
 
 // Metrics returns the counters since Open and the current shape of the tree.
@@ -313,6 +332,13 @@ func (db *DB) Metrics() Metrics {
 	if m.FilterKeys > 0 {
 		m.FilterFPRTheory = fprKeys / float64(m.FilterKeys)
 	}
+	for l := range m.Levels {
+		var incoming float64
+		if l == 0 {
+			incoming = float64(c.lastFlushKeys.Load())
+		}
+		m.Levels[l].FilterBitsPerKey = db.levelFilterBits(s.v.Version, l, incoming)
+	}
 	m.MemtableBytes = s.mem.ApproximateSize()
 	for _, im := range s.imm {
 		m.MemtableBytes += im.ApproximateSize()
@@ -330,6 +356,8 @@ func (db *DB) Metrics() Metrics {
 type filterStats struct {
 	bytes     int64
 	keys      uint64
+	entries   uint64  // the table's entries (Properties.NumEntries)
+	bits      float64 // the bits per key it was written with (0: no filter)
 	fprTheory float64 // the filter block's TheoreticalFPR (0 without one)
 }
 
@@ -343,7 +371,8 @@ func (db *DB) tableFilterStats(f *manifest.FileMetadata) (filterStats, bool) {
 		return filterStats{}, false
 	}
 	defer release()
-	fs := filterStats{bytes: int64(r.FilterMemory())}
+	p := r.Properties()
+	fs := filterStats{bytes: int64(r.FilterMemory()), entries: p.NumEntries, bits: p.BitsPerKey()}
 	if blk, ok := r.Filter(); ok {
 		fs.keys = uint64(blk.NumKeys())
 		fs.fprTheory = blk.TheoreticalFPR()

@@ -102,6 +102,22 @@ type Options struct {
 	// Tables of every variant are always readable; Compact rewrites tables
 	// of another variant.
 	FilterVariant filter.Variant
+	// FilterPerLevel spends the same filter memory as the uniform setting
+	// (FilterBitsPerKey, FilterTargetFPR or BloomBitsPerKey: the average)
+	// unevenly across levels, as Monkey does: each table gets the bits that
+	// minimise the expected false-positive table probes of an absent Get,
+	// chosen from the live tree's level sizes when the table is written
+	// (filter.AllocateBits; docs/filter-policy.md). Smaller levels get
+	// more bits per key, the largest fewer. Metrics.Levels shows the
+	// choice. It needs a bloom variant (a fuse filter's size is fixed).
+	FilterPerLevel bool
+	// FilterSkipLastLevel writes tables of the tree's last level (the
+	// deepest holding data) without filters, RocksDB's
+	// optimize_filters_for_hits: most filter memory goes, and Gets of keys
+	// that exist (which a last-level filter cannot help) cost the same; a
+	// Get of an absent key then reads a last-level data block whenever
+	// the key falls in a table's range. Off by default.
+	FilterSkipLastLevel bool
 	// IgnoreFilters makes reads skip filter blocks entirely: a study knob
 	// for measuring what filters buy. Tables are still written with filters
 	// per BloomBitsPerKey.
@@ -231,6 +247,8 @@ func (o *Options) withDefaults() (Options, error) {
 		return bad("FilterTargetFPR %v and FilterBitsPerKey %v both set: choose one", r.FilterTargetFPR, r.FilterBitsPerKey)
 	case r.FilterVariant != filter.VariantStandard && r.FilterVariant != filter.VariantBlocked && r.FilterVariant != filter.VariantFuse:
 		return bad("FilterVariant %d unknown (want filter.VariantStandard, VariantBlocked or VariantFuse)", r.FilterVariant)
+	case r.FilterPerLevel && r.FilterVariant == filter.VariantFuse:
+		return bad("FilterPerLevel needs a bloom FilterVariant: a fuse filter's size follows from its keys")
 	case r.WALMode < WALWriteThrough || r.WALMode > WALDisabled:
 		return bad("WALMode %d unknown", int(r.WALMode))
 	case r.WALBufferedDelay < 0 || r.WALBufferedDelay > time.Second:
