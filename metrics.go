@@ -26,7 +26,7 @@ type Metrics struct {
 	DataBlockReads       uint64 // data blocks read for Gets, from cache or file
 	BlockCacheHits       uint64 // data blocks for Gets found in the block cache
 	BlockCacheMisses     uint64 // data blocks for Gets read from a file
-	BytesRead            uint64 // bytes read from SSTable files for Gets
+	BytesRead            uint64 // bytes read from SSTable files for Gets, with the table opens they caused
 	MemtableHits         uint64 // Gets answered by a memtable (value or tombstone)
 
 	// Iterators (on DB and Snapshot), counted where the work happens.
@@ -77,9 +77,19 @@ type Metrics struct {
 	// filters. Per level in LevelMetrics; it describes the filters, it is
 	// not a measurement.
 	FilterFPRTheory float64
-	BlockCacheBytes int64 // bytes currently in the block cache
-	TableCacheOpen  int   // open table readers
-	MemtableBytes   int64 // mutable + immutable memtables
+	// FilterBytesResident is the part of FilterBytes held in memory now:
+	// the filters of the tables open in the table cache (with fewer
+	// MaxOpenFiles than tables, the others are read again on a re-open).
+	FilterBytesResident int64
+	BlockCacheBytes     int64 // bytes currently in the block cache
+	TableCacheOpen      int   // open table readers
+	// TableOpens counts table files opened (by any read, compaction or
+	// Metrics); TableReopens those of them opened before and closed by
+	// the table cache to stay within MaxOpenFiles; TableOpenBytes the
+	// bytes the opens read (footer, properties, index and filter blocks).
+	// The opens a Get caused are also in its level's BytesRead.
+	TableOpens, TableReopens, TableOpenBytes uint64
+	MemtableBytes                            int64 // mutable + immutable memtables
 }
 
 // LevelMetrics describes one level of the tree.
@@ -111,6 +121,12 @@ type LevelMetrics struct {
 	FilterBytes     int64
 	FilterKeys      uint64
 	FilterFPRTheory float64
+	// FilterBytesResident is the part of FilterBytes in memory now (the
+	// level's tables open in the table cache).
+	FilterBytesResident int64
+	// TableOpens counts this level's table opens that Gets and iterators
+	// caused (their bytes are in BytesRead and IterBytesRead).
+	TableOpens uint64
 	// FilterBitsPerKey is what the filter policy gives a table written to
 	// this level now: the uniform setting, or with Options.FilterPerLevel
 	// the per-level choice from the live tree (for level 0, a table the
@@ -144,6 +160,7 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 			d.Levels[i].FilterFalsePositives -= earlier.Levels[i].FilterFalsePositives
 			d.Levels[i].DataBlockReads -= earlier.Levels[i].DataBlockReads
 			d.Levels[i].BytesRead -= earlier.Levels[i].BytesRead
+			d.Levels[i].TableOpens -= earlier.Levels[i].TableOpens
 			d.Levels[i].IterTablesProbed -= earlier.Levels[i].IterTablesProbed
 			d.Levels[i].IterFilterNegatives -= earlier.Levels[i].IterFilterNegatives
 			d.Levels[i].IterFilterFalsePositives -= earlier.Levels[i].IterFilterFalsePositives
@@ -179,6 +196,9 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 	d.FlushBytesWritten -= earlier.FlushBytesWritten
 	d.CompactionBytesRead -= earlier.CompactionBytesRead
 	d.CompactionBytesWritten -= earlier.CompactionBytesWritten
+	d.TableOpens -= earlier.TableOpens
+	d.TableReopens -= earlier.TableReopens
+	d.TableOpenBytes -= earlier.TableOpenBytes
 	return d
 }
 
@@ -225,9 +245,9 @@ func (m Metrics) String() string {
 		}
 		sb.WriteByte('\n')
 	}
-	fmt.Fprintf(&sb, "memory: filters %s (%d keys), block cache %s, memtables %s, open tables %d\n",
-		humanize.IBytes(uint64(m.FilterBytes)), m.FilterKeys, humanize.IBytes(uint64(m.BlockCacheBytes)),
-		humanize.IBytes(uint64(m.MemtableBytes)), m.TableCacheOpen)
+	fmt.Fprintf(&sb, "memory: filters %s (%d keys; %s resident), block cache %s, memtables %s, open tables %d (opens %d, re-opens %d, %s read)\n",
+		humanize.IBytes(uint64(m.FilterBytes)), m.FilterKeys, humanize.IBytes(uint64(m.FilterBytesResident)), humanize.IBytes(uint64(m.BlockCacheBytes)),
+		humanize.IBytes(uint64(m.MemtableBytes)), m.TableCacheOpen, m.TableOpens, m.TableReopens, humanize.IBytes(m.TableOpenBytes))
 	return sb.String()
 }
 
@@ -276,6 +296,7 @@ func (db *DB) Metrics() Metrics {
 			lm.FilterFalsePositives += rs.FilterFalsePositives.Load()
 			lm.DataBlockReads += rs.DataBlockReads.Load()
 			lm.BytesRead += rs.BytesRead.Load()
+			lm.TableOpens += rs.TableOpens.Load() + sh.iterLevels[l].TableOpens.Load()
 			m.BlockCacheHits += rs.BlockCacheHits.Load()
 			m.BlockCacheMisses += rs.BlockCacheMisses.Load()
 			is := &sh.iterLevels[l]
@@ -317,6 +338,9 @@ func (db *DB) Metrics() Metrics {
 		for _, f := range s.v.Levels[l] {
 			fs, ok := db.tableFilterStats(f)
 			if ok {
+				if db.tableCache.IsOpen(f.FileNum) {
+					lm.FilterBytesResident += fs.bytes
+				}
 				lm.FilterBytes += fs.bytes
 				lm.FilterKeys += fs.keys
 				levelFPRKeys += fs.fprTheory * float64(fs.keys)
@@ -326,6 +350,7 @@ func (db *DB) Metrics() Metrics {
 			lm.FilterFPRTheory = levelFPRKeys / float64(lm.FilterKeys)
 		}
 		m.FilterBytes += lm.FilterBytes
+		m.FilterBytesResident += lm.FilterBytesResident
 		m.FilterKeys += lm.FilterKeys
 		fprKeys += levelFPRKeys
 	}
@@ -347,6 +372,7 @@ func (db *DB) Metrics() Metrics {
 		m.BlockCacheBytes = db.blockCache.Size()
 	}
 	m.TableCacheOpen = db.tableCache.Len()
+	m.TableOpens, m.TableReopens, m.TableOpenBytes = db.tableCache.OpenCounts()
 	return m
 }
 
