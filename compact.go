@@ -207,11 +207,17 @@ func (db *DB) staleFilterCompactions(v *manifest.Version, level int, start, end 
 	return out
 }
 
+// perLevelStaleBits is how far, under FilterPerLevel, a table's bits per
+// key may be from what the policy gives its level before the table counts
+// as stale: the policy's choice drifts with the tree's shape, and a small
+// drift is not worth a rewrite, but a table moved down a level unchanged
+// (a trivial move) would keep the upper level's bits, several apart.
+const perLevelStaleBits = 1
+
 // filterIsStale reports whether table f, in level of v or about to move
 // there, has a filter other than the current Options would give it. Under
-// FilterPerLevel the bits a level gets move with the tree's shape, so only
-// a filter's presence counts, not its size: compactions converge the tree
-// without rewriting tables for it.
+// FilterPerLevel a table within perLevelStaleBits of its level's bits is
+// not stale.
 func (db *DB) filterIsStale(v *manifest.Version, level int, f *manifest.FileMetadata) bool {
 	r, release, err := findTable(db.tableCache, f)
 	if err != nil {
@@ -223,7 +229,7 @@ func (db *DB) filterIsStale(v *manifest.Version, level int, f *manifest.FileMeta
 	if want == 0 || have == 0 {
 		return want != have
 	}
-	if db.opts.FilterPerLevel {
+	if db.opts.FilterPerLevel && math.Abs(have-want) <= perLevelStaleBits {
 		want = have
 	}
 	if p.FilterKeyName != db.opts.FilterKeyName || filter.Variant(p.FilterVariant) != db.opts.FilterVariant ||

@@ -2,6 +2,7 @@ package bloomkv
 
 import (
 	"math"
+	"slices"
 
 	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/filter"
@@ -54,9 +55,11 @@ func (db *DB) tableKeys(f *manifest.FileMetadata) float64 {
 // level of v (0 = no filter). incoming is the keys about to enter the
 // level from elsewhere (a flush's memtable, a compaction's inputs from the
 // level above): with FilterPerLevel a level-0 table is a run of its own of
-// that size, and a deeper level grows by it. v may be nil (during
-// recovery): the uniform setting then applies.
-func (db *DB) levelFilterBits(v *manifest.Version, level int, incoming float64) float64 {
+// that size, and a deeper level grows by it. leaving are the tables those
+// keys come from (a compaction's inputs from the level above): their
+// level shrinks by them. v may be nil (during recovery): the uniform
+// setting then applies.
+func (db *DB) levelFilterBits(v *manifest.Version, level int, incoming float64, leaving ...*manifest.FileMetadata) float64 {
 	uniform := db.opts.filterBitsPerKey()
 	if uniform == 0 || v == nil {
 		return uniform
@@ -94,7 +97,9 @@ func (db *DB) levelFilterBits(v *manifest.Version, level int, incoming float64) 
 		}
 		var n float64
 		for _, f := range v.Levels[l] {
-			n += db.tableKeys(f)
+			if !slices.Contains(leaving, f) {
+				n += db.tableKeys(f)
+			}
 		}
 		if l == level {
 			n += incoming
@@ -127,10 +132,13 @@ func (db *DB) policyFilterBits(level int, incoming float64) float64 {
 // output level of v, grown by the keys c brings from the level above.
 func (db *DB) compactionFilterBits(c *compaction.Compaction, v *manifest.Version) float64 {
 	var incoming float64
-	if c.Level != c.OutputLevel && (db.opts.FilterPerLevel || db.opts.FilterSkipLastLevel) {
+	var leaving []*manifest.FileMetadata
+	if c.Level != c.OutputLevel && c.Level > 0 && db.opts.FilterPerLevel {
+		// Level-0 inputs are runs of their own, counted as such.
 		for _, f := range c.Inputs[0] {
 			incoming += db.tableKeys(f)
 		}
+		leaving = c.Inputs[0]
 	}
-	return db.levelFilterBits(v, c.OutputLevel, incoming)
+	return db.levelFilterBits(v, c.OutputLevel, incoming, leaving...)
 }
