@@ -181,7 +181,7 @@ func (c *checkpoint) writeMemTable(mem *memTable, num uint64) (*manifest.FileMet
 		return nil, err
 	}
 	c.written = append(c.written, name)
-	w := sstable.NewWriter(f, db.sstWriterOptions(num, 0))
+	w := sstable.NewWriter(f, db.sstWriterOptions(num, 0, db.policyFilterBits(0, 0))) // level 0 of the checkpoint
 	it := mem.NewIter()
 	for ok := it.First(); ok; ok = it.Next() {
 		if err := w.Add(it.Key(), it.Value()); err != nil {

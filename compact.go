@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/bloomkv/bloomkv/compaction"
@@ -202,7 +203,7 @@ func (db *DB) staleFilterCompactions(v *manifest.Version, level int, start, end 
 		}
 	}
 	for _, f := range v.Overlaps(level, start, end) {
-		if db.filterIsStale(f) || db.tableCompression(f) != db.opts.compressionAt(level) {
+		if db.filterIsStale(v, level, f) || db.tableCompression(f) != db.opts.compressionAt(level) {
 			run = append(run, f)
 		} else {
 			flush()
@@ -212,17 +213,37 @@ func (db *DB) staleFilterCompactions(v *manifest.Version, level int, start, end 
 	return out
 }
 
-func (db *DB) filterIsStale(f *manifest.FileMetadata) bool {
+// perLevelStaleBits is how far, under FilterPerLevel, a table's bits per
+// key may be from what the policy gives its level before the table counts
+// as stale: the policy's choice drifts with the tree's shape, and a small
+// drift is not worth a rewrite, but a table moved down a level unchanged
+// (a trivial move) would keep the upper level's bits, several apart.
+const perLevelStaleBits = 1
+
+// filterIsStale reports whether table f, in level of v or about to move
+// there, has a filter other than the current Options would give it. Under
+// FilterPerLevel a table within perLevelStaleBits of its level's bits is
+// not stale.
+func (db *DB) filterIsStale(v *manifest.Version, level int, f *manifest.FileMetadata) bool {
 	r, release, err := findTable(db.tableCache, f)
 	if err != nil {
 		return true // rewriting it will surface the error
 	}
 	defer release()
 	p := r.Properties()
-	want := int64(db.opts.filterBits())
-	return max(0, p.BloomBitsPerKey) != want ||
-		(want > 0 && (p.FilterKeyName != db.opts.FilterKeyName || filter.Variant(p.FilterVariant) != db.opts.FilterVariant ||
-			p.FilterWholeKeys != (db.opts.FilterWholeKey && db.opts.FilterKey != nil)))
+	want, have := db.levelFilterBits(v, level, 0), p.BitsPerKey()
+	if want == 0 || have == 0 {
+		return want != have
+	}
+	if db.opts.FilterPerLevel && math.Abs(have-want) <= perLevelStaleBits {
+		want = have
+	}
+	if p.FilterKeyName != db.opts.FilterKeyName || filter.Variant(p.FilterVariant) != db.opts.FilterVariant ||
+		p.FilterWholeKeys != (db.opts.FilterWholeKey && db.opts.FilterKey != nil) {
+		return true
+	}
+	// A fuse filter's size follows from its keys, not from the bits.
+	return db.opts.FilterVariant != filter.VariantFuse && math.Abs(have-want) > 1e-9
 }
 
 // tableCompression returns the compression table f was written with (its
@@ -240,7 +261,7 @@ func (db *DB) tableCompression(f *manifest.FileMetadata) Compression {
 // caller): a trivial move when c allows one, else a merge of its inputs into
 // new tables of c.OutputLevel; then it installs the result.
 func (db *DB) runCompaction(c *compaction.Compaction, v *version, manual bool) (err error) {
-	trivial := !manual && c.IsTrivialMove(db.compactionOptions()) && !db.filterIsStale(c.Inputs[0][0]) &&
+	trivial := !manual && c.IsTrivialMove(db.compactionOptions()) && !db.filterIsStale(v.Version, c.OutputLevel, c.Inputs[0][0]) &&
 		db.tableCompression(c.Inputs[0][0]) == db.opts.compressionAt(c.OutputLevel)
 	info := compactionInfo(c, manual, trivial)
 	info.JobID = db.events.nextJobID()
@@ -306,7 +327,7 @@ func trivialMoveEdit(c *compaction.Compaction) *manifest.VersionEdit {
 // into new tables. It returns the outputs (the caller cleans them up) and
 // the bytes read.
 func (db *DB) executeCompaction(c *compaction.Compaction, v *version) (*compactionOutputs, uint64, error) {
-	out := &compactionOutputs{db: db, c: c, o: db.compactionOptions()}
+	out := &compactionOutputs{db: db, c: c, o: db.compactionOptions(), filterBits: db.compactionFilterBits(c, v.Version)}
 	var iters []base.InternalIterator
 	var bytesIn uint64
 	for _, files := range c.Inputs {

@@ -23,6 +23,9 @@ type compactionOutputs struct {
 	metas     []*manifest.FileMetadata
 	nums      []uint64
 	installed bool
+	// filterBits is the policy's bits per key for the output level,
+	// decided when the compaction starts (0 = no filter).
+	filterBits float64
 
 	gpIndex   int
 	gpOverlap int64
@@ -51,7 +54,7 @@ func (out *compactionOutputs) add(ikey, value []byte) error {
 		if err != nil {
 			return fmt.Errorf("bloomkv: compaction: create %s: %w", name, err)
 		}
-		out.w = sstable.NewWriter(f, db.sstWriterOptions(out.num, out.c.OutputLevel))
+		out.w = sstable.NewWriter(f, db.sstWriterOptions(out.num, out.c.OutputLevel, out.filterBits))
 	}
 	out.lastUkey = append(out.lastUkey[:0], ukey...)
 	if err := out.w.Add(ikey, value); err != nil {

@@ -203,12 +203,14 @@ func (db *DB) Close() error {
 
 // sstWriterOptions returns the options every new table is written with:
 // the current filter settings, so compaction rebuilds filters with them,
-// and the compression of the level it is written to.
-func (db *DB) sstWriterOptions(fileNum uint64, level int) sstable.WriterOptions {
-	return sstable.WriterOptions{
+// the compression of the level it is written to, and filterBits, the
+// policy's bits per key for the table's level (0 = no filter; see
+// levelFilterBits).
+func (db *DB) sstWriterOptions(fileNum uint64, level int, filterBits float64) sstable.WriterOptions {
+	o := sstable.WriterOptions{
 		BlockSize:       db.opts.BlockSize,
 		Compression:     db.opts.compressionAt(level),
-		BloomBitsPerKey: db.opts.filterBits(),
+		BloomBitsPerKey: max(0, db.opts.BloomBitsPerKey),
 		FilterKey:       db.opts.FilterKey,
 		FilterKeyName:   db.opts.FilterKeyName,
 		FilterWholeKey:  db.opts.FilterWholeKey,
@@ -216,18 +218,28 @@ func (db *DB) sstWriterOptions(fileNum uint64, level int) sstable.WriterOptions 
 		FileNum:         fileNum,
 		DBID:            db.dbID,
 	}
+	switch {
+	case filterBits == 0:
+		o.BloomBitsPerKey = 0
+	case db.opts.fractionalFilterBits() || filterBits != db.opts.filterBitsPerKey():
+		o.FilterBitsPerKey = filterBits
+	}
+	return o
 }
 
-// writeTable writes the entries of it (internal keys in order) to table
-// num. It returns nil metadata when it holds no entry (no file is left).
-func (db *DB) writeTable(num uint64, it base.InternalIterator, cause writeCause) (*manifest.FileMetadata, error) {
+// writeTable writes the entries of it (internal keys in order), keys of
+// them, to level-0 table num. It returns nil metadata when it holds no
+// entry (no file is left).
+func (db *DB) writeTable(num uint64, it base.InternalIterator, keys int, cause writeCause) (*manifest.FileMetadata, error) {
 	db.hookBeforeTable(num, cause)
 	name := db.path(base.FileTypeTable, num)
 	f, err := db.fs.Create(name)
 	if err != nil {
 		return nil, fmt.Errorf("bloomkv: create table %s: %w", name, err)
 	}
-	w := sstable.NewWriter(f, db.sstWriterOptions(num, 0)) // flushes and recovery write level 0
+	db.counters.lastFlushKeys.Store(uint64(keys))
+	// Flushes and recovery write level 0.
+	w := sstable.NewWriter(f, db.sstWriterOptions(num, 0, db.policyFilterBits(0, float64(keys))))
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		if err := w.Add(it.Key(), it.Value()); err != nil {

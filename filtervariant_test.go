@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/filter"
+	"github.com/bloomkv/bloomkv/internal/testutil"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
@@ -70,6 +71,86 @@ func TestBlockedFilterVariant(t *testing.T) {
 				t.Errorf("table %d still has filter variant %d after Compact", f.FileNum, v)
 			}
 			release()
+		}
+	}
+}
+
+// TestFuseFilterVariant writes tables with binary fuse filters: every
+// present key is found, the measured false-positive rate is 2^-8 within
+// the Chernoff bounds of the binomial count, the filters cost about
+// 9-10 bits per key, and a switch back to the standard variant makes
+// Compact rewrite them (the fuse tables stay readable until then).
+func TestFuseFilterVariant(t *testing.T) {
+	fs := vfs.NewMem()
+	o := &Options{FS: fs, FilterVariant: filter.VariantFuse, BlockCacheSize: 4 << 20}
+	db := mustOpen(t, "/db", o)
+	const n = 20000
+	putKeys(t, db, n)
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		if _, err := db.Get([]byte(fmt.Sprintf("key%07d", 2*i))); err != nil {
+			t.Fatalf("present key %d: %v", 2*i, err)
+		}
+	}
+	m := db.Metrics()
+	if m.FilterFPRTheory != filter.FuseFPR {
+		t.Fatalf("theory %v, want 2^-8", m.FilterFPRTheory)
+	}
+	probes := 400_000
+	if testing.Short() {
+		probes = 100_000
+	}
+	measured, tried := absentFPR(t, db, n, probes)
+	p := filter.FuseFPR
+	fps := math.Round(measured * float64(tried))
+	lo, hi := testutil.BinomialBounds(tried, p, testutil.FPRAlpha)
+	bits := float64(m.FilterBytes*8) / float64(m.FilterKeys)
+	t.Logf("fuse variant: measured FP %.4f%% (%.0f in %d probes, bounds [%.0f, %.0f]), theory %.4f%%, %.2f bits/key",
+		100*measured, fps, tried, lo, hi, 100*p, bits)
+	if fps < lo || fps > hi {
+		t.Errorf("fuse: %.0f false positives in %d probes, outside the Chernoff bounds [%.0f, %.0f] of 2^-8", fps, tried, lo, hi)
+	}
+	if bits < 9 || bits > 10.5 {
+		t.Errorf("fuse filters spend %.2f bits per key", bits)
+	}
+	for _, ps := range tableProps(t, db) {
+		for _, p := range ps {
+			if filter.Variant(p.FilterVariant) != filter.VariantFuse {
+				t.Fatalf("table with filter variant %d", p.FilterVariant)
+			}
+		}
+	}
+	// Other bits per key: a fuse filter would not change, so no rewrite.
+	db.Close()
+	o.BloomBitsPerKey = 16
+	db = mustOpen(t, "/db", o)
+	before := db.Metrics().Compactions
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if db.Metrics().Compactions != before {
+		t.Error("Compact rewrote fuse tables for a bits-per-key change")
+	}
+	db.Close()
+
+	o.FilterVariant = filter.VariantStandard
+	db = mustOpen(t, "/db", o)
+	defer db.Close()
+	for i := 0; i < n; i += 3 {
+		if _, err := db.Get([]byte(fmt.Sprintf("key%07d", 2*i))); err != nil {
+			t.Fatalf("present key %d read through a fuse table under the standard option: %v", 2*i, err)
+		}
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, ps := range tableProps(t, db) {
+		for _, p := range ps {
+			if filter.Variant(p.FilterVariant) != filter.VariantStandard {
+				t.Errorf("table still has filter variant %d after Compact", p.FilterVariant)
+			}
 		}
 	}
 }

@@ -97,7 +97,7 @@ func copyValue(v []byte) []byte { return append(make([]byte, 0, len(v)), v...) }
 
 func (db *DB) getFromTable(sh *readShard, f *manifest.FileMetadata, level int, key []byte, seq uint64) ([]byte, base.Kind, bool, error) {
 	sh.probes[level].Add(1)
-	r, release, err := findTable(db.tableCache, f)
+	r, release, err := findTableStats(db.tableCache, f, &sh.levels[level])
 	if errors.Is(err, sstable.ErrTableCacheClosed) {
 		return nil, 0, false, ErrClosed // Close ran while this Get was under way
 	}

@@ -57,7 +57,7 @@ func (l *levelIter) find(i int) (*sstable.Reader, func()) {
 	if i < 0 || i >= len(l.files) {
 		return nil, nil
 	}
-	r, release, err := findTable(l.tc, l.files[i])
+	r, release, err := findTableStats(l.tc, l.files[i], l.stats)
 	if errors.Is(err, sstable.ErrTableCacheClosed) {
 		err = fmt.Errorf("%w: %w", ErrClosed, err) // the DB closed under this iterator
 	}

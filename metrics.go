@@ -26,7 +26,7 @@ type Metrics struct {
 	DataBlockReads       uint64 // data blocks read for Gets, from cache or file
 	BlockCacheHits       uint64 // data blocks for Gets found in the block cache
 	BlockCacheMisses     uint64 // data blocks for Gets read from a file
-	BytesRead            uint64 // bytes read from SSTable files for Gets
+	BytesRead            uint64 // bytes read from SSTable files for Gets, with the table opens they caused
 	MemtableHits         uint64 // Gets answered by a memtable (value or tombstone)
 
 	// Iterators (on DB and Snapshot), counted where the work happens.
@@ -69,11 +69,27 @@ type Metrics struct {
 	CompactionBytesWritten uint64
 
 	// Filters and caches.
-	FilterBytes     int64  // bytes of filter blocks held in memory by open tables
-	FilterKeys      uint64 // distinct keys indexed by the filters of live tables
-	BlockCacheBytes int64  // bytes currently in the block cache
-	TableCacheOpen  int    // open table readers
-	MemtableBytes   int64  // mutable + immutable memtables
+	FilterBytes int64  // bytes of filter blocks held in memory by open tables
+	FilterKeys  uint64 // distinct keys indexed by the filters of live tables
+	// FilterFPRTheory is the false-positive rate the live tables' filters
+	// have in theory, each by its own shape (bits, keys, probes, variant:
+	// filter.Block.TheoreticalFPR), averaged weighted by keys; 0 without
+	// filters. Per level in LevelMetrics; it describes the filters, it is
+	// not a measurement.
+	FilterFPRTheory float64
+	// FilterBytesResident is the part of FilterBytes held in memory now:
+	// the filters of the tables open in the table cache (with fewer
+	// MaxOpenFiles than tables, the others are read again on a re-open).
+	FilterBytesResident int64
+	BlockCacheBytes     int64 // bytes currently in the block cache
+	TableCacheOpen      int   // open table readers
+	// TableOpens counts table files opened (by any read, compaction or
+	// Metrics); TableReopens those of them opened before and closed by
+	// the table cache to stay within MaxOpenFiles; TableOpenBytes the
+	// bytes the opens read (footer, properties, index and filter blocks).
+	// The opens a Get caused are also in its level's BytesRead.
+	TableOpens, TableReopens, TableOpenBytes uint64
+	MemtableBytes                            int64 // mutable + immutable memtables
 }
 
 // LevelMetrics describes one level of the tree.
@@ -98,6 +114,26 @@ type LevelMetrics struct {
 	IterFilterFalsePositives uint64
 	IterDataBlockReads       uint64
 	IterBytesRead            uint64
+	// The filters of this level's live tables: bytes held in memory,
+	// distinct keys indexed, and their theoretical false-positive rate
+	// (key-weighted, see Metrics.FilterFPRTheory). Tables without a filter
+	// count for no bytes and no keys.
+	FilterBytes     int64
+	FilterKeys      uint64
+	FilterFPRTheory float64
+	// FilterBytesResident is the part of FilterBytes in memory now (the
+	// level's tables open in the table cache).
+	FilterBytesResident int64
+	// TableOpens counts this level's table opens that Gets and iterators
+	// caused (their bytes are in BytesRead and IterBytesRead).
+	TableOpens uint64
+	// FilterBitsPerKey is what the filter policy gives a table written to
+	// this level now: the uniform setting, or with Options.FilterPerLevel
+	// the per-level choice from the live tree (for level 0, a table the
+	// size of the last flush), or 0 (no filter; FilterSkipLastLevel's last
+	// level). Tables keep the bits they were written with: FilterBytes
+	// and FilterKeys give what they hold.
+	FilterBitsPerKey float64
 }
 
 // WriteAmplification returns (bytes written to logs and tables) / (bytes of
@@ -124,6 +160,7 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 			d.Levels[i].FilterFalsePositives -= earlier.Levels[i].FilterFalsePositives
 			d.Levels[i].DataBlockReads -= earlier.Levels[i].DataBlockReads
 			d.Levels[i].BytesRead -= earlier.Levels[i].BytesRead
+			d.Levels[i].TableOpens -= earlier.Levels[i].TableOpens
 			d.Levels[i].IterTablesProbed -= earlier.Levels[i].IterTablesProbed
 			d.Levels[i].IterFilterNegatives -= earlier.Levels[i].IterFilterNegatives
 			d.Levels[i].IterFilterFalsePositives -= earlier.Levels[i].IterFilterFalsePositives
@@ -159,6 +196,9 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 	d.FlushBytesWritten -= earlier.FlushBytesWritten
 	d.CompactionBytesRead -= earlier.CompactionBytesRead
 	d.CompactionBytesWritten -= earlier.CompactionBytesWritten
+	d.TableOpens -= earlier.TableOpens
+	d.TableReopens -= earlier.TableReopens
+	d.TableOpenBytes -= earlier.TableOpenBytes
 	return d
 }
 
@@ -194,9 +234,20 @@ func (m Metrics) String() string {
 	if m.WALRecoveryDroppedBytes > 0 {
 		fmt.Fprintf(&sb, "recovery dropped %s of write-ahead log\n", humanize.IBytes(m.WALRecoveryDroppedBytes))
 	}
-	fmt.Fprintf(&sb, "memory: filters %s (%d keys), block cache %s, memtables %s, open tables %d\n",
-		humanize.IBytes(uint64(m.FilterBytes)), m.FilterKeys, humanize.IBytes(uint64(m.BlockCacheBytes)),
-		humanize.IBytes(uint64(m.MemtableBytes)), m.TableCacheOpen)
+	if len(m.Levels) > 0 {
+		fmt.Fprintf(&sb, "filter bits/key for new tables by level:")
+		for _, l := range m.Levels {
+			fmt.Fprintf(&sb, " %.2f", l.FilterBitsPerKey)
+		}
+		fmt.Fprintf(&sb, "; filter memory by level:")
+		for _, l := range m.Levels {
+			fmt.Fprintf(&sb, " %s", humanize.IBytes(uint64(l.FilterBytes)))
+		}
+		sb.WriteByte('\n')
+	}
+	fmt.Fprintf(&sb, "memory: filters %s (%d keys; %s resident), block cache %s, memtables %s, open tables %d (opens %d, re-opens %d, %s read)\n",
+		humanize.IBytes(uint64(m.FilterBytes)), m.FilterKeys, humanize.IBytes(uint64(m.FilterBytesResident)), humanize.IBytes(uint64(m.BlockCacheBytes)),
+		humanize.IBytes(uint64(m.MemtableBytes)), m.TableCacheOpen, m.TableOpens, m.TableReopens, humanize.IBytes(m.TableOpenBytes))
 	return sb.String()
 }
 
@@ -209,6 +260,7 @@ type dbCounters struct {
 	walRecords, walSyncs                         atomic.Uint64
 	walRecoveryDroppedBytes                      atomic.Uint64
 	levelCompIn, levelCompOut, levelCompactions  [manifest.NumLevels]atomic.Uint64
+	lastFlushKeys                                atomic.Uint64 // entries of the last level-0 table written
 }
 
 // Metrics returns the counters since Open and the current shape of the tree.
@@ -244,6 +296,7 @@ func (db *DB) Metrics() Metrics {
 			lm.FilterFalsePositives += rs.FilterFalsePositives.Load()
 			lm.DataBlockReads += rs.DataBlockReads.Load()
 			lm.BytesRead += rs.BytesRead.Load()
+			lm.TableOpens += rs.TableOpens.Load() + sh.iterLevels[l].TableOpens.Load()
 			m.BlockCacheHits += rs.BlockCacheHits.Load()
 			m.BlockCacheMisses += rs.BlockCacheMisses.Load()
 			is := &sh.iterLevels[l]
@@ -276,16 +329,40 @@ func (db *DB) Metrics() Metrics {
 	}
 	s := db.loadReadState()
 	defer s.unref()
+	var fprKeys float64 // sum of keys × theoretical rate
 	for l := range m.Levels {
-		m.Levels[l].Files = len(s.v.Levels[l])
-		m.Levels[l].Bytes = s.v.LevelBytes(l)
+		lm := &m.Levels[l]
+		lm.Files = len(s.v.Levels[l])
+		lm.Bytes = s.v.LevelBytes(l)
+		var levelFPRKeys float64
 		for _, f := range s.v.Levels[l] {
 			fs, ok := db.tableFilterStats(f)
 			if ok {
-				m.FilterBytes += fs.bytes
-				m.FilterKeys += fs.keys
+				if db.tableCache.IsOpen(f.FileNum) {
+					lm.FilterBytesResident += fs.bytes
+				}
+				lm.FilterBytes += fs.bytes
+				lm.FilterKeys += fs.keys
+				levelFPRKeys += fs.fprTheory * float64(fs.keys)
 			}
 		}
+		if lm.FilterKeys > 0 {
+			lm.FilterFPRTheory = levelFPRKeys / float64(lm.FilterKeys)
+		}
+		m.FilterBytes += lm.FilterBytes
+		m.FilterBytesResident += lm.FilterBytesResident
+		m.FilterKeys += lm.FilterKeys
+		fprKeys += levelFPRKeys
+	}
+	if m.FilterKeys > 0 {
+		m.FilterFPRTheory = fprKeys / float64(m.FilterKeys)
+	}
+	for l := range m.Levels {
+		var incoming float64
+		if l == 0 {
+			incoming = float64(c.lastFlushKeys.Load())
+		}
+		m.Levels[l].FilterBitsPerKey = db.levelFilterBits(s.v.Version, l, incoming)
 	}
 	m.MemtableBytes = s.mem.ApproximateSize()
 	for _, im := range s.imm {
@@ -295,6 +372,7 @@ func (db *DB) Metrics() Metrics {
 		m.BlockCacheBytes = db.blockCache.Size()
 	}
 	m.TableCacheOpen = db.tableCache.Len()
+	m.TableOpens, m.TableReopens, m.TableOpenBytes = db.tableCache.OpenCounts()
 	return m
 }
 
@@ -302,8 +380,11 @@ func (db *DB) Metrics() Metrics {
 // is read once per table (Metrics is called often, e.g. by kvbench's
 // progress display, and must not open every table each time).
 type filterStats struct {
-	bytes int64
-	keys  uint64
+	bytes     int64
+	keys      uint64
+	entries   uint64  // the table's entries (Properties.NumEntries)
+	bits      float64 // the bits per key it was written with (0: no filter)
+	fprTheory float64 // the filter block's TheoreticalFPR (0 without one)
 }
 
 func (db *DB) tableFilterStats(f *manifest.FileMetadata) (filterStats, bool) {
@@ -316,9 +397,11 @@ func (db *DB) tableFilterStats(f *manifest.FileMetadata) (filterStats, bool) {
 		return filterStats{}, false
 	}
 	defer release()
-	fs := filterStats{bytes: int64(r.FilterMemory())}
+	p := r.Properties()
+	fs := filterStats{bytes: int64(r.FilterMemory()), entries: p.NumEntries, bits: p.BitsPerKey()}
 	if blk, ok := r.Filter(); ok {
 		fs.keys = uint64(blk.NumKeys())
+		fs.fprTheory = blk.TheoreticalFPR()
 	}
 	db.filterStats.Store(fileNum, fs)
 	return fs, true

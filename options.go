@@ -51,8 +51,21 @@ type Options struct {
 	LevelCompression []Compression
 	// BloomBitsPerKey is the number of filter bits spent per key in every
 	// SSTable written from now on (flushes and compactions); default 10. A
-	// negative value writes tables without filter blocks.
+	// negative value writes tables without filter blocks. It is the simple
+	// form of the filter policy: FilterBitsPerKey and FilterTargetFPR
+	// override it.
 	BloomBitsPerKey int
+	// FilterBitsPerKey, when > 0, overrides BloomBitsPerKey with a
+	// fractional setting (9.5), at most 64; tables record it exactly.
+	// Negative, infinite and NaN values are rejected (disable filters with
+	// a negative BloomBitsPerKey).
+	FilterBitsPerKey float64
+	// FilterTargetFPR, when > 0, sets the bits per key from a target
+	// false-positive rate in [1e-9, 1): the fewest bits at which a standard
+	// filter block meets it in theory (filter.BitsPerKeyForFPR: 9.59 bits
+	// at 1%). The blocked variant's rate is somewhat higher at those bits.
+	// It cannot be combined with FilterBitsPerKey.
+	FilterTargetFPR float64
 	// FilterKey, when set, is a ROW-style extractor: the filter indexes
 	// FilterKey(key) instead of the whole key, and Get probes with the same
 	// extractor. It must be deterministic. For Iterator.SeekPrefixGE and
@@ -94,12 +107,31 @@ type Options struct {
 	// (default 1 ms; 64 KiB waiting are handed over at once).
 	WALBufferedDelay time.Duration
 	// FilterVariant is the layout of new filter blocks: filter.VariantStandard
-	// (the zero value means it) or filter.VariantBlocked, which keeps each
+	// (the zero value means it); filter.VariantBlocked, which keeps each
 	// key's probes in one 64-byte cache line: faster probes for a somewhat
-	// higher false-positive rate at equal bits per key (see filter/README.md).
-	// Tables of either variant are always readable; Compact rewrites tables
-	// of the other variant.
+	// higher false-positive rate at equal bits per key; or filter.VariantFuse,
+	// a binary fuse filter: a 0.39% rate in about 9 bits per key (9.0 for
+	// tables of a million keys, 9.8 for 35,000), sized by its keys alone, so
+	// the bits-per-key settings only switch it on (see filter/README.md).
+	// Tables of every variant are always readable; Compact rewrites tables
+	// of another variant.
 	FilterVariant filter.Variant
+	// FilterPerLevel spends the same filter memory as the uniform setting
+	// (FilterBitsPerKey, FilterTargetFPR or BloomBitsPerKey: the average)
+	// unevenly across levels, as Monkey does: each table gets the bits that
+	// minimise the expected false-positive table probes of an absent Get,
+	// chosen from the live tree's level sizes when the table is written
+	// (filter.AllocateBits; docs/filter-policy.md). Smaller levels get
+	// more bits per key, the largest fewer. Metrics.Levels shows the
+	// choice. It needs a bloom variant (a fuse filter's size is fixed).
+	FilterPerLevel bool
+	// FilterSkipLastLevel writes tables of the tree's last level (the
+	// deepest holding data) without filters, RocksDB's
+	// optimize_filters_for_hits: most filter memory goes, and Gets of keys
+	// that exist (which a last-level filter cannot help) cost the same; a
+	// Get of an absent key then reads a last-level data block whenever
+	// the key falls in a table's range. Off by default.
+	FilterSkipLastLevel bool
 	// IgnoreFilters makes reads skip filter blocks entirely: a study knob
 	// for measuring what filters buy. Tables are still written with filters
 	// per BloomBitsPerKey.
@@ -253,8 +285,16 @@ func (o *Options) withDefaults() (Options, error) {
 		return bad("LevelCompression %v holds an unknown compression", r.LevelCompression)
 	case r.BloomBitsPerKey > 64:
 		return bad("BloomBitsPerKey %d above 64", r.BloomBitsPerKey)
-	case r.FilterVariant != filter.VariantStandard && r.FilterVariant != filter.VariantBlocked:
-		return bad("FilterVariant %d unknown", r.FilterVariant)
+	case !(r.FilterBitsPerKey >= 0 && r.FilterBitsPerKey <= 64): // NaN too
+		return bad("FilterBitsPerKey %v outside [0, 64] (0 = use BloomBitsPerKey; a negative BloomBitsPerKey disables filters)", r.FilterBitsPerKey)
+	case r.FilterTargetFPR != 0 && !(r.FilterTargetFPR >= 1e-9 && r.FilterTargetFPR < 1):
+		return bad("FilterTargetFPR %v outside [1e-9, 1) (0 = unset)", r.FilterTargetFPR)
+	case r.FilterTargetFPR > 0 && r.FilterBitsPerKey > 0:
+		return bad("FilterTargetFPR %v and FilterBitsPerKey %v both set: choose one", r.FilterTargetFPR, r.FilterBitsPerKey)
+	case r.FilterVariant != filter.VariantStandard && r.FilterVariant != filter.VariantBlocked && r.FilterVariant != filter.VariantFuse:
+		return bad("FilterVariant %d unknown (want filter.VariantStandard, VariantBlocked or VariantFuse)", r.FilterVariant)
+	case r.FilterPerLevel && r.FilterVariant == filter.VariantFuse:
+		return bad("FilterPerLevel needs a bloom FilterVariant: a fuse filter's size follows from its keys")
 	case r.WALMode < WALWriteThrough || r.WALMode > WALDisabled:
 		return bad("WALMode %d unknown", int(r.WALMode))
 	case r.WALBufferedDelay < 0 || r.WALBufferedDelay > time.Second:
@@ -293,5 +333,22 @@ func (o *Options) compressionAt(level int) Compression {
 	return o.Compression
 }
 
-// filterBits returns the bits per key tables are written with (0 = none).
-func (o *Options) filterBits() int { return max(0, o.BloomBitsPerKey) }
+// filterBitsPerKey returns the bits per key tables are written with (0 =
+// none): FilterBitsPerKey, else the bits for FilterTargetFPR, else
+// BloomBitsPerKey.
+func (o *Options) filterBitsPerKey() float64 {
+	switch {
+	case o.FilterBitsPerKey > 0:
+		return o.FilterBitsPerKey
+	case o.FilterTargetFPR > 0:
+		return filter.BitsPerKeyForFPR(o.FilterTargetFPR)
+	}
+	return float64(max(0, o.BloomBitsPerKey))
+}
+
+// fractionalFilterBits reports whether the bits per key come from
+// FilterBitsPerKey or FilterTargetFPR rather than the whole
+// BloomBitsPerKey.
+func (o *Options) fractionalFilterBits() bool {
+	return o.FilterBitsPerKey > 0 || o.FilterTargetFPR > 0
+}

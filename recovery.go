@@ -114,7 +114,7 @@ func (db *DB) replayLogs(res *wal.Result, edit *manifest.VersionEdit) error {
 			return err
 		}
 		it := mem.NewIter()
-		meta, err := db.writeTable(num, it, causeRecovery)
+		meta, err := db.writeTable(num, it, mem.Len(), causeRecovery)
 		_ = it.Close()
 		if err != nil {
 			return err

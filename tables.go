@@ -23,3 +23,9 @@ func tableIdentity(f *manifest.FileMetadata) sstable.Identity {
 func findTable(tc *sstable.TableCache, f *manifest.FileMetadata) (*sstable.Reader, func(), error) {
 	return tc.Find(tableIdentity(f))
 }
+
+// findTableStats is findTable for a read that counts its work in stats:
+// a table open it causes is counted there, with its bytes.
+func findTableStats(tc *sstable.TableCache, f *manifest.FileMetadata, stats *sstable.ReadStats) (*sstable.Reader, func(), error) {
+	return tc.FindWithStats(tableIdentity(f), stats)
+}

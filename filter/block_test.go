@@ -156,6 +156,8 @@ func FuzzDecodeBlock(f *testing.F) {
 	f.Add(buildBlockBytes(10, 20), []byte("x"))
 	f.Add(buildBlockBytes(3, 1), []byte("p"))
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 7, 1}, []byte{})
+	fuse, _ := buildFuseBlock(f, seqKeys('p', 20))
+	f.Add(fuse, []byte("p"))
 	f.Fuzz(func(t *testing.T, data, key []byte) {
 		blk, err := DecodeBlock(data)
 		if err != nil {

@@ -32,10 +32,11 @@ type Bloom struct {
 }
 
 // NewBloom returns an empty bloom filter sized for n keys at false-positive
-// rate fpp: m = -n ln(fpp) / (ln 2)^2 bits, rounded up to whole 64-bit
-// words, and k = round(m/n ln 2) probes (at most MaxProbes). n = 0 is sized
-// as 1. It fails, wrapping ErrInvalidArgument, for n < 0, fpp outside
-// (0, 1), or a size beyond 2^46 bits (2^31-1 on 32-bit platforms).
+// rate fpp by EstimateParameters: the fewest bits (whole 64-bit words) for
+// which the theoretical rate with n keys is at most fpp, and k about
+// m/n ln 2 probes (at most MaxProbes). n = 0 is sized as 1. It fails,
+// wrapping ErrInvalidArgument, for n < 0, fpp outside (0, 1), or a size
+// beyond 2^46 bits (2^31-1 on 32-bit platforms).
 func NewBloom(n int, fpp float64) (*Bloom, error) {
 	m, k, err := bloomShape("bloom", n, fpp)
 	if err != nil {

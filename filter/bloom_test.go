@@ -25,19 +25,82 @@ func TestNewBloomSizing(t *testing.T) {
 		wantM uint64
 		wantK int
 	}{
-		// m = ceil(-n ln p / ln²2) rounded up to 64; k = round(m/n ln 2).
-		{1_000_000, 0.01, 9_585_088, 7},
-		{1_000_000, 0.001, 14_377_600, 10},
+		// The smallest m (whole words) for which some k meets fpp, then
+		// k = round(m/n ln 2). The textbook m = -n ln p / ln²2 is a little
+		// smaller (9,585,088 and 14,377,600 bits for the first two) but
+		// misses the target: 1.004% and 0.1000005%.
+		{1_000_000, 0.01, 9_592_960, 7},
+		{1_000_000, 0.001, 14_377_664, 10},
 		{1000, 0.01, 9600, 7},
 		{0, 0.5, 64, 30}, // n=0 sized as 1: 64 bits is the floor
 		{10, 1e-12, 576, 30},
 	} {
 		b := mustBloom(t, c.n, c.fpp)
-		raw := math.Ceil(-float64(max(c.n, 1)) * math.Log(c.fpp) / (math.Ln2 * math.Ln2))
 		if b.Bits() != c.wantM || b.NumProbes() != c.wantK || b.SizeBytes() != int(c.wantM/8) {
-			t.Errorf("NewBloom(%d, %v): m=%d k=%d bytes=%d, want m=%d (raw %.0f) k=%d bytes=%d",
-				c.n, c.fpp, b.Bits(), b.NumProbes(), b.SizeBytes(), c.wantM, raw, c.wantK, c.wantM/8)
+			t.Errorf("NewBloom(%d, %v): m=%d k=%d bytes=%d, want m=%d k=%d bytes=%d",
+				c.n, c.fpp, b.Bits(), b.NumProbes(), b.SizeBytes(), c.wantM, c.wantK, c.wantM/8)
 		}
+	}
+}
+
+// TestEstimateParametersMeetsTarget checks, over a grid of sizes and
+// rates, that the filter meets its target in theory and that one 64-bit
+// word less would miss it whatever the probe count: it is the smallest.
+func TestEstimateParametersMeetsTarget(t *testing.T) {
+	for _, n := range []int{1, 10, 1000, 12_345, 1_000_000} {
+		for _, p := range []float64{0.5, 0.2, 0.05, 0.01, 0.0039, 1e-3, 1e-4, 1e-6, 1e-9} {
+			m, k := EstimateParameters(n, p)
+			keys := uint64(max(n, 1))
+			if fpr := TheoreticalFPR(m, keys, k); fpr > p*(1+1e-12) {
+				t.Errorf("EstimateParameters(%d, %v) = %d, %d: rate %v above target", n, p, m, k, fpr)
+			}
+			if m == minBits {
+				continue
+			}
+			for j := 1; j <= MaxProbes; j++ {
+				if fpr := TheoreticalFPR(m-64, keys, j); fpr <= p {
+					t.Errorf("EstimateParameters(%d, %v) = %d, %d: %d bits and k=%d already give %v", n, p, m, k, m-64, j, fpr)
+				}
+			}
+		}
+	}
+	for _, p := range []float64{0, 1, -1, math.NaN(), math.Inf(1)} {
+		if m, k := EstimateParameters(10, p); m != 0 || k != 0 {
+			t.Errorf("EstimateParameters(10, %v) = %d, %d, want 0, 0", p, m, k)
+		}
+	}
+	if m, k := EstimateParameters(math.MaxInt, 1e-9); m != 0 || k != 0 {
+		t.Errorf("EstimateParameters(MaxInt, 1e-9) = %d, %d: beyond 2^46 bits", m, k)
+	}
+}
+
+// TestBitsPerKeyForFPR checks the engine's target-rate form against its
+// definition: the rate at the answer meets the target, and a hair less
+// misses it.
+func TestBitsPerKeyForFPR(t *testing.T) {
+	for _, p := range []float64{0.5, 0.1, 0.02, 0.01, 0.0039, 1e-3, 1e-5, 1e-8} {
+		b := BitsPerKeyForFPR(p)
+		if got := FPRForBitsPerKey(b); got > p*(1+1e-12) {
+			t.Errorf("BitsPerKeyForFPR(%v) = %v, whose rate %v is above target", p, b, got)
+		}
+		if got := FPRForBitsPerKey(b - 1e-6); got <= p {
+			t.Errorf("BitsPerKeyForFPR(%v) = %v, but %v bits already give %v", p, b, b-1e-6, got)
+		}
+	}
+	if b := BitsPerKeyForFPR(0.01); math.Abs(b-9.59295) > 1e-4 {
+		t.Errorf("BitsPerKeyForFPR(0.01) = %v, want 9.59295 (k=7)", b)
+	}
+	if BitsPerKeyForFPR(1) != 0 || !math.IsInf(BitsPerKeyForFPR(0), 1) || !math.IsInf(BitsPerKeyForFPR(math.NaN()), 1) {
+		t.Error("BitsPerKeyForFPR edge cases")
+	}
+	if FPRForBitsPerKey(0) != 1 || FPRForBitsPerKey(-3) != 1 {
+		t.Error("FPRForBitsPerKey of no filter is not 1")
+	}
+	// The engine's blocks: a large block at b bits per key has about the
+	// asymptotic rate.
+	blk := buildBlock(t, 10, 100_000)
+	if got, want := blk.TheoreticalFPR(), FPRForBitsPerKey(10); math.Abs(got-want)/want > 0.01 {
+		t.Errorf("block theory %v vs FPRForBitsPerKey(10) %v", got, want)
 	}
 }
 

@@ -22,15 +22,28 @@
 // The block says its own k, size and variant, so tables written with other
 // bits-per-key settings are read correctly. Bit i of the array is also bit
 // i%64 of little-endian 64-bit word i/64, which lets in-memory filters work
-// on words. The variant byte is VariantStandard (1) or VariantBlocked (2),
+// on words. The variant byte is VariantStandard (1); VariantBlocked (2),
 // whose array is whole 512-bit blocks with each key's probes inside one
-// (see blocked.go); other values are reserved for later variants and are
-// rejected by DecodeBlock. NewBlockBuilder writes VariantStandard;
-// NewBlockBuilderVariant chooses. The SSTable layer checksums the block;
-// this package validates its shape.
+// (see blocked.go); or VariantFuse (3), a binary fuse filter whose block
+// has its own layout before the same last byte: 8-bit fingerprints, then
+// seed, segment count, numKeys, segment size and fingerprint width (see
+// fuse.go). DecodeBlock reads the last byte first and rejects other
+// values, reserved for later variants. NewBlockBuilder writes
+// VariantStandard; NewBlockBuilderVariant and NewBlockBuilderBits (for
+// fractional bits per key) choose. The SSTable layer checksums the block;
+// this package validates its shape, so damage that a checksum lets through
+// is an error wrapping ErrCorruption, never a panic.
 //
 // These layouts and constants are part of the on-disk format and never
 // change: a new layout gets a new variant number.
+//
+// # Sizing
+//
+// EstimateParameters(n, p) returns the bits and probes of the smallest
+// standard bloom filter meeting a target rate p for n keys (see sizing.go);
+// the standalone filters are sized with it. BitsPerKeyForFPR and
+// FPRForBitsPerKey convert between a target rate and the bits per key of
+// a filter block, the form the engine's settings take.
 //
 // # Standalone filters
 //

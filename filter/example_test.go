@@ -21,7 +21,7 @@ func ExampleNewBloom() {
 	fmt.Println(seen.MayContain([]byte("alice"))) // always true once added
 	fmt.Println(seen.MayContain([]byte("bob")))   // false is certain; true would be a 1% chance
 	// Output:
-	// m=9585088 bits, k=7, 1170 KiB
+	// m=9592960 bits, k=7, 1171 KiB
 	// true
 	// false
 }

@@ -2,6 +2,7 @@ package sstable
 
 import (
 	"bytes"
+	"math"
 
 	"github.com/bloomkv/bloomkv/filter"
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -157,14 +158,17 @@ func (c *checker) compareProperties() error {
 			formatKey(want.SmallestKey), formatKey(want.LargestKey), formatKey(got.SmallestKey), formatKey(got.LargestKey))
 	}
 	if !r.footer.hasFilter() {
-		if want.FilterVariant != 0 || want.FilterKeyCount != 0 || want.BloomBitsPerKey > 0 {
-			return loc.corruptf("describes a filter (variant %d, %d keys, %d bits/key) the table does not have",
-				want.FilterVariant, want.FilterKeyCount, want.BloomBitsPerKey)
+		if want.FilterVariant != 0 || want.FilterKeyCount != 0 || want.BitsPerKey() > 0 {
+			return loc.corruptf("describes a filter (variant %d, %d keys, %g bits/key) the table does not have",
+				want.FilterVariant, want.FilterKeyCount, want.BitsPerKey())
 		}
 		return nil
 	}
 	if want.BloomBitsPerKey <= 0 {
 		return loc.corruptf("bits per key %d, yet the table has a filter block", want.BloomBitsPerKey)
+	}
+	if b := want.FilterBitsPerKey; b > 0 && want.BloomBitsPerKey != max(1, int64(math.Round(b))) {
+		return loc.corruptf("bits per key %d disagrees with the exact %g", want.BloomBitsPerKey, b)
 	}
 	if uint8(r.filter.Variant()) != want.FilterVariant {
 		return loc.corruptf("filter variant %d, the filter block says %d", want.FilterVariant, r.filter.Variant())

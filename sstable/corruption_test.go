@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bloomkv/bloomkv/filter"
 	"github.com/bloomkv/bloomkv/internal/base"
 )
 
@@ -112,15 +113,20 @@ func expectCorruption(t *testing.T, what string, err error, g region) {
 func TestFlippedByteInEveryBlockKind(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	es := randomEntries(rng, 400, 3)
-	for _, c := range []Compression{NoCompression, SnappyCompression} {
-		data, _ := buildTable(t, es, WriterOptions{BlockSize: 512, Compression: c, BloomBitsPerKey: 10})
+	for _, o := range []WriterOptions{
+		{BlockSize: 512, Compression: NoCompression, BloomBitsPerKey: 10},
+		{BlockSize: 512, Compression: SnappyCompression, BloomBitsPerKey: 10},
+		{BlockSize: 512, Compression: SnappyCompression, BloomBitsPerKey: 10, FilterVariant: filter.VariantFuse},
+	} {
+		c := o.Compression
+		data, _ := buildTable(t, es, o)
 		kinds := map[blockKind]bool{}
 		for _, g := range tableRegions(t, data) {
 			kinds[g.kind] = true
 			for _, pos := range []uint64{g.start, (g.start + g.end) / 2, g.end - 5, g.end - 4, g.end - 1} {
 				damaged := append([]byte(nil), data...)
 				damaged[pos] ^= 1 << rng.IntN(8)
-				what := fmt.Sprintf("%s: flip at %d in %s", c, pos, g.label())
+				what := fmt.Sprintf("%s, %s filter: flip at %d in %s", c, o.FilterVariant, pos, g.label())
 				r, err := openBytes(damaged, ReaderOptions{Cache: NewBlockCache(1 << 20)})
 				if g.kind != kindData {
 					expectCorruption(t, what+": Open", err, g)
@@ -146,11 +152,16 @@ func TestRandomDamageAlwaysDetected(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 24))
 	es := randomEntries(rng, 300, 2)
 	data, _ := buildTable(t, es, WriterOptions{BlockSize: 256, Compression: SnappyCompression, BloomBitsPerKey: 8})
+	fuse, _ := buildTable(t, es, WriterOptions{BlockSize: 256, Compression: SnappyCompression, BloomBitsPerKey: 8, FilterVariant: filter.VariantFuse})
 	n := 300
 	if testing.Short() {
 		n = 50
 	}
-	for range n {
+	for i := range 2 * n {
+		data := data
+		if i%2 == 1 {
+			data = fuse
+		}
 		damaged := append([]byte(nil), data...)
 		for range 1 + rng.IntN(3) {
 			damaged[rng.IntN(len(damaged))] ^= byte(1 + rng.IntN(255))
@@ -226,6 +237,7 @@ func FuzzOpen(f *testing.F) {
 	rng := rand.New(rand.NewPCG(29, 30))
 	for _, o := range []WriterOptions{
 		{BlockSize: 64, Compression: NoCompression, BloomBitsPerKey: 10},
+		{BlockSize: 64, Compression: NoCompression, BloomBitsPerKey: 10, FilterVariant: filter.VariantFuse},
 		{BlockSize: 128, Compression: SnappyCompression},
 		{BlockSize: 128, Compression: ZstdCompression},
 		{Compression: NoCompression},

@@ -14,7 +14,7 @@
 //	| data block 0 | ... | data block n | filter block | index | properties | footer |
 //	|  + trailer   |     |  + trailer   |  + trailer   | +trl. |  + trailer | 64 B   |
 //	+--------------+-----+--------------+--------------+-------+------------+--------+
-//	 \____________ DataSize ___________/  (absent when BloomBitsPerKey <= 0)
+//	 \____________ DataSize ___________/  (absent without bits per key)
 //
 // Readers locate blocks only through the footer and the index, never by
 // this order, except that data blocks must lie in [0, DataSize).
@@ -73,15 +73,17 @@
 //
 // # Filter block
 //
-// The filter package's bloom filter block (see its doc: bit array, key
-// count, k, variant), built over the user key of every entry, or over
-// FilterKey(userKey) when the writer has an extractor, or over both with
-// FilterWholeKey (the extractor's key of a run of entries first, then each
-// entry's user key). Consecutive equal filter keys are added once. Get
-// probes the whole key when the filter holds whole keys, else the
-// extractor's key when the reader's extractor has the table's name; a
-// prefix seek probes the prefix when the table's filter keys are the
-// reader's extractor's. The properties record the extractor's name;
+// The filter package's filter block (see its doc: a standard or blocked
+// bloom filter's bit array, key count, k and variant, or a binary fuse
+// filter's fingerprints and shape; the variant is the last byte), built
+// over the user key of every entry, or over FilterKey(userKey) when the
+// writer has an extractor, or over both with FilterWholeKey (the
+// extractor's key of a run of entries first, then each entry's user key).
+// Consecutive equal filter keys are added once. Get probes the whole key
+// when the filter holds whole keys, else the extractor's key when the
+// reader's extractor has the table's name; a prefix seek probes the prefix
+// when the table's filter keys are the reader's extractor's. The
+// properties record the extractor's name;
 // a reader probes with its own extractor only when the names match, probes
 // whole-key filters with the user key, and ignores any other filter, so it
 // never suffers a false negative.
@@ -93,9 +95,10 @@
 //	tag uvarint | length uvarint | value (length bytes)
 //
 // Numbers are uvarint values filling their record, except BloomBitsPerKey
-// (varint); keys and names are raw bytes. Tags 01-20 (decimal) are required;
-// 21-23 are optional (written only when set); readers skip unknown tags,
-// which leaves room for later additions.
+// (varint) and FilterBitsPerKey (the 8 bytes of a float64, IEEE 754 bits
+// little-endian); keys and names are raw bytes. Tags 01-20 (decimal) are
+// required; 21 to 24 are optional (written only when set); readers skip
+// unknown tags, which leaves room for later additions.
 //
 //	01 FormatVersion   08 IndexSize        15 BloomBitsPerKey (as configured)
 //	02 NumEntries      09 FilterSize       16 FilterKeyCount
@@ -108,6 +111,8 @@
 //	22 DBID (the identity of the database it was written for)
 //	23 FilterWholeKeys (1: the filter holds the whole user keys as well as
 //	   the keys of FilterKeyName; absent or 0: only those)
+//	24 FilterBitsPerKey (a fractional bits-per-key setting, exactly;
+//	   BloomBitsPerKey then holds it rounded, at least 1)
 //
 // Sizes include trailers; DataSize is where the data blocks end.
 //

@@ -26,6 +26,11 @@ type WriterOptions struct {
 	Compression Compression
 	// BloomBitsPerKey sizes the table's filter block; <= 0 writes none.
 	BloomBitsPerKey int
+	// FilterBitsPerKey, when > 0, overrides BloomBitsPerKey with a
+	// fractional setting (9.5): the filter spends ceil(n * FilterBitsPerKey)
+	// bits for n keys. It is recorded exactly in the properties. At most
+	// filter.MaxBlockBitsPerKey; negative, infinite or NaN is an error.
+	FilterBitsPerKey float64
 	// FilterKey maps a user key to the part the filter indexes; nil indexes
 	// the whole user key.
 	FilterKey func(userKey []byte) []byte
@@ -67,8 +72,22 @@ func (o WriterOptions) validate() error {
 		return fmt.Errorf("bloomkv/sstable: unknown compression %d", int(o.Compression))
 	case o.FilterKey != nil && o.FilterKeyName == "":
 		return fmt.Errorf("bloomkv/sstable: WriterOptions.FilterKey is set but FilterKeyName is empty")
+	case !(o.FilterBitsPerKey >= 0 && o.FilterBitsPerKey <= filter.MaxBlockBitsPerKey):
+		return fmt.Errorf("bloomkv/sstable: WriterOptions.FilterBitsPerKey %v outside [0, %d]", o.FilterBitsPerKey, filter.MaxBlockBitsPerKey)
 	}
 	return nil
+}
+
+// filterBits returns the bits per key the filter is built with, 0 for no
+// filter.
+func (o WriterOptions) filterBits() float64 {
+	switch {
+	case o.FilterBitsPerKey > 0:
+		return o.FilterBitsPerKey
+	case o.BloomBitsPerKey > 0:
+		return float64(o.BloomBitsPerKey)
+	}
+	return 0
 }
 
 // ReaderOptions configure a Reader.

@@ -3,6 +3,7 @@ package sstable
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -39,6 +40,22 @@ type Properties struct {
 	// filter keys of FilterKeyName (both, as HBase's ROWCOL and ROW); a
 	// filter over whole keys alone has FilterKeyName "". Optional.
 	FilterWholeKeys bool
+	// FilterBitsPerKey is the exact bits-per-key setting of a filter built
+	// with a fractional one (WriterOptions.FilterBitsPerKey); 0 when the
+	// filter was built with the whole BloomBitsPerKey. Optional.
+	FilterBitsPerKey float64
+}
+
+// BitsPerKey returns the bits per key the table's filter was built with:
+// FilterBitsPerKey when set, else BloomBitsPerKey; 0 when it has no filter.
+func (p *Properties) BitsPerKey() float64 {
+	switch {
+	case p.FilterBitsPerKey > 0:
+		return p.FilterBitsPerKey
+	case p.BloomBitsPerKey > 0:
+		return float64(p.BloomBitsPerKey)
+	}
+	return 0
 }
 
 // Property tags, in the order they are encoded. They are part of the
@@ -67,15 +84,16 @@ const (
 	tagFileNum
 	tagDBID
 	tagFilterWholeKeys
+	tagFilterBitsPerKey
 	numPropertyTags = iota
 )
 
 // optionalPropertyTags may be absent: they are newer than the format and
 // written only when set. Every other known tag is required.
-const optionalPropertyTags = 3
+const optionalPropertyTags = 4
 
 // propertyField binds a tag to a field. kind is 'u' (uvarint), 'i' (zigzag
-// varint) or 'b' (raw bytes).
+// varint), 'b' (raw bytes) or 'f' (a float64's IEEE 754 bits, uint64 LE).
 type propertyField struct {
 	tag  uint64
 	name string
@@ -85,6 +103,7 @@ type propertyField struct {
 	u        *uint64
 	i        *int64
 	b        *[]byte
+	f        *float64
 }
 
 // fields lists p's fields by tag. Numbers narrower than 64 bits are staged
@@ -120,6 +139,7 @@ func (p *Properties) fields(s *propertyScratch) []propertyField {
 		{tag: tagFileNum, name: "FileNum", kind: 'u', u: &p.FileNum, optional: true},
 		{tag: tagDBID, name: "DBID", kind: 'b', b: &p.DBID, optional: true},
 		{tag: tagFilterWholeKeys, name: "FilterWholeKeys", kind: 'u', u: &s.filterWholeKeys, optional: true},
+		{tag: tagFilterBitsPerKey, name: "FilterBitsPerKey", kind: 'f', f: &p.FilterBitsPerKey, optional: true},
 	}
 }
 
@@ -143,7 +163,7 @@ func (p *Properties) encode() []byte {
 	}
 	var out, val []byte
 	for _, f := range p.fields(&s) {
-		if f.optional && (f.u != nil && *f.u == 0 || f.b != nil && len(*f.b) == 0) {
+		if f.optional && (f.u != nil && *f.u == 0 || f.b != nil && len(*f.b) == 0 || f.f != nil && *f.f == 0) {
 			continue
 		}
 		val = val[:0]
@@ -154,6 +174,8 @@ func (p *Properties) encode() []byte {
 			val = binary.AppendVarint(val, *f.i)
 		case 'b':
 			val = append(val, *f.b...)
+		case 'f':
+			val = binary.LittleEndian.AppendUint64(val, math.Float64bits(*f.f))
 		}
 		out = binary.AppendUvarint(out, f.tag)
 		out = binary.AppendUvarint(out, uint64(len(val)))
@@ -238,6 +260,15 @@ func decodePropertyValue(f propertyField, val []byte) error {
 		if len(val) > 0 {
 			*f.b = append([]byte(nil), val...)
 		}
+	case 'f':
+		if len(val) != 8 {
+			return fmt.Errorf("%d bytes, not the 8 of a float64", len(val))
+		}
+		v := math.Float64frombits(binary.LittleEndian.Uint64(val))
+		if !(v >= 0 && v <= math.MaxFloat64) { // NaN and infinities too
+			return fmt.Errorf("%v is not a finite non-negative number", v)
+		}
+		*f.f = v
 	}
 	return nil
 }
@@ -253,8 +284,8 @@ func (p *Properties) String() string {
 	fmt.Fprintf(&sb, "smallest key:       %s\n", formatKey(p.SmallestKey))
 	fmt.Fprintf(&sb, "largest key:        %s\n", formatKey(p.LargestKey))
 	fmt.Fprintf(&sb, "seq range:          [%d, %d]\n", p.SmallestSeq, p.LargestSeq)
-	fmt.Fprintf(&sb, "filter:             variant %d, %d bits/key configured, %d keys, key %q\n",
-		p.FilterVariant, p.BloomBitsPerKey, p.FilterKeyCount, p.FilterKeyName)
+	fmt.Fprintf(&sb, "filter:             variant %d, %g bits/key configured, %d keys, key %q\n",
+		p.FilterVariant, p.BitsPerKey(), p.FilterKeyCount, p.FilterKeyName)
 	fmt.Fprintf(&sb, "compression:        %s\n", p.Compression)
 	fmt.Fprintf(&sb, "block size/restart: %d / %d\n", p.BlockSize, p.RestartInterval)
 	if p.FilterWholeKeys {

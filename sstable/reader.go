@@ -337,6 +337,17 @@ func (r *Reader) FilterUsable() bool { return r.getProbe != probeNone }
 // FilterMemory returns the bytes held in memory for the filter block.
 func (r *Reader) FilterMemory() int { return len(r.filterData) }
 
+// OpenBytes returns the bytes Open read from the file: the footer and the
+// properties, index and filter blocks with their trailers. Each open of a
+// table (a re-open after the table cache closed it, too) reads them again.
+func (r *Reader) OpenBytes() uint64 {
+	n := uint64(footerLen) + r.footer.props.size + r.footer.index.size + 2*blockTrailerLen
+	if r.footer.hasFilter() {
+		n += r.footer.filter.size + blockTrailerLen
+	}
+	return n
+}
+
 // IndexMemory returns the bytes held in memory for the index block.
 func (r *Reader) IndexMemory() int { return len(r.index.data) }
 

@@ -18,6 +18,12 @@ type ReadStats struct {
 	// reader has a cache.
 	BlockCacheHits   atomic.Uint64
 	BlockCacheMisses atomic.Uint64
-	// BytesRead counts bytes read from the file (blocks and trailers).
+	// BytesRead counts bytes read from the file (blocks and trailers), and
+	// with TableCache.FindWithStats the bytes of the table opens counted in
+	// TableOpens.
 	BytesRead atomic.Uint64
+	// TableOpens counts table files the reads had to open (TableCache.
+	// FindWithStats): a table's first use, or a re-open of one the cache
+	// closed to stay within its capacity.
+	TableOpens atomic.Uint64
 }

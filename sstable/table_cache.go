@@ -47,9 +47,16 @@ type TableCache struct {
 	// writes happen under mu, together with entries'.
 	open sync.Map // uint64 -> *tableEntry
 
+	// opens counts the tables opened; reopens those opened before (then
+	// closed to stay within capacity); openBytes what the opens read.
+	opens, reopens, openBytes atomic.Uint64
+
 	mu sync.Mutex
 	// Guarded by mu:
 	entries map[uint64]*tableEntry // the LRU list's and those being closed
+	// opened holds the tables opened once, until Evict: a later open of
+	// one is a re-open.
+	opened map[uint64]struct{}
 	// lru holds the entries counted against capacity, most recently used
 	// first: every entry of entries but those being closed.
 	lru    lru.List[*tableEntry]
@@ -89,7 +96,8 @@ var ErrTableCacheClosed = errors.New("bloomkv/sstable: table cache closed")
 // NewTableCache returns a cache of at most n open tables (n < 1 is taken as
 // 1) in dir, opened through fs with options o.
 func NewTableCache(fs vfs.FS, dir string, n int, o ReaderOptions) *TableCache {
-	return &TableCache{fs: fs, dir: dir, capacity: max(n, 1), opts: o, entries: make(map[uint64]*tableEntry)}
+	return &TableCache{fs: fs, dir: dir, capacity: max(n, 1), opts: o,
+		entries: make(map[uint64]*tableEntry), opened: make(map[uint64]struct{})}
 }
 
 // Find returns an open Reader for the table id.FileNum of size id.Size and
@@ -101,6 +109,13 @@ func NewTableCache(fs vfs.FS, dir string, n int, o ReaderOptions) *TableCache {
 // the same Reader; concurrent Finds of a table being opened wait for that
 // one open. A Find that hits the cache allocates nothing.
 func (c *TableCache) Find(id Identity) (*Reader, func(), error) {
+	return c.FindWithStats(id, nil)
+}
+
+// FindWithStats is Find that, when it has to open the table, counts the
+// open in stats.TableOpens and the bytes it read in stats.BytesRead (stats
+// may be nil): a read that re-opens a table pays for it.
+func (c *TableCache) FindWithStats(id Identity, stats *ReadStats) (*Reader, func(), error) {
 	fileNum := id.FileNum
 	// The common case takes no lock: an open table, referenced with one
 	// compare-and-swap. Readers on several cores then share no mutex.
@@ -144,6 +159,8 @@ func (c *TableCache) Find(id Identity) (*Reader, func(), error) {
 	e.refs.Store(2) // the cache's and ours
 	c.entries[fileNum] = e
 	c.lru.PushFront(&e.node)
+	_, reopen := c.opened[fileNum]
+	c.opened[fileNum] = struct{}{}
 	victims := c.trimLocked(nil)
 	c.mu.Unlock()
 	c.closeVictims(victims)
@@ -152,6 +169,16 @@ func (c *TableCache) Find(id Identity) (*Reader, func(), error) {
 	r, err := c.openTable(id)
 	if err == nil {
 		c.readers.Add(1)
+		n := r.OpenBytes()
+		c.opens.Add(1)
+		c.openBytes.Add(n)
+		if reopen {
+			c.reopens.Add(1)
+		}
+		if stats != nil {
+			stats.TableOpens.Add(1)
+			stats.BytesRead.Add(n)
+		}
 	}
 	e.reader, e.err = r, err
 	close(e.loaded)
@@ -283,12 +310,38 @@ func (c *TableCache) Evict(fileNum uint64) {
 	if e != nil {
 		c.removeLocked(e)
 	}
+	delete(c.opened, fileNum)
 	c.mu.Unlock()
 	if e != nil {
 		e.unref()
 	}
 	if c.opts.Cache != nil {
 		c.opts.Cache.EvictFile(fileNum)
+	}
+}
+
+// OpenCounts returns the tables opened since NewTableCache, how many of
+// those were re-opens (of a table the cache had closed to stay within its
+// capacity), and the bytes the opens read (Reader.OpenBytes).
+func (c *TableCache) OpenCounts() (opens, reopens, bytes uint64) {
+	return c.opens.Load(), c.reopens.Load(), c.openBytes.Load()
+}
+
+// IsOpen reports whether table fileNum is open in the cache now: its
+// index and filter are in memory.
+func (c *TableCache) IsOpen(fileNum uint64) bool {
+	c.mu.Lock()
+	e := c.entries[fileNum]
+	closing := e != nil && e.gone != nil
+	c.mu.Unlock()
+	if e == nil || closing {
+		return false
+	}
+	select {
+	case <-e.loaded:
+		return e.err == nil
+	default:
+		return false
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/golang/snappy"
 
@@ -30,7 +31,7 @@ type Writer struct {
 	offset uint64 // bytes handed to bw so far
 	data   blockBuilder
 	index  blockBuilder
-	filter *filter.BlockBuilder // nil when BloomBitsPerKey <= 0
+	filter *filter.BlockBuilder // nil without a filter (no bits per key)
 	// lastFilterKey is the filter key last added, with FilterWholeKey.
 	lastFilterKey []byte
 	haveFilterKey bool
@@ -59,13 +60,14 @@ func NewWriter(f vfs.File, o WriterOptions) *Writer {
 		index: newBlockBuilder(1), // every index key whole: index keys are short and few
 		err:   o.validate(),
 	}
-	if o.BloomBitsPerKey > 0 {
+	bits := o.filterBits()
+	if w.err == nil && bits > 0 {
 		variant := o.FilterVariant
 		if variant == 0 {
 			variant = filter.VariantStandard
 		}
-		fb, err := filter.NewBlockBuilderVariant(o.BloomBitsPerKey, variant)
-		if err != nil && w.err == nil {
+		fb, err := filter.NewBlockBuilderBits(bits, variant)
+		if err != nil {
 			w.err = fmt.Errorf("bloomkv/sstable: %w", err)
 		}
 		w.filter = fb
@@ -80,6 +82,13 @@ func NewWriter(f vfs.File, o WriterOptions) *Writer {
 		RestartInterval: uint64(o.RestartInterval),
 		FileNum:         o.FileNum,
 		DBID:            append([]byte(nil), o.DBID...),
+	}
+	if o.FilterBitsPerKey > 0 {
+		// The exact setting in its own property; BloomBitsPerKey keeps a
+		// whole approximation (at least 1: a filter is present) for readers
+		// that know only that one.
+		w.props.FilterBitsPerKey = o.FilterBitsPerKey
+		w.props.BloomBitsPerKey = max(1, int64(math.Round(o.FilterBitsPerKey)))
 	}
 	return w
 }

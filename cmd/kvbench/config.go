@@ -51,6 +51,10 @@ type config struct {
 	l0Trigger        int             // -level0_file_num_compaction_trigger
 	compression      string          // -compression
 	filterVariant    filter.Variant  // -filter_variant
+	filterBits       float64         // -filter_bits; 0 = -bloom_bits
+	filterPerLevel   bool            // -filter_per_level
+	filterSkipLast   bool            // -filter_skip_last_level
+	filterSweep      []filterSetting // -filter_sweep
 	compressionRatio float64         // -compression_ratio
 	sync             bool            // -sync
 	walMode          bloomkv.WALMode // -wal_mode
@@ -108,7 +112,12 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.Int64Var(&c.levelBaseBytes, "max_bytes_for_level_base", 0, "size target of level 1 in bytes (0 = engine default, 10 MiB); small values give small data sets a deep tree")
 	fs.IntVar(&c.l0Trigger, "level0_file_num_compaction_trigger", 0, "level-0 tables that trigger a compaction (0 = engine default, 4)")
 	fs.StringVar(&compression, "compression", "snappy", "data block compression: snappy or none")
-	fs.StringVar(&variant, "filter_variant", "standard", "filter block layout: standard, or blocked (each key's probes in one 64-byte cache line: faster, a somewhat higher FP rate)")
+	fs.StringVar(&variant, "filter_variant", "standard", "filter block layout: standard, blocked (each key's probes in one 64-byte cache line: faster, a somewhat higher FP rate) or fuse (binary fuse, 8-bit fingerprints: 0.39% in about 9-10 bits/key, sized by its keys alone)")
+	fs.Float64Var(&c.filterBits, "filter_bits", 0, "filter bits per key, fractional allowed (Options.FilterBitsPerKey); 0 = -bloom_bits. With -filter_per_level, the average")
+	fs.BoolVar(&c.filterPerLevel, "filter_per_level", false, "spend the filter budget unevenly across levels (Options.FilterPerLevel, Monkey): fewer false-positive probes per absent Get at the same memory")
+	fs.BoolVar(&c.filterSkipLast, "filter_skip_last_level", false, "no filters in the last level (Options.FilterSkipLastLevel)")
+	var filterSweep string
+	fs.StringVar(&filterSweep, "filter_sweep", "", "comma list of filter settings, each variant[/per_level][/skip_last] (e.g. standard,standard/per_level,blocked,fuse): for each, load the same keys in the same order into a new database with that setting at -filter_bits (or -bloom_bits) bits per key, then run the read workloads")
 	fs.Float64Var(&c.compressionRatio, "compression_ratio", 0.5, "fraction of each value that is random (the rest repeats it), so values compress to about this ratio")
 	fs.BoolVar(&c.sync, "sync", false, "fsync the write-ahead log on every write (the same as -wal_mode sync)")
 	var walMode string
@@ -168,12 +177,16 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		c.walMode = bloomkv.WALSync
 	}
 	switch variant {
-	case "standard":
-		c.filterVariant = filter.VariantStandard
-	case "blocked":
-		c.filterVariant = filter.VariantBlocked
 	default:
-		return nil, fmt.Errorf("-filter_variant %q: want standard or blocked", variant)
+		v, err := parseVariant(variant)
+		if err != nil {
+			return nil, fmt.Errorf("-filter_variant %q: %w", variant, err)
+		}
+		c.filterVariant = v
+	}
+	var err error
+	if c.filterSweep, err = parseFilterSweep(filterSweep); err != nil {
+		return nil, err
 	}
 
 	c.flagValues = map[string]any{}
@@ -181,7 +194,6 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		c.flagValues[f.Name] = f.Value.(flag.Getter).Get()
 	})
 
-	var err error
 	if c.benchmarks, err = parseBenchmarks(benchmarks); err != nil {
 		return nil, err
 	}
@@ -285,6 +297,16 @@ func (c *config) validate() error {
 		return errors.New("-compare_filters and -sweep are separate studies (a sweep's 0 setting already reads without filters): pick one")
 	case c.compareFilters && c.bloomBits <= 0:
 		return errors.New("-compare_filters needs tables with filters: -bloom_bits above 0")
+	case !(c.filterBits >= 0 && c.filterBits <= 64):
+		return fmt.Errorf("-filter_bits %g outside [0, 64]", c.filterBits)
+	case c.filterPerLevel && c.filterVariant == filter.VariantFuse:
+		return errors.New("-filter_per_level needs a bloom -filter_variant (a fuse filter's size follows from its keys)")
+	case len(c.filterSweep) > 0 && (len(c.sweep) > 0 || c.compareFilters):
+		return errors.New("-filter_sweep, -sweep and -compare_filters are separate studies: pick one")
+	case len(c.filterSweep) > 0 && c.useExistingDB:
+		return errors.New("-filter_sweep loads a new database per setting: it cannot use -use_existing_db")
+	case len(c.filterSweep) > 0 && c.bloomBits <= 0 && c.filterBits == 0:
+		return errors.New("-filter_sweep needs a filter budget: -filter_bits or -bloom_bits above 0")
 	case c.plotPath != "" && len(c.sweep) == 0:
 		return errors.New("-plot charts a sweep: it needs -sweep")
 	}
@@ -296,7 +318,7 @@ func (c *config) validate() error {
 	if !c.useExistingDB && !slices.ContainsFunc(c.benchmarks, isFill) && slices.ContainsFunc(c.benchmarks, func(s string) bool { return !isFill(s) }) {
 		return errors.New("-benchmarks has reads but no fill, and there is no -use_existing_db: the reads would see an empty database")
 	}
-	if (c.compareFilters || len(c.sweep) > 0) && !slices.ContainsFunc(c.benchmarks, func(s string) bool { return !isFill(s) }) {
+	if (c.compareFilters || len(c.sweep) > 0 || len(c.filterSweep) > 0) && !slices.ContainsFunc(c.benchmarks, func(s string) bool { return !isFill(s) }) {
 		return errors.New("-compare_filters and -sweep measure read workloads: add some to -benchmarks")
 	}
 	return nil

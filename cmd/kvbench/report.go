@@ -18,6 +18,9 @@ func printReport(w io.Writer, rep *report) error {
 	writeShape(&sb, "tree after load and settle", rep.Shape)
 	cfg := rep.cfg
 	switch {
+	case len(cfg.filterSweep) > 0:
+		writeLatency(&sb, loadResults(rep.Results))
+		writeFilterSweep(&sb, rep)
 	case len(cfg.sweep) > 0:
 		writeLatency(&sb, loadResults(rep.Results))
 		writeSweep(&sb, rep)
@@ -109,6 +112,8 @@ func label(r *result) string {
 		return r.Benchmark + " (ignored)"
 	case "sweep":
 		return fmt.Sprintf("%s (%s)", r.Benchmark, bitsLabel(r.BloomBits))
+	case "filter_sweep":
+		return fmt.Sprintf("%s (%s)", r.Benchmark, r.FilterSetting)
 	}
 	return r.Benchmark
 }
@@ -285,4 +290,61 @@ func writeSweep(sb *strings.Builder, rep *report) {
 		_ = t.write(sb)
 		sb.WriteString("\n")
 	}
+}
+
+// writeFilterSweep prints, per -filter_sweep setting, its tree's filter
+// memory and policy by level, then per read workload the filters' cost
+// and effect side by side.
+func writeFilterSweep(sb *strings.Builder, rep *report) {
+	fmt.Fprintf(sb, "filter sweep: each setting loads the same keys in the same order into a new database, budget %s\n", budgetLabel(rep.cfg))
+	t := &table{}
+	t.add("setting", "policy", "tables", "filter mem", "bits/key", "mem by level", "policy bits by level", "load s")
+	for _, fr := range rep.FilterSweep {
+		var mem, bits []string
+		for _, l := range fr.Shape.Levels {
+			if l.Files > 0 {
+				mem = append(mem, fmt.Sprintf("L%d %s", l.Level, humanize.IBytes(uint64(l.FilterBytes))))
+				bits = append(bits, fmt.Sprintf("L%d %.2f", l.Level, l.FilterBitsPerKey))
+			}
+		}
+		t.add(fr.Setting, fr.Policy, fmt.Sprint(fr.Shape.Files), humanize.IBytes(uint64(fr.Shape.FilterBytes)),
+			fmt.Sprintf("%.2f", fr.Shape.FilterBitsPerKey), strings.Join(mem, " "), strings.Join(bits, " "), fmt.Sprintf("%.1f", fr.LoadSeconds))
+	}
+	_ = t.write(sb)
+	sb.WriteString("\n")
+	for _, name := range rep.cfg.readWorkloads() {
+		t := &table{}
+		t.add(name, "FP rate", "theory", "FPs/Get", "tables/Get", "blocks/Get", "bytes/Get", "p50 µs", "p99 µs", "ops/s")
+		for _, r := range rep.Results {
+			if r.Pass != "filter_sweep" || r.Benchmark != name {
+				continue
+			}
+			t.add(r.FilterSetting, fmtPct(r.FPRateMeasured), fmtPct(r.FPRateTheory), fmtRatio(r.FilterFalsePositivesPerGet),
+				fmtRatio(r.TablesProbedPerGet), fmtRatio(r.DataBlocksPerGet), fmtRatio(r.BytesReadPerGet),
+				fmtMicros(r.P50us), fmtMicros(r.P99us), fmt.Sprintf("%.0f", r.OpsPerSec))
+		}
+		_ = t.write(sb)
+		sb.WriteString("\n")
+	}
+}
+
+func budgetLabel(cfg *config) string {
+	if cfg.filterBits > 0 {
+		return fmt.Sprintf("%g bits/key", cfg.filterBits)
+	}
+	return bitsLabel(tableBits(cfg.bloomBits))
+}
+
+func fmtPct(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f%%", 100**v)
+}
+
+func fmtRatio(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.4f", *v)
 }

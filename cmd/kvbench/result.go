@@ -12,8 +12,13 @@ import (
 // rate when no filter was consulted, the cache hit rate without block
 // reads) are nil: null in JSON, an empty CSV cell, "-" in the text report.
 type result struct {
-	Benchmark        string `json:"benchmark"`
-	Pass             string `json:"pass"` // "load", "filters", "ignore_filters" or "sweep"
+	Benchmark string `json:"benchmark"`
+	Pass      string `json:"pass"` // "load", "filters", "ignore_filters", "sweep" or "filter_sweep"
+	// FilterSetting and FilterPolicy name the -filter_sweep entry a result
+	// belongs to ("" outside one); FilterPolicy is "uniform", "per_level",
+	// "skip_last" or "per_level+skip_last".
+	FilterSetting    string `json:"filter_setting"`
+	FilterPolicy     string `json:"filter_policy"`
 	BloomBits        int    `json:"bloom_bits"`
 	FiltersConsulted bool   `json:"filters_consulted"`
 
@@ -63,7 +68,7 @@ type result struct {
 	BytesReadPerGet            *float64 `json:"bytes_read_per_get"`
 	FPRateMeasured             *float64 `json:"fp_rate_measured"`
 	FPRateTheory               *float64 `json:"fp_rate_theory"`
-	FilterVariant              string   `json:"filter_variant"` // "standard" or "blocked"; "" without filters
+	FilterVariant              string   `json:"filter_variant"` // "standard", "blocked" or "fuse"; "" without filters
 	CacheHitRate               *float64 `json:"cache_hit_rate"`
 
 	// The tables the workload read (gauges at its end).
@@ -77,6 +82,11 @@ type result struct {
 	TablesProbedPerGetByLevel    []float64 `json:"tables_probed_per_get_by_level"`
 	FilterNegativesPerGetByLevel []float64 `json:"filter_negatives_per_get_by_level"`
 	DataBlocksPerGetByLevel      []float64 `json:"data_blocks_per_get_by_level"`
+	FalsePositivesPerGetByLevel  []float64 `json:"false_positives_per_get_by_level"`
+	// The filters per level at the workload's end: bytes, and the bits per
+	// key the policy gives a table written there now.
+	FilterBytesByLevel      []int64   `json:"filter_bytes_by_level"`
+	FilterBitsPerKeyByLevel []float64 `json:"filter_bits_per_key_by_level"`
 }
 
 // newResult combines a workload run with the metrics it cost. bits is the
@@ -115,7 +125,12 @@ func newResult(run *workloadRun, pass string, bits int, variant filter.Variant, 
 			r.TablesProbedPerGetByLevel = append(r.TablesProbedPerGetByLevel, float64(l.TablesProbed)/g)
 			r.FilterNegativesPerGetByLevel = append(r.FilterNegativesPerGetByLevel, float64(l.FilterNegatives)/g)
 			r.DataBlocksPerGetByLevel = append(r.DataBlocksPerGetByLevel, float64(l.DataBlockReads)/g)
+			r.FalsePositivesPerGetByLevel = append(r.FalsePositivesPerGetByLevel, float64(l.FilterFalsePositives)/g)
 		}
+	}
+	for _, l := range d.Levels {
+		r.FilterBytesByLevel = append(r.FilterBytesByLevel, l.FilterBytes)
+		r.FilterBitsPerKeyByLevel = append(r.FilterBitsPerKeyByLevel, l.FilterBitsPerKey)
 	}
 	if d.IterSeeks > 0 {
 		r.Seeks, r.PrefixSeeks = d.IterSeeks, d.IterPrefixSeeks
@@ -147,7 +162,11 @@ func newResult(run *workloadRun, pass string, bits int, variant filter.Variant, 
 }
 
 // setFilterShape records the filter memory and the bits per key actually
-// spent, and the theoretical FP rate of filters of that shape.
+// spent, and the theoretical FP rate of the filters read. The theory comes
+// from the tables themselves (Metrics.Levels[i].FilterFPRTheory: each
+// table's filter by its own bits, keys, probes and variant), weighted by
+// the workload's absent-key filter probes in each level, so it describes
+// the tables the probes met whatever settings wrote them.
 func (r *result) setFilterShape(bits int, variant filter.Variant, m bloomkv.Metrics) {
 	r.FilterBytes = m.FilterBytes
 	r.FilterKeys = m.FilterKeys
@@ -162,15 +181,26 @@ func (r *result) setFilterShape(bits int, variant filter.Variant, m bloomkv.Metr
 		r.FPRateTheory = &one
 	case m.FilterKeys > 0:
 		r.FilterProbes = filter.NumProbes(float64(bits))
-		theory := filter.TheoreticalFPR
-		r.FilterVariant = "standard"
-		if variant == filter.VariantBlocked {
-			theory = filter.BlockedTheoreticalFPR
-			r.FilterVariant = "blocked"
-		}
-		fp := theory(uint64(m.FilterBytes)*8, m.FilterKeys, r.FilterProbes)
+		r.FilterVariant = variant.String()
+		fp := probeWeightedTheory(m)
 		r.FPRateTheory = &fp
 	}
+}
+
+// probeWeightedTheory returns the theoretical FP rate of the filters m's
+// absent-key probes met: each level's rate weighted by its probes, or the
+// key-weighted rate of all filters when there were none.
+func probeWeightedTheory(m bloomkv.Metrics) float64 {
+	var sum, probes float64
+	for _, l := range m.Levels {
+		n := float64(l.FilterNegatives + l.FilterFalsePositives)
+		sum += n * l.FilterFPRTheory
+		probes += n
+	}
+	if probes == 0 {
+		return m.FilterFPRTheory
+	}
+	return sum / probes
 }
 
 func filesPerLevel(m bloomkv.Metrics) []int {

@@ -14,15 +14,19 @@ type shape struct {
 }
 
 type levelShape struct {
-	Level int   `json:"level"`
-	Files int   `json:"files"`
-	Bytes int64 `json:"bytes"`
+	Level       int   `json:"level"`
+	Files       int   `json:"files"`
+	Bytes       int64 `json:"bytes"`
+	FilterBytes int64 `json:"filter_bytes"`
+	// FilterBitsPerKey is what the filter policy gives a table written to
+	// the level now (Metrics.Levels[i].FilterBitsPerKey).
+	FilterBitsPerKey float64 `json:"filter_bits_per_key"`
 }
 
 func shapeOf(m bloomkv.Metrics) shape {
 	s := shape{FilterBytes: m.FilterBytes, FilterKeys: m.FilterKeys, Levels: []levelShape{}}
 	for i, l := range m.Levels {
-		s.Levels = append(s.Levels, levelShape{Level: i, Files: l.Files, Bytes: l.Bytes})
+		s.Levels = append(s.Levels, levelShape{Level: i, Files: l.Files, Bytes: l.Bytes, FilterBytes: l.FilterBytes, FilterBitsPerKey: l.FilterBitsPerKey})
 		s.Files += l.Files
 		s.Bytes += l.Bytes
 	}

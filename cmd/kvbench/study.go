@@ -15,15 +15,16 @@ import (
 // report is everything one kvbench run measured; the JSON output is this
 // struct (documented in docs/studying-filters.md).
 type report struct {
-	Run         runInfo        `json:"run"`
-	Config      map[string]any `json:"config"`
-	Load        loadInfo       `json:"load"`
-	Shape       shape          `json:"shape"`
-	Results     []*result      `json:"results"`
-	Comparisons []comparison   `json:"comparisons,omitempty"`
-	Sweep       []sweepSetting `json:"sweep,omitempty"`
-	Warnings    []string       `json:"warnings"`
-	cfg         *config        // for the text report
+	Run         runInfo          `json:"run"`
+	Config      map[string]any   `json:"config"`
+	Load        loadInfo         `json:"load"`
+	Shape       shape            `json:"shape"`
+	Results     []*result        `json:"results"`
+	Comparisons []comparison     `json:"comparisons,omitempty"`
+	Sweep       []sweepSetting   `json:"sweep,omitempty"`
+	FilterSweep []filterSweepRun `json:"filter_sweep,omitempty"`
+	Warnings    []string         `json:"warnings"`
+	cfg         *config          // for the text report
 }
 
 // loadInfo describes getting the data in and the tree settled.
@@ -68,10 +69,13 @@ func execute(cfg *config, stderr io.Writer) (*report, error) {
 			fresh: !cfg.useExistingDB,
 		},
 	}
+	s.setting = filterSetting{Name: cfg.filterVariant.String(), Variant: cfg.filterVariant, PerLevel: cfg.filterPerLevel, SkipLast: cfg.filterSkipLast}
 	if s.r.fresh {
 		s.wroteAll, s.wroteBits = true, cfg.bloomBits
 	}
 	switch {
+	case len(cfg.filterSweep) > 0:
+		err = s.filterSweep()
 	case len(cfg.sweep) > 0:
 		err = s.sweep()
 	case cfg.compareFilters:
@@ -129,6 +133,9 @@ type study struct {
 	// tells which filters they carry.
 	wroteAll  bool
 	wroteBits int
+	// setting is the filter variant and policy of the tables written: the
+	// flags', or the -filter_sweep entry being run.
+	setting filterSetting
 }
 
 // options returns the engine options for tables written with bits per key
@@ -142,18 +149,25 @@ func (s *study) options(bits int, ignoreFilters bool) *bloomkv.Options {
 	if s.cfg.compression == "none" {
 		compression = bloomkv.NoCompression
 	}
+	var fractional float64
+	if bits > 0 {
+		fractional = s.cfg.filterBits // 0 = the whole bits
+	}
 	return &bloomkv.Options{
-		MemtableSize:    s.cfg.writeBufferSize,
-		BlockSize:       s.cfg.blockSize,
-		Compression:     compression,
-		BloomBitsPerKey: tableBits(bits),
-		FilterVariant:   s.cfg.filterVariant,
-		BlockCacheSize:  cache,
-		WALMode:         s.cfg.walMode,
-		IgnoreFilters:   ignoreFilters,
-		FilterKey:       s.filterKey(),
-		FilterKeyName:   s.filterKeyName(),
-		FilterWholeKey:  s.cfg.filterWholeKey,
+		MemtableSize:        s.cfg.writeBufferSize,
+		BlockSize:           s.cfg.blockSize,
+		Compression:         compression,
+		BloomBitsPerKey:     tableBits(bits),
+		FilterBitsPerKey:    fractional,
+		FilterVariant:       s.setting.Variant,
+		FilterPerLevel:      s.setting.PerLevel,
+		FilterSkipLastLevel: s.setting.SkipLast,
+		BlockCacheSize:      cache,
+		WALMode:             s.cfg.walMode,
+		IgnoreFilters:       ignoreFilters,
+		FilterKey:           s.filterKey(),
+		FilterKeyName:       s.filterKeyName(),
+		FilterWholeKey:      s.cfg.filterWholeKey,
 
 		TargetFileSize:        s.cfg.targetFileSize,
 		LBaseMaxBytes:         s.cfg.levelBaseBytes,
@@ -251,7 +265,7 @@ func (s *study) load(db *bloomkv.DB) error {
 		if err != nil {
 			return err
 		}
-		s.rep.Results = append(s.rep.Results, newResult(run, "load", s.cfg.bloomBits, s.cfg.filterVariant, true, db.Metrics().Sub(m0)))
+		s.rep.Results = append(s.rep.Results, newResult(run, "load", s.cfg.bloomBits, s.setting.Variant, true, db.Metrics().Sub(m0)))
 	}
 	settleStart := time.Now()
 	// Flush so that every Get is answered by tables, the thing studied.
@@ -338,7 +352,7 @@ func (s *study) readPass(db *bloomkv.DB, pass string, bits int, consulted bool) 
 		if err != nil {
 			return err
 		}
-		s.rep.Results = append(s.rep.Results, newResult(run, pass, bits, s.cfg.filterVariant, consulted, db.Metrics().Sub(m0)))
+		s.rep.Results = append(s.rep.Results, newResult(run, pass, bits, s.setting.Variant, consulted, db.Metrics().Sub(m0)))
 	}
 	return nil
 }

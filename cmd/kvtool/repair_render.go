@@ -77,7 +77,9 @@ func renderRepair(w io.Writer, rep *repairReport) {
 func renderRepairOutput(w io.Writer, rep *repairReport) {
 	s := rep.Settings
 	filters := "no filters"
-	if s.BloomBitsPerKey > 0 {
+	if s.FilterBitsPerKey > 0 {
+		filters = fmt.Sprintf("%g bits/key %s filters over whole keys", s.FilterBitsPerKey, s.FilterVariant)
+	} else if s.BloomBitsPerKey > 0 {
 		filters = fmt.Sprintf("%d bits/key %s filters over whole keys", s.BloomBitsPerKey, s.FilterVariant)
 	}
 	fmt.Fprintf(w, "\nnew tables at level %d (one sorted run), %s compression, %d-byte blocks, %s (settings of %s):\n",

@@ -26,7 +26,10 @@ type tableSettings struct {
 	BlockSize       int    `json:"block_size"`
 	RestartInterval int    `json:"restart_interval"`
 	BloomBitsPerKey int    `json:"bloom_bits_per_key"` // 0: no filters
-	FilterVariant   string `json:"filter_variant,omitempty"`
+	// FilterBitsPerKey is the exact setting of a fractional one (the
+	// table's properties), which BloomBitsPerKey then rounds.
+	FilterBitsPerKey float64 `json:"filter_bits_per_key,omitempty"`
+	FilterVariant    string  `json:"filter_variant,omitempty"`
 	// FilterKeyName is the extractor the old tables' filters were built
 	// over. Without the extractor itself kvtool cannot rebuild such
 	// filters: the new tables' filters index whole user keys.
@@ -62,10 +65,13 @@ func (rp *repairer) chooseSettings() *tableSettings {
 			BloomBitsPerKey: int(max(0, min(p.BloomBitsPerKey, 1000))),
 			FilterVariant:   filter.Variant(p.FilterVariant),
 		}
+		if b := p.FilterBitsPerKey; b > 0 && b <= filter.MaxBlockBitsPerKey {
+			s.opts.FilterBitsPerKey = b
+		}
 		if !s.opts.Compression.Valid() {
 			s.opts.Compression = sstable.SnappyCompression
 		}
-		if v := s.opts.FilterVariant; v != filter.VariantStandard && v != filter.VariantBlocked {
+		if v := s.opts.FilterVariant; v != filter.VariantStandard && v != filter.VariantBlocked && v != filter.VariantFuse {
 			s.opts.FilterVariant = filter.VariantStandard
 		}
 		if p.FilterKeyName != "" && s.opts.BloomBitsPerKey > 0 {
@@ -77,6 +83,7 @@ func (rp *repairer) chooseSettings() *tableSettings {
 	o := s.opts.Compression
 	s.Compression = o.String()
 	s.BlockSize, s.RestartInterval, s.BloomBitsPerKey = s.opts.BlockSize, s.opts.RestartInterval, s.opts.BloomBitsPerKey
+	s.FilterBitsPerKey = s.opts.FilterBitsPerKey
 	if s.BlockSize == 0 {
 		s.BlockSize = sstable.DefaultBlockSize
 	}
@@ -89,15 +96,7 @@ func (rp *repairer) chooseSettings() *tableSettings {
 	return s
 }
 
-func variantName(v filter.Variant) string {
-	switch v {
-	case filter.VariantStandard:
-		return "standard"
-	case filter.VariantBlocked:
-		return "blocked"
-	}
-	return fmt.Sprintf("variant %d", uint8(v))
-}
+func variantName(v filter.Variant) string { return v.String() }
 
 // writeRepaired merges every kept table and log record into new tables
 // and creates the new (empty) log. Nothing it writes is live until the

@@ -287,8 +287,13 @@ func printFilter(w io.Writer, r *sstable.Reader, scan tableScan) bool {
 		return true
 	}
 	variant := fmt.Sprintf("variant %d", fb.Variant())
-	if fb.Variant() == filter.VariantStandard {
+	switch fb.Variant() {
+	case filter.VariantStandard:
 		variant = "standard bloom filter"
+	case filter.VariantBlocked:
+		variant = "blocked bloom filter (probes in one 64-byte line)"
+	case filter.VariantFuse:
+		variant = "binary fuse filter (8-bit fingerprints, 3 slots per key)"
 	}
 	builtOver := "whole user keys"
 	if p.FilterKeyName != "" {
@@ -297,7 +302,7 @@ func printFilter(w io.Writer, r *sstable.Reader, scan tableScan) bool {
 	t := newTable(w)
 	row(t, "  variant", variant)
 	row(t, "  bits", fmt.Sprintf("%d (%s in memory)", fb.Bits(), humanize.IBytes(uint64(r.FilterMemory()))))
-	row(t, "  keys", fmt.Sprintf("%d distinct, %.2f bits/key (configured %d)", fb.NumKeys(), fb.BitsPerKey(), p.BloomBitsPerKey))
+	row(t, "  keys", fmt.Sprintf("%d distinct, %.2f bits/key (configured %g)", fb.NumKeys(), fb.BitsPerKey(), p.BitsPerKey()))
 	row(t, "  probes (k)", fb.NumProbes())
 	row(t, "  built over", builtOver)
 	rate, n, err := measureFPR(r)

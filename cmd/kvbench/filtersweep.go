@@ -1,0 +1,131 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/bloomkv/bloomkv"
+	"github.com/bloomkv/bloomkv/filter"
+)
+
+// filterSetting is one -filter_sweep entry: a variant and a policy.
+type filterSetting struct {
+	Name     string `json:"name"` // as given, e.g. "standard/per_level"
+	Variant  filter.Variant
+	PerLevel bool
+	SkipLast bool
+}
+
+func parseVariant(s string) (filter.Variant, error) {
+	switch s {
+	case "standard":
+		return filter.VariantStandard, nil
+	case "blocked":
+		return filter.VariantBlocked, nil
+	case "fuse":
+		return filter.VariantFuse, nil
+	}
+	return 0, errors.New("want standard, blocked or fuse")
+}
+
+// parseFilterSweep parses -filter_sweep: variant[/per_level][/skip_last],...
+func parseFilterSweep(s string) ([]filterSetting, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []filterSetting
+	for item := range strings.SplitSeq(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		parts := strings.Split(item, "/")
+		v, err := parseVariant(parts[0])
+		if err != nil {
+			return nil, fmt.Errorf("-filter_sweep %q: variant %q: %w", item, parts[0], err)
+		}
+		fs := filterSetting{Name: item, Variant: v}
+		for _, p := range parts[1:] {
+			switch p {
+			case "per_level":
+				fs.PerLevel = true
+			case "skip_last":
+				fs.SkipLast = true
+			default:
+				return nil, fmt.Errorf("-filter_sweep %q: %q is not per_level or skip_last", item, p)
+			}
+		}
+		if fs.PerLevel && v == filter.VariantFuse {
+			return nil, fmt.Errorf("-filter_sweep %q: per_level needs a bloom variant", item)
+		}
+		out = append(out, fs)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("-filter_sweep: empty list")
+	}
+	return out, nil
+}
+
+// policyName labels a setting's policy in results.
+func (fs filterSetting) policyName() string {
+	switch {
+	case fs.PerLevel && fs.SkipLast:
+		return "per_level+skip_last"
+	case fs.PerLevel:
+		return "per_level"
+	case fs.SkipLast:
+		return "skip_last"
+	}
+	return "uniform"
+}
+
+// filterSweepRun is what one -filter_sweep setting left: its load time and
+// the tree and filters the reads ran on.
+type filterSweepRun struct {
+	Setting     string  `json:"setting"`
+	Variant     string  `json:"filter_variant"`
+	Policy      string  `json:"filter_policy"`
+	LoadSeconds float64 `json:"load_seconds"`
+	Shape       shape   `json:"shape"`
+}
+
+// filterSweep loads the same keys, in the same order (the same -seed),
+// into a new database for each setting, with the same bits-per-key budget,
+// and runs the read workloads on it. The trees differ only where
+// compaction timing differs; each run's shape is reported, with the filter
+// memory and the policy's bits per level, so that "equal memory" can be
+// checked rather than assumed.
+func (s *study) filterSweep() error {
+	base := s.dir
+	defer func() { s.dir = base }()
+	for i, fs := range s.cfg.filterSweep {
+		s.setting = fs
+		s.dir = filepath.Join(base, fmt.Sprintf("filter-sweep-%d", i))
+		run := filterSweepRun{Setting: fs.Name, Variant: fs.Variant.String(), Policy: fs.policyName()}
+		start := time.Now()
+		first := len(s.rep.Results)
+		err := s.withDB(s.cfg.bloomBits, false, func(db *bloomkv.DB) error {
+			if err := s.load(db); err != nil {
+				return err
+			}
+			run.LoadSeconds = time.Since(start).Seconds()
+			run.Shape = shapeOf(db.Metrics())
+			return s.readPass(db, "filter_sweep", s.cfg.bloomBits, true)
+		})
+		if rerr := os.RemoveAll(s.dir); err == nil && rerr != nil {
+			err = rerr
+		}
+		if err != nil {
+			return fmt.Errorf("-filter_sweep %s: %w", fs.Name, err)
+		}
+		for _, r := range s.rep.Results[first:] {
+			r.FilterSetting, r.FilterPolicy = fs.Name, fs.policyName()
+		}
+		s.rep.FilterSweep = append(s.rep.FilterSweep, run)
+	}
+	return nil
+}

@@ -1,0 +1,271 @@
+package bloomkv
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/bloomkv/bloomkv/compaction"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/vfs"
+)
+
+// levelsOptions makes a tree of four or five levels from a few tens of
+// thousands of keys.
+func levelsOptions() *Options {
+	return &Options{
+		FS:                    vfs.NewMem(),
+		MemtableSize:          32 << 10,
+		BlockSize:             1 << 10,
+		BlockCacheSize:        8 << 20,
+		L0CompactionThreshold: 2,
+		LBaseMaxBytes:         32 << 10,
+		LevelMultiplier:       4,
+		TargetFileSize:        16 << 10,
+	}
+}
+
+// settle waits until background compaction has nothing left to do.
+func settle(t *testing.T, db *DB) {
+	t.Helper()
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		db.mu.Lock()
+		busy := db.mu.compacting || db.compactionWantedLocked()
+		db.mu.Unlock()
+		if !busy {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("compactions did not settle in 30 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// rewriteFilters rewrites every table of levels 1 and deeper in place,
+// deepest level first, so that each gets the filter the policy gives its
+// level on the tree as it stands: the converged tree the policy aims at,
+// on the same data and shape as before. Background compaction must be
+// off.
+func rewriteFilters(t *testing.T, db *DB) {
+	t.Helper()
+	for l := manifest.NumLevels - 1; l >= 1; l-- {
+		db.mu.Lock()
+		v := db.mu.current
+		v.ref()
+		db.mu.compacting = true
+		db.mu.Unlock()
+		var err error
+		if files := v.Levels[l]; len(files) > 0 {
+			c := &compaction.Compaction{Level: l, OutputLevel: l, Inputs: [2][]*manifest.FileMetadata{files}}
+			err = db.runCompaction(c, v, true)
+		}
+		v.unref()
+		db.mu.Lock()
+		db.mu.compacting = false
+		db.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// levelBits returns the key-weighted mean bits per key of each level's
+// tables, read from their properties, and the tables' filter memory in
+// bits (bits per key times filter keys) and keys.
+func levelBits(t *testing.T, db *DB) (mean map[int]float64, memBits, keys float64) {
+	mean = map[int]float64{}
+	for l, ps := range tableProps(t, db) {
+		var lb, lk float64
+		for _, p := range ps {
+			lb += p.BitsPerKey() * float64(p.FilterKeyCount)
+			lk += float64(p.NumEntries)
+		}
+		mean[l] = lb / lk
+		memBits += lb
+		keys += lk
+	}
+	return mean, memBits, keys
+}
+
+func writeLevelsTree(t *testing.T, o *Options, n int) *DB {
+	db := mustOpen(t, "/db", o)
+	for i := 0; i < n; i++ {
+		// Spread over the key space so every flush overlaps the levels.
+		k := fmt.Sprintf("key%07d", (i*7919)%n*2)
+		if err := db.Put([]byte(k), []byte("value")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settle(t, db)
+	return db
+}
+
+// TestFilterPerLevelTables: with FilterPerLevel the tables of shallower
+// levels are written with more bits per key than those of deeper levels,
+// Metrics shows the policy's choice falling level by level, and the
+// filters hold about the memory of the uniform setting.
+func TestFilterPerLevelTables(t *testing.T) {
+	o := levelsOptions()
+	o.FilterBitsPerKey = 5
+	o.FilterPerLevel = true
+	db := writeLevelsTree(t, o, 60_000)
+	db.Close()
+	o.DisableAutomaticCompactions = true
+	db = mustOpen(t, "/db", o)
+	defer db.Close()
+	rewriteFilters(t, db)
+	mean, mem, keys := levelBits(t, db)
+	m := db.Metrics()
+	var levels []int
+	for l := 1; l < len(m.Levels); l++ {
+		if m.Levels[l].Files > 0 {
+			levels = append(levels, l)
+		}
+	}
+	for l, lm := range m.Levels {
+		t.Logf("level %d: %d files, tables' mean %.2f bits/key, policy now %.2f, filters %d B",
+			l, lm.Files, mean[l], lm.FilterBitsPerKey, lm.FilterBytes)
+	}
+	t.Logf("all tables: %.3f bits/key (uniform 5)", mem/keys)
+	if avg := mem / keys; avg < 4.9 || avg > 5.1 {
+		t.Errorf("tables average %.3f bits/key, want the uniform 5 within 2%%", avg)
+	}
+	if len(levels) < 3 {
+		t.Fatalf("tree has levels %v below level 0; want 3 or more", levels)
+	}
+	for i := 0; i+1 < len(levels); i++ {
+		a, b := levels[i], levels[i+1]
+		if !(mean[a] > mean[b]+1) {
+			t.Errorf("level %d tables %.2f bits/key, level %d %.2f: want shallower levels to get more", a, mean[a], b, mean[b])
+		}
+		if !(m.Levels[a].FilterBitsPerKey > m.Levels[b].FilterBitsPerKey+1) {
+			t.Errorf("Metrics: level %d %.2f bits/key, level %d %.2f", a, m.Levels[a].FilterBitsPerKey, b, m.Levels[b].FilterBitsPerKey)
+		}
+	}
+}
+
+// fpPerAbsentGet returns the filter false positives per Get of probes
+// absent keys (odd numbers, inside the tables' ranges).
+func fpPerAbsentGet(t *testing.T, db *DB, n, probes int) float64 {
+	t.Helper()
+	before := db.Metrics()
+	for i := 0; i < probes; i++ {
+		k := fmt.Sprintf("key%07d", (i*7919)%n*2+1)
+		if _, err := db.Get([]byte(k)); err != ErrNotFound {
+			t.Fatalf("absent %s: %v", k, err)
+		}
+	}
+	d := db.Metrics().Sub(before)
+	return float64(d.FilterFalsePositives) / float64(probes)
+}
+
+// TestFilterPerLevelBeatsUniform writes a tree with 5 bits per key in
+// every table, measures absent Gets, then rewrites the same tables (same
+// data, same shape) under FilterPerLevel at the same average and measures
+// again: the per-level filters let no more absent Gets through (usually
+// far fewer) at the same filter memory within 3%.
+func TestFilterPerLevelBeatsUniform(t *testing.T) {
+	const n = 60_000
+	probes := 100_000
+	if testing.Short() {
+		probes = 30_000
+	}
+	o := levelsOptions()
+	o.FilterBitsPerKey = 5
+	db := writeLevelsTree(t, o, n)
+	db.Close()
+	var fp [2]float64
+	var mem [2]int64
+	for i, perLevel := range []bool{false, true} {
+		o.FilterPerLevel = perLevel
+		o.DisableAutomaticCompactions = true
+		db := mustOpen(t, "/db", o)
+		rewriteFilters(t, db)
+		m := db.Metrics()
+		fp[i], mem[i] = fpPerAbsentGet(t, db, n, probes), m.FilterBytes
+		for l, lm := range m.Levels {
+			if lm.Files > 0 {
+				t.Logf("per-level %v: level %d: %d files, %d B of filters, %.2f bits/key for new tables", perLevel, l, lm.Files, lm.FilterBytes, lm.FilterBitsPerKey)
+			}
+		}
+		t.Logf("per-level %v: %.4f false positives per absent Get, filters %d B", perLevel, fp[i], mem[i])
+		db.Close()
+	}
+	// The false positives of probes Gets are a sum of independent
+	// Bernoulli trials (one per table probed), near enough Poisson: the
+	// difference of the two rates has a standard deviation of about
+	// sqrt((fp0 + fp1)/probes). How much the policy gains depends on the
+	// tree's shape: the model assumes every level spans the key space,
+	// but an upper level that holds a few tables covers only part of it
+	// and is probed by fewer Gets, so the bits moved to it buy less (gains
+	// of 2-35% on this small tree, by how the compactions fell). The test
+	// asks that the per-level tree is never worse beyond noise; kvbench's
+	// sweep measures the gain on larger trees.
+	if sd := math.Sqrt((fp[0] + fp[1]) / float64(probes)); !(fp[1] < fp[0]+5*sd) {
+		t.Errorf("per-level %.4f false positives per absent Get, uniform %.4f: worse by more than 5 sd (%.4f)", fp[1], fp[0], sd)
+	}
+	if r := float64(mem[1]) / float64(mem[0]); r < 0.97 || r > 1.03 {
+		t.Errorf("per-level filters take %d B, uniform %d B: want within 3%%", mem[1], mem[0])
+	}
+}
+
+// TestFilterSkipLastLevel writes a tree with 10 bits per key everywhere,
+// then rewrites its tables under FilterSkipLastLevel: the last level's
+// tables lose their filters, the others keep theirs, filter memory falls
+// by what the last level held, every key is still found and absent keys
+// are still absent. (Tables written while their level was the last keep
+// no filter until a compaction rewrites them; rewriteFilters does here.)
+func TestFilterSkipLastLevel(t *testing.T) {
+	const n = 60_000
+	o := levelsOptions()
+	o.LevelMultiplier = 10
+	o.BloomBitsPerKey = 10
+	db := writeLevelsTree(t, o, n)
+	before := db.Metrics()
+	db.Close()
+
+	o.FilterSkipLastLevel = true
+	o.DisableAutomaticCompactions = true
+	db = mustOpen(t, "/db", o)
+	defer db.Close()
+	rewriteFilters(t, db)
+	m := db.Metrics()
+	s := db.loadReadState()
+	last := lastLevel(s.v.Version)
+	s.unref()
+	for l, ps := range tableProps(t, db) {
+		withFilter := 0
+		for _, p := range ps {
+			if p.FilterVariant != 0 {
+				withFilter++
+			}
+		}
+		t.Logf("level %d: %d of %d tables with filters", l, withFilter, len(ps))
+		if l == last && withFilter > 0 || l != last && withFilter != len(ps) {
+			t.Errorf("level %d (last %d): %d of %d tables with filters", l, last, withFilter, len(ps))
+		}
+	}
+	if m.Levels[last].FilterBitsPerKey != 0 || m.Levels[last].FilterBytes != 0 || m.Levels[1].FilterBitsPerKey != 10 {
+		t.Errorf("Metrics: last level %d: %.2f bits/key, %d B of filters; level 1 %.2f bits/key",
+			last, m.Levels[last].FilterBitsPerKey, m.Levels[last].FilterBytes, m.Levels[1].FilterBitsPerKey)
+	}
+	want := before.FilterBytes - before.Levels[last].FilterBytes
+	t.Logf("filter memory: every level %d B, last level (%d) skipped %d B (%.0f%% less; the last level held %.0f%%)",
+		before.FilterBytes, last, m.FilterBytes, 100*(1-float64(m.FilterBytes)/float64(before.FilterBytes)),
+		100*float64(before.Levels[last].FilterBytes)/float64(before.FilterBytes))
+	if d := float64(m.FilterBytes - want); math.Abs(d) > 0.02*float64(want)+256 {
+		t.Errorf("filters take %d B, want about %d (all but the last level's)", m.FilterBytes, want)
+	}
+	for i := 0; i < n; i += 7 {
+		if _, err := db.Get([]byte(fmt.Sprintf("key%07d", 2*i))); err != nil {
+			t.Fatalf("key %d: %v", 2*i, err)
+		}
+	}
+	fpPerAbsentGet(t, db, n, 5000) // fails on a found absent key
+}
