@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -434,5 +435,38 @@ func TestRowWorkloads(t *testing.T) {
 	}
 	if code := run([]string{"-benchmarks", "seekprefix"}, &out, &errb); code != 2 {
 		t.Fatalf("seekprefix without -rows: exit %d, want 2", code)
+	}
+}
+
+// TestRowWorkloadsInSweep: a bits-per-key sweep reports prefix seeks per
+// seek (from the iterator metrics), with a measured false-positive rate for
+// absent rows that falls as the bits grow.
+func TestRowWorkloadsInSweep(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"-rows", "2000", "-cols_per_row", "5", "-reads", "20000", "-progress=false",
+		"-benchmarks", "fillrandom,seekprefixmissing", "-sweep", "4,12",
+		"-max_bytes_for_level_base", "65536", "-target_file_size_base", "32768", "-write_buffer_size", "65536"}
+	if code := run(args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	report := out.String()
+	i := strings.Index(report, "sweep: seekprefixmissing")
+	if i < 0 || !strings.Contains(report[i:], "blocks/seek") {
+		t.Fatalf("no per-seek sweep table:\n%s", report)
+	}
+	var rates []float64
+	for _, line := range strings.Split(report[i:], "\n")[1:3] {
+		f := strings.Fields(line) // "4 bits/key spent k mem unit FP% ..."
+		if len(f) < 7 {
+			t.Fatalf("short sweep row %q", line)
+		}
+		rate, err := strconv.ParseFloat(strings.TrimSuffix(f[6], "%"), 64)
+		if err != nil {
+			t.Fatalf("sweep row %q: FP rate %q: %v", line, f[6], err)
+		}
+		rates = append(rates, rate)
+	}
+	if !(rates[0] > rates[1]) {
+		t.Fatalf("FP rate at 4 bits/key %.3g%% not above 12 bits/key's %.3g%%:\n%s", rates[0], rates[1], report[i:])
 	}
 }

@@ -273,7 +273,13 @@ func writeSweep(sb *strings.Builder, rep *report) {
 	}
 	for _, name := range rep.cfg.readWorkloads() {
 		t := &table{}
-		t.add("sweep: "+name, "spent", "k", "filter mem", "FP rate", "theory", "tables/Get", "blocks/Get", "bytes/Get", "cache hits", "p50 µs", "p99 µs", "p99.9 µs", "ops/s")
+		// Iterator workloads are counted per seek, from the Iter* metrics
+		// (their Gets columns would be empty).
+		op := "Get"
+		if isSeekWorkload(name) {
+			op = "seek"
+		}
+		t.add("sweep: "+name, "spent", "k", "filter mem", "FP rate", "theory", "tables/"+op, "blocks/"+op, "bytes/"+op, "cache hits", "p50 µs", "p99 µs", "p99.9 µs", "ops/s")
 		for _, r := range rep.Results {
 			if r.Pass != "sweep" || r.Benchmark != name {
 				continue
@@ -282,9 +288,13 @@ func writeSweep(sb *strings.Builder, rep *report) {
 			if r.FilterProbes > 0 {
 				k = fmt.Sprint(r.FilterProbes)
 			}
+			fpRate, tables, blocks, bytes := r.FPRateMeasured, r.TablesProbedPerGet, r.DataBlocksPerGet, r.BytesReadPerGet
+			if r.Seeks > 0 {
+				fpRate, tables, blocks, bytes = seekFPRate(r), r.IterTablesProbedPerOp, r.DataBlocksPerOp, r.BytesPerOp
+			}
 			t.add(bitsLabel(r.BloomBits), fmt.Sprintf("%.2f", r.FilterBitsPerKey), k, humanize.IBytes(uint64(r.FilterBytes)),
-				fmtPercent(r.FPRateMeasured), fmtPercent(r.FPRateTheory), fmtFloat(r.TablesProbedPerGet, 3),
-				fmtFloat(r.DataBlocksPerGet, 4), fmtFloat(r.BytesReadPerGet, 0), fmtPercent(r.CacheHitRate),
+				fmtPercent(fpRate), fmtPercent(r.FPRateTheory), fmtFloat(tables, 3),
+				fmtFloat(blocks, 4), fmtFloat(bytes, 0), fmtPercent(r.CacheHitRate),
 				fmtMicros(r.P50us), fmtMicros(r.P99us), fmtMicros(r.P999us), fmt.Sprintf("%.0f", r.OpsPerSec))
 		}
 		_ = t.write(sb)
@@ -347,4 +357,26 @@ func fmtRatio(v *float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.4f", *v)
+}
+
+// isSeekWorkload reports whether name is an iterator workload (its costs
+// are counted per seek from the Iter* metrics).
+func isSeekWorkload(name string) bool {
+	return name == seekPrefix || name == seekPrefixMissing
+}
+
+// seekFPRate is the false-positive rate of the filter probes prefix seeks
+// made: tables a filter let through for nothing over all tables it was asked
+// about and that did not hold the prefix (nil when there were none). For
+// absent rows that is every probe.
+func seekFPRate(r *result) *float64 {
+	if r.IterFilterNegativesPerOp == nil || r.IterFilterFalsePositivesPerOp == nil {
+		return nil
+	}
+	neg, fp := *r.IterFilterNegativesPerOp, *r.IterFilterFalsePositivesPerOp
+	if neg+fp == 0 {
+		return nil
+	}
+	rate := fp / (neg + fp)
+	return &rate
 }
