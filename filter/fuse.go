@@ -294,7 +294,7 @@ func resetSliceInt(s []int, n int) []int {
 // the builder saw twice, apart, twice; the filter holds it once).
 func encodeFuseBlock(keyHashes []uint64) []byte {
 	n := len(keyHashes)
-	if n > fuseMaxKeys {
+	if uint64(n) > fuseMaxKeys {
 		// Slot numbers would not fit in 32 bits. Unreachable for a table
 		// (it would be tens of gigabytes); a standard block keeps every key.
 		bb := &BlockBuilder{bitsPerKey: 10, variant: VariantStandard, hashes: keyHashes}
@@ -305,7 +305,7 @@ func encodeFuseBlock(keyHashes []uint64) []byte {
 	copy(out, fp)
 	out = binary.LittleEndian.AppendUint64(out, seed)
 	out = binary.LittleEndian.AppendUint32(out, shape.segmentCount)
-	out = binary.LittleEndian.AppendUint32(out, uint32(min(n, math.MaxUint32)))
+	out = binary.LittleEndian.AppendUint32(out, uint32(min(uint64(n), math.MaxUint32)))
 	return append(out, shape.segmentLogLen, fuseFingerprintBits, byte(VariantFuse))
 }
 
