@@ -10,6 +10,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
 	"github.com/bloomkv/bloomkv/memtable"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/bloomkv/bloomkv/vfs"
@@ -203,9 +204,10 @@ func (db *DB) sstWriterOptions(fileNum uint64) sstable.WriterOptions {
 	}
 }
 
-// writeTable writes the entries of it (internal keys in order) to table
-// num. It returns nil metadata when it holds no entry (no file is left).
-func (db *DB) writeTable(num uint64, it base.InternalIterator, cause writeCause) (*manifest.FileMetadata, error) {
+// writeTable writes the entries of it (internal keys in order) and the
+// range tombstones rd to table num. It returns nil metadata when it holds
+// neither (no file is left).
+func (db *DB) writeTable(num uint64, it base.InternalIterator, rd *rangedel.List, cause writeCause) (*manifest.FileMetadata, error) {
 	db.hookBeforeTable(num, cause)
 	name := db.path(base.FileTypeTable, num)
 	f, err := db.fs.Create(name)
@@ -213,7 +215,8 @@ func (db *DB) writeTable(num uint64, it base.InternalIterator, cause writeCause)
 		return nil, fmt.Errorf("bloomkv: create table %s: %w", name, err)
 	}
 	w := sstable.NewWriter(f, db.sstWriterOptions(num))
-	n := 0
+	w.SetRangeDels(rd.Spans())
+	n := rd.Len()
 	for ok := it.First(); ok; ok = it.Next() {
 		if err := w.Add(it.Key(), it.Value()); err != nil {
 			_ = w.Abort()

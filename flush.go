@@ -82,7 +82,7 @@ func (db *DB) flushOldestLocked() error {
 			return err
 		}
 		it := m.NewIter()
-		meta, err := db.writeTable(num, it, causeFlush)
+		meta, err := db.writeTable(num, it, m.RangeDels(), causeFlush)
 		_ = it.Close()
 		if err != nil {
 			return err

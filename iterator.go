@@ -2,10 +2,14 @@ package bloomkv
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/iterator"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
+	"github.com/bloomkv/bloomkv/sstable"
 )
 
 // IterOptions bound an iterator to [LowerBound, UpperBound); nil means
@@ -79,7 +83,40 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 	}
 	vis := iterator.NewVisible(iterator.NewMerging(iters...), seq, lower, upper)
 	vis.SetPrefixExtractor(db.opts.FilterKey)
-	return &Iterator{db: db, vis: vis, state: s, shard: sh, prefix: prefix}
+	it := &Iterator{db: db, vis: vis, state: s, shard: sh, prefix: prefix}
+	it.setRangeDels(lower, upper)
+	return it
+}
+
+// setRangeDels gives the iterator the range tombstones of every source of
+// its read state that may overlap [lower, upper): the memtables' and
+// those of the tables whose bounds meet the range (tables hold theirs in
+// memory once open; opening one that is not fails the iterator with the
+// error).
+func (it *Iterator) setRangeDels(lower, upper []byte) {
+	s := it.state
+	lists := []*rangedel.List{s.mem.RangeDels()}
+	for _, m := range s.imm {
+		lists = append(lists, m.RangeDels())
+	}
+	for _, files := range s.v.Levels {
+		for _, f := range files {
+			if !f.Overlaps(lower, upper) {
+				continue
+			}
+			r, release, err := findTable(it.db.tableCache, f)
+			if err != nil {
+				if errors.Is(err, sstable.ErrTableCacheClosed) {
+					err = ErrClosed
+				}
+				it.err = fmt.Errorf("bloomkv: iterator: %w", err)
+				return
+			}
+			lists = append(lists, r.RangeDels())
+			release()
+		}
+	}
+	it.vis.SetRangeDels(rangedel.Merge(lists...))
 }
 
 // prefixBounds narrows [lower, upper) to the keys that start with prefix.
@@ -196,6 +233,7 @@ func (it *Iterator) SetBounds(lower, upper []byte) {
 		lower, upper = prefixBounds(it.prefix, lower, upper)
 	}
 	it.vis.SetBounds(lower, upper)
+	it.setRangeDels(lower, upper)
 }
 
 // Next moves to the next key.

@@ -39,6 +39,12 @@ type Properties struct {
 	// filter keys of FilterKeyName (both, as HBase's ROWCOL and ROW); a
 	// filter over whole keys alone has FilterKeyName "". Optional.
 	FilterWholeKeys bool
+	// RangeDelHandle locates the range-deletion block (offset, size
+	// without trailer), NumRangeDels counts its (span, sequence) pairs:
+	// the range tombstone fragments the table holds. Both are present
+	// exactly in tables of FormatVersionRangeDels.
+	RangeDelOffset, RangeDelSize uint64
+	NumRangeDels                 uint64
 }
 
 // Property tags, in the order they are encoded. They are part of the
@@ -67,12 +73,14 @@ const (
 	tagFileNum
 	tagDBID
 	tagFilterWholeKeys
+	tagRangeDelHandle
+	tagNumRangeDels
 	numPropertyTags = iota
 )
 
 // optionalPropertyTags may be absent: they are newer than the format and
 // written only when set. Every other known tag is required.
-const optionalPropertyTags = 3
+const optionalPropertyTags = 5
 
 // propertyField binds a tag to a field. kind is 'u' (uvarint), 'i' (zigzag
 // varint) or 'b' (raw bytes).
@@ -93,6 +101,7 @@ type propertyScratch struct {
 	version, variant, compression uint64
 	filterKeyName                 []byte
 	filterWholeKeys               uint64
+	rangeDelHandle                []byte
 }
 
 func (p *Properties) fields(s *propertyScratch) []propertyField {
@@ -120,6 +129,8 @@ func (p *Properties) fields(s *propertyScratch) []propertyField {
 		{tag: tagFileNum, name: "FileNum", kind: 'u', u: &p.FileNum, optional: true},
 		{tag: tagDBID, name: "DBID", kind: 'b', b: &p.DBID, optional: true},
 		{tag: tagFilterWholeKeys, name: "FilterWholeKeys", kind: 'u', u: &s.filterWholeKeys, optional: true},
+		{tag: tagRangeDelHandle, name: "RangeDelHandle", kind: 'b', b: &s.rangeDelHandle, optional: true},
+		{tag: tagNumRangeDels, name: "NumRangeDels", kind: 'u', u: &p.NumRangeDels, optional: true},
 	}
 }
 
@@ -140,6 +151,9 @@ func (p *Properties) encode() []byte {
 	}
 	if p.FilterWholeKeys {
 		s.filterWholeKeys = 1
+	}
+	if p.NumRangeDels > 0 {
+		s.rangeDelHandle = appendHandle(nil, blockHandle{p.RangeDelOffset, p.RangeDelSize})
 	}
 	var out, val []byte
 	for _, f := range p.fields(&s) {
@@ -217,6 +231,15 @@ func decodeProperties(data []byte, loc location) (Properties, error) {
 	p.Compression = c
 	p.FilterKeyName = string(s.filterKeyName)
 	p.FilterWholeKeys = s.filterWholeKeys == 1
+	if s.rangeDelHandle != nil {
+		h, ok := decodeHandle(s.rangeDelHandle)
+		if !ok || h.size == 0 || p.NumRangeDels == 0 {
+			return Properties{}, loc.corruptf("property RangeDelHandle %x with %d range deletions", s.rangeDelHandle, p.NumRangeDels)
+		}
+		p.RangeDelOffset, p.RangeDelSize = h.offset, h.size
+	} else if p.NumRangeDels != 0 {
+		return Properties{}, loc.corruptf("%d range deletions without a RangeDelHandle", p.NumRangeDels)
+	}
 	return p, nil
 }
 
@@ -259,6 +282,9 @@ func (p *Properties) String() string {
 	fmt.Fprintf(&sb, "block size/restart: %d / %d\n", p.BlockSize, p.RestartInterval)
 	if p.FilterWholeKeys {
 		fmt.Fprintf(&sb, "filter contents:    whole keys and %q keys\n", p.FilterKeyName)
+	}
+	if p.NumRangeDels > 0 {
+		fmt.Fprintf(&sb, "range deletions:    %d (block at %d, %d bytes)\n", p.NumRangeDels, p.RangeDelOffset, p.RangeDelSize)
 	}
 	if p.FileNum != 0 || len(p.DBID) > 0 {
 		fmt.Fprintf(&sb, "identity:           file %06d of database %q\n", p.FileNum, p.DBID)
