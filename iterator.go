@@ -282,7 +282,13 @@ func (it *Iterator) Close() error {
 	if it.vis == nil {
 		return it.err
 	}
-	err := it.vis.Error()
+	err := it.err
+	if errors.Is(err, ErrClosed) {
+		err = nil // the DB closed under the iterator: Close still releases it
+	}
+	if err == nil {
+		err = it.vis.Error()
+	}
 	if cerr := it.vis.Close(); err == nil {
 		err = cerr
 	}

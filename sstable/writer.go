@@ -45,7 +45,7 @@ type Writer struct {
 	props         Properties
 	rangeDels     []rangedel.Span // copied by SetRangeDels
 	compressed    []byte          // reused snappy output buffer
-	scratch       []byte // separators and handles
+	scratch       []byte          // separators and handles
 	handleScratch []byte
 }
 
