@@ -44,6 +44,9 @@ func TestDeleteRangeFilterNegativeStillChecksTombstones(t *testing.T) {
 			if err := db.Flush(); err != nil {
 				t.Fatal(err)
 			}
+			if n := db.Metrics().RangeDeletions; n != 1 {
+				t.Fatalf("Metrics.RangeDeletions = %d, want 1", n)
+			}
 			if n := db.Metrics().Levels[0].Files; n != 2 {
 				t.Fatalf("%d level-0 tables, want 2", n)
 			}
@@ -216,5 +219,41 @@ func TestDeleteRangeArguments(t *testing.T) {
 	}
 	if _, err := db.Get([]byte("x")); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a rejected batch applied part of itself: %v", err)
+	}
+}
+
+// BenchmarkGetRangeDels measures Get of present keys with n range
+// tombstones in the tree (each over one absent key, so every Get still
+// hits): in the tables after a compaction, or still in the memtable.
+func BenchmarkGetRangeDels(b *testing.B) {
+	const keys = 50_000
+	for _, where := range []string{"tables", "memtable"} {
+		for _, n := range []int{0, 100, 10_000} {
+			b.Run(fmt.Sprintf("%s/n=%d", where, n), func(b *testing.B) {
+				db := loadBenchDB(b, keys, &Options{MemtableSize: 64 << 20})
+				defer db.Close()
+				rng := rand.New(rand.NewPCG(3, 4))
+				k := make([]byte, 16)
+				for i := 0; i < n; i++ {
+					start := benchKey(k, 2*rng.Uint64N(keys)+1) // never written
+					end := append(append([]byte(nil), start...), 0)
+					if err := db.DeleteRange(start, end); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if where == "tables" {
+					if err := db.Compact(nil, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if _, err := db.Get(benchKey(k, 2*rng.Uint64N(keys))); err != nil {
+						b.Fatalf("Get: %v", err)
+					}
+				}
+			})
+		}
 	}
 }

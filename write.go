@@ -177,9 +177,16 @@ func (db *DB) lead(w *writer) error {
 		err = db.writeToLog(log, rep, sync)
 		if err == nil {
 			// rep was encoded by us and decodes without error.
+			var rangeDels uint64
 			applyBatch(rep, func(seq uint64, op batchOp) {
+				if op.kind == base.KindRangeDelete {
+					rangeDels++
+				}
 				addToMemtable(mem.Memtable, seq, op)
 			})
+			if rangeDels > 0 {
+				db.counters.rangeDeletions.Add(rangeDels)
+			}
 		}
 		db.mu.Lock()
 		if err != nil {
