@@ -49,11 +49,8 @@ func checkSeekPrefix(t *testing.T, it *Iterator, m model, lower, upper []byte, k
 	p := string(prefixOf([]byte(k)))
 	keys := m.sortedKeys(lower, upper)
 	want := ""
-	for _, x := range keys[sort.SearchStrings(keys, k):] {
-		if string(prefixOf([]byte(x))) == p {
-			want = x
-		}
-		break
+	if i := sort.SearchStrings(keys, k); i < len(keys) && string(prefixOf([]byte(keys[i]))) == p {
+		want = keys[i]
 	}
 	ok := it.SeekPrefixGE([]byte(k))
 	if ok != (want != "") || ok && (string(it.Key()) != want || string(it.Value()) != m[want]) {
