@@ -95,9 +95,22 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 // error).
 func (it *Iterator) setRangeDels(lower, upper []byte) {
 	s := it.state
-	lists := []*rangedel.List{s.mem.RangeDels()}
+	// Most sources hold no tombstone: collect without allocating until a
+	// second list turns up.
+	var first *rangedel.List
+	var more []*rangedel.List
+	add := func(l *rangedel.List) {
+		switch {
+		case l.Empty():
+		case first == nil:
+			first = l
+		default:
+			more = append(more, l)
+		}
+	}
+	add(s.mem.RangeDels())
 	for _, m := range s.imm {
-		lists = append(lists, m.RangeDels())
+		add(m.RangeDels())
 	}
 	for _, files := range s.v.Levels {
 		for _, f := range files {
@@ -112,11 +125,14 @@ func (it *Iterator) setRangeDels(lower, upper []byte) {
 				it.err = fmt.Errorf("bloomkv: iterator: %w", err)
 				return
 			}
-			lists = append(lists, r.RangeDels())
+			add(r.RangeDels())
 			release()
 		}
 	}
-	it.vis.SetRangeDels(rangedel.Merge(lists...))
+	if more != nil {
+		first = rangedel.Merge(append(more, first)...)
+	}
+	it.vis.SetRangeDels(first)
 }
 
 // prefixBounds narrows [lower, upper) to the keys that start with prefix.
