@@ -3,9 +3,13 @@ package bloomkv
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"os"
 	"testing"
 
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
@@ -257,3 +261,80 @@ func BenchmarkGetRangeDels(b *testing.B) {
 		}
 	}
 }
+
+// TestCorruptionRangeDelBlock flips bytes across a table's range-deletion
+// block: every Get and iterator that reaches the table fails with
+// ErrCorruption naming it (never a panic, never a deleted key back).
+func TestCorruptionRangeDelBlock(t *testing.T) {
+	fs := vfs.NewMem()
+	db := mustOpen(t, "/db", &Options{FS: fs})
+	for i := 0; i < 100; i++ {
+		db.Put([]byte(corruptKey(i)), []byte(corruptValue(i)))
+	}
+	for i := 0; i < 30; i++ {
+		db.DeleteRange([]byte(corruptKey(2*i)), []byte(corruptKey(2*i)+"5"))
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tables := filesOfType(t, fs, base.FileTypeTable)
+	if len(tables) != 1 {
+		t.Fatalf("tables: %v", tables)
+	}
+	table := tables[0]
+	data := readMemFile(t, fs, "/db/"+table)
+	r, err := sstable.Open(&memReadFile{data}, table, 0, int64(len(data)), sstable.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := *r.Properties()
+	r.Close()
+	start, end := int(p.RangeDelOffset), int(p.RangeDelOffset+p.RangeDelSize)+sstable.BlockTrailerLen
+	if p.NumRangeDels != 30 || end <= start {
+		t.Fatalf("%d range deletions, block [%d, %d)", p.NumRangeDels, start, end)
+	}
+	for off := start; off < end; off += max(1, (end-start)/17) {
+		what := fmt.Sprintf("flip@%d", off)
+		img := withDamage(t, fs, table, flipAt(off))
+		db, err := Open("/db", &Options{FS: img})
+		if err != nil {
+			expectCorruption(t, err, table, what+": Open")
+			continue
+		}
+		for i := 0; i < 100; i += 7 {
+			v, err := db.Get([]byte(corruptKey(i)))
+			if err == nil {
+				db.Close()
+				t.Fatalf("%s: Get(%s) = %q from a table whose range deletions are damaged", what, corruptKey(i), v)
+			}
+			expectCorruption(t, err, table, what+": Get")
+		}
+		it := db.NewIterator(nil)
+		for ok := it.First(); ok; ok = it.Next() {
+		}
+		expectCorruption(t, it.Close(), table, what+": iterator")
+		db.Close()
+	}
+}
+
+// memReadFile serves a table's bytes to sstable.Open.
+type memReadFile struct{ b []byte }
+
+func (f *memReadFile) ReadAt(p []byte, off int64) (int, error) {
+	if off >= int64(len(f.b)) {
+		return 0, io.EOF
+	}
+	n := copy(p, f.b[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+func (f *memReadFile) Read([]byte) (int, error)   { return 0, io.EOF }
+func (f *memReadFile) Write([]byte) (int, error)  { return 0, errors.ErrUnsupported }
+func (f *memReadFile) Close() error               { return nil }
+func (f *memReadFile) Sync() error                { return nil }
+func (f *memReadFile) Stat() (os.FileInfo, error) { return nil, errors.ErrUnsupported }
