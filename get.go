@@ -60,19 +60,19 @@ func (db *DB) get(key []byte, seq uint64) ([]byte, error) {
 func (db *DB) getFrom(sh *readShard, s *readState, key []byte, seq uint64) ([]byte, error) {
 	var tomb uint64 // newest covering tombstone seen so far, 0 for none
 	if v, kind, ok, done := memGet(s.mem.Memtable, key, seq, &tomb); ok || done {
-		if !done {
-			sh.memtableHits.Add(1)
-			return valueOrNotFound(copyValue(v), kind)
+		sh.memtableHits.Add(1)
+		if done {
+			return nil, ErrNotFound // a range tombstone
 		}
-		return nil, ErrNotFound
+		return valueOrNotFound(copyValue(v), kind)
 	}
 	for _, m := range s.imm {
 		if v, kind, ok, done := memGet(m.Memtable, key, seq, &tomb); ok || done {
-			if !done {
-				sh.memtableHits.Add(1)
-				return valueOrNotFound(copyValue(v), kind)
+			sh.memtableHits.Add(1)
+			if done {
+				return nil, ErrNotFound
 			}
-			return nil, ErrNotFound
+			return valueOrNotFound(copyValue(v), kind)
 		}
 	}
 	// Level 0 newest first: tables may overlap, so probe each that covers key.
