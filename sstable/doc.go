@@ -26,14 +26,14 @@
 //
 //	1  everything below but the range-deletion block
 //	2  (FormatVersionRangeDels) version 1 plus a range-deletion block,
-//	   located by properties 24 and 25
+//	   located by properties 25 and 26
 //
 // A writer uses version 2 only for a table that holds range tombstones
 // (DB.DeleteRange), so every other table is byte for byte a version 1
 // table, and a build that predates range deletions refuses a table that
 // has them ("unsupported format version") instead of serving the keys they
 // delete. Footer and properties carry the version and must agree; a
-// version 1 table must not have properties 24-25, a version 2 table must.
+// version 1 table must not have properties 25-26, a version 2 table must.
 //
 // # Range-deletion block
 //
@@ -122,7 +122,7 @@
 //
 // Numbers are uvarint values filling their record, except BloomBitsPerKey
 // (varint); keys and names are raw bytes. Tags 01-20 (decimal) are required;
-// 21-25 are optional (written only when set); readers skip unknown tags,
+// 21-26 are optional (written only when set); readers skip unknown tags,
 // which leaves room for later additions.
 //
 //	01 FormatVersion   08 IndexSize        15 BloomBitsPerKey (as configured)
@@ -136,9 +136,10 @@
 //	22 DBID (the identity of the database it was written for)
 //	23 FilterWholeKeys (1: the filter holds the whole user keys as well as
 //	   the keys of FilterKeyName; absent or 0: only those)
-//	24 RangeDelHandle (bytes: offset uvarint | size uvarint, the
+//	24 (reserved: FilterBitsPerKey of the filter-policy work)
+//	25 RangeDelHandle (bytes: offset uvarint | size uvarint, the
 //	   range-deletion block's handle; version 2 tables only)
-//	25 NumRangeDels (the block's (span, sequence) pairs; version 2 only)
+//	26 NumRangeDels (the block's (span, sequence) pairs; version 2 only)
 //
 // Sizes include trailers; DataSize is where the data blocks end.
 //

@@ -12,7 +12,7 @@ const (
 	// FormatVersion is the table format this package writes and reads.
 	FormatVersion uint32 = 1
 	// FormatVersionRangeDels is version 1 plus a range-deletion block
-	// (located by properties 24 and 25). Only tables holding range
+	// (located by properties 25 and 26). Only tables holding range
 	// tombstones are written with it, so a build that predates range
 	// deletions refuses them ("unsupported format version") instead of
 	// reading deleted keys back; every other table stays version 1, byte

@@ -73,6 +73,10 @@ const (
 	tagFileNum
 	tagDBID
 	tagFilterWholeKeys
+	// Tag 24 is FilterBitsPerKey on main (the filter-policy work, issue
+	// 12); it is reserved here so that the two lines of work never give one
+	// tag two meanings on disk. Merging replaces the placeholder.
+	tagReserved24
 	tagRangeDelHandle
 	tagNumRangeDels
 	numPropertyTags = iota
@@ -80,7 +84,7 @@ const (
 
 // optionalPropertyTags may be absent: they are newer than the format and
 // written only when set. Every other known tag is required.
-const optionalPropertyTags = 5
+const optionalPropertyTags = 6
 
 // propertyField binds a tag to a field. kind is 'u' (uvarint), 'i' (zigzag
 // varint) or 'b' (raw bytes).
@@ -102,6 +106,7 @@ type propertyScratch struct {
 	filterKeyName                 []byte
 	filterWholeKeys               uint64
 	rangeDelHandle                []byte
+	reserved24                    []byte // read and ignored (see tagReserved24)
 }
 
 func (p *Properties) fields(s *propertyScratch) []propertyField {
@@ -129,6 +134,7 @@ func (p *Properties) fields(s *propertyScratch) []propertyField {
 		{tag: tagFileNum, name: "FileNum", kind: 'u', u: &p.FileNum, optional: true},
 		{tag: tagDBID, name: "DBID", kind: 'b', b: &p.DBID, optional: true},
 		{tag: tagFilterWholeKeys, name: "FilterWholeKeys", kind: 'u', u: &s.filterWholeKeys, optional: true},
+		{tag: tagReserved24, name: "Reserved24", kind: 'b', b: &s.reserved24, optional: true},
 		{tag: tagRangeDelHandle, name: "RangeDelHandle", kind: 'b', b: &s.rangeDelHandle, optional: true},
 		{tag: tagNumRangeDels, name: "NumRangeDels", kind: 'u', u: &p.NumRangeDels, optional: true},
 	}
