@@ -1,11 +1,15 @@
 package bloomkv
 
 import (
+	"bytes"
+	"fmt"
+
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/batchrep"
+	"github.com/bloomkv/bloomkv/memtable"
 )
 
-// Batch is a set of Puts and Deletes applied atomically by DB.Write: all of
+// Batch is a set of Puts, Deletes and DeleteRanges applied atomically by DB.Write: all of
 // them or none, also across a crash. Within a batch a later operation on the
 // same key wins. A Batch copies the keys and values it is given. It is not
 // safe for concurrent use.
@@ -17,7 +21,7 @@ type Batch struct {
 	rep []byte
 	// err is the first invalid operation; Write rejects the whole batch.
 	err error
-	// ops counts the Put and Delete calls since the last Reset, valid or
+	// ops counts the Put, Delete and DeleteRange calls since the last Reset, valid or
 	// not: the index the next one gets in an error.
 	ops int
 }
@@ -82,6 +86,39 @@ func (b *Batch) setErr(err error) {
 	}
 }
 
+// DeleteRange adds a deletion of every key in [start, end): the keys
+// written before the batch (and by earlier operations of it) are gone for
+// reads that see the batch. start == end deletes nothing and adds no
+// operation; start > end, or an empty or oversize key, makes the whole
+// batch invalid.
+func (b *Batch) DeleteRange(start, end []byte) {
+	b.init()
+	if what := rangeProblem(start, end); what != "" {
+		b.reject("DeleteRange", what)
+		return
+	}
+	b.ops++ // an empty range adds nothing, but it is a call
+	if bytes.Equal(start, end) {
+		return
+	}
+	b.rep = batchrep.AppendDeleteRange(b.rep, start, end)
+}
+
+// rangeProblem says what is wrong with the bounds of a range deletion, or
+// "" when nothing is.
+func rangeProblem(start, end []byte) string {
+	if what := keyProblem(start); what != "" {
+		return "start: " + what
+	}
+	if what := keyProblem(end); what != "" {
+		return "end: " + what
+	}
+	if bytes.Compare(start, end) > 0 {
+		return fmt.Sprintf("start %q > end %q", start, end)
+	}
+	return ""
+}
+
 // Len returns the number of operations in the batch.
 func (b *Batch) Len() int {
 	if len(b.rep) < batchHeaderLen {
@@ -102,10 +139,20 @@ func (b *Batch) Reset() {
 
 func (b *Batch) count() uint32 { return batchrep.Count(b.rep) }
 
-// batchOp is one decoded operation of a batch.
+// batchOp is one decoded operation of a batch. For a range deletion
+// (base.KindRangeDelete) value is the end key.
 type batchOp struct {
 	kind       base.Kind
 	key, value []byte
+}
+
+// addToMemtable applies one operation to mem.
+func addToMemtable(mem *memtable.Memtable, seq uint64, op batchOp) {
+	if op.kind == base.KindRangeDelete {
+		mem.AddRangeDel(seq, op.key, op.value)
+		return
+	}
+	mem.Add(seq, op.kind, op.key, op.value)
 }
 
 // decodeBatch validates a batch encoding (as read back from a log) and calls

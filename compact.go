@@ -12,6 +12,7 @@ import (
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/iterator"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
 )
 
 // errCompactionAborted stops a compaction when the DB closes; it is not a
@@ -329,6 +330,7 @@ func trivialMoveEdit(c *compaction.Compaction) *manifest.VersionEdit {
 func (db *DB) executeCompaction(c *compaction.Compaction, v *version) (*compactionOutputs, uint64, error) {
 	out := &compactionOutputs{db: db, c: c, o: db.compactionOptions(), filterBits: db.compactionFilterBits(c, v.Version)}
 	var iters []base.InternalIterator
+	var rds []*rangedel.List
 	var bytesIn uint64
 	for _, files := range c.Inputs {
 		for _, f := range files {
@@ -340,6 +342,7 @@ func (db *DB) executeCompaction(c *compaction.Compaction, v *version) (*compacti
 				return out, 0, fmt.Errorf("bloomkv: compaction: %w", err)
 			}
 			iters = append(iters, &releasingIter{InternalIterator: r.NewIter(false), release: release})
+			rds = append(rds, r.RangeDels())
 			bytesIn += f.Size
 		}
 	}
@@ -353,7 +356,13 @@ func (db *DB) executeCompaction(c *compaction.Compaction, v *version) (*compacti
 		}
 		return true
 	}
-	ci := compaction.NewIter(merged, db.snapshotSeqs(), bottommost)
+	snaps := db.snapshotSeqs()
+	var in base.InternalIterator = merged
+	if all := rangedel.Merge(rds...); !all.Empty() {
+		in = &rangeDelFilter{InternalIterator: merged, rd: all, snaps: snaps}
+		out.rangeDels = db.compactionRangeDels(all, snaps, v.Version, c.OutputLevel)
+	}
+	ci := compaction.NewIter(in, snaps, bottommost)
 	n := 0
 	for ok := ci.First(); ok; ok = ci.Next() {
 		if n++; n%1024 == 0 && db.closing.Load() {
@@ -366,7 +375,7 @@ func (db *DB) executeCompaction(c *compaction.Compaction, v *version) (*compacti
 	if err := ci.Error(); err != nil {
 		return out, 0, fmt.Errorf("bloomkv: compaction: %w", err)
 	}
-	return out, bytesIn, out.finishTable()
+	return out, bytesIn, out.finishLastTable()
 }
 
 // compactionEdit replaces c's inputs with the output tables metas and

@@ -7,6 +7,7 @@ import (
 	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
 	"github.com/bloomkv/bloomkv/sstable"
 )
 
@@ -30,6 +31,11 @@ type compactionOutputs struct {
 	gpIndex   int
 	gpOverlap int64
 	seenKey   bool
+
+	// rangeDels are the range tombstones the outputs keep; rangeLo is where
+	// the current output's share of them starts (nil: the first output).
+	rangeDels *rangedel.List
+	rangeLo   []byte
 }
 
 func (out *compactionOutputs) add(ikey, value []byte) error {
@@ -41,26 +47,47 @@ func (out *compactionOutputs) add(ikey, value []byte) error {
 		}
 	}
 	if out.w == nil {
-		db := out.db
-		num, err := db.allocFileNum(true, causeCompaction)
-		if err != nil {
-			return fmt.Errorf("bloomkv: compaction: %w", err)
+		if err := out.newTable(); err != nil {
+			return err
 		}
-		out.num = num
-		out.nums = append(out.nums, out.num)
-		db.hookBeforeTable(out.num, causeCompaction)
-		name := db.path(base.FileTypeTable, out.num)
-		f, err := db.fs.Create(name)
-		if err != nil {
-			return fmt.Errorf("bloomkv: compaction: create %s: %w", name, err)
-		}
-		out.w = sstable.NewWriter(f, db.sstWriterOptions(out.num, out.c.OutputLevel, out.filterBits))
 	}
 	out.lastUkey = append(out.lastUkey[:0], ukey...)
 	if err := out.w.Add(ikey, value); err != nil {
 		return fmt.Errorf("bloomkv: compaction: %w", err)
 	}
 	return nil
+}
+
+// newTable starts the next output table.
+func (out *compactionOutputs) newTable() error {
+	db := out.db
+	num, err := db.allocFileNum(true, causeCompaction)
+	if err != nil {
+		return fmt.Errorf("bloomkv: compaction: %w", err)
+	}
+	out.num = num
+	out.nums = append(out.nums, out.num)
+	db.hookBeforeTable(out.num, causeCompaction)
+	name := db.path(base.FileTypeTable, out.num)
+	f, err := db.fs.Create(name)
+	if err != nil {
+		return fmt.Errorf("bloomkv: compaction: create %s: %w", name, err)
+	}
+	out.w = sstable.NewWriter(f, db.sstWriterOptions(out.num, out.c.OutputLevel, out.filterBits))
+	return nil
+}
+
+// finishLastTable finishes the last output, which takes the range
+// tombstones up to the end of the key space (in a table of its own when
+// the compaction kept no point entry).
+func (out *compactionOutputs) finishLastTable() error {
+	if out.w == nil && len(out.rangeDels.Clip(out.rangeLo, nil, nil)) > 0 {
+		if err := out.newTable(); err != nil {
+			return err
+		}
+	}
+	out.lastUkey = nil
+	return out.finishTable()
 }
 
 // stopBefore reports whether the current output has overlapped enough of
@@ -87,6 +114,17 @@ func (out *compactionOutputs) finishTable() error {
 	}
 	w := out.w
 	out.w = nil
+	if !out.rangeDels.Empty() {
+		// This output covers the keys from rangeLo up to and including its
+		// last user key, that is, below the key's successor (the last
+		// output: to the end); the next output starts there.
+		var hi []byte
+		if out.lastUkey != nil {
+			hi = keySuccessor(out.lastUkey)
+		}
+		w.SetRangeDels(out.rangeDels.Clip(out.rangeLo, hi, nil))
+		out.rangeLo = hi
+	}
 	meta, err := w.Finish()
 	if err != nil {
 		return fmt.Errorf("bloomkv: compaction: finish table %d: %w", out.num, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
 	"github.com/bloomkv/bloomkv/memtable"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/bloomkv/bloomkv/vfs"
@@ -227,10 +228,10 @@ func (db *DB) sstWriterOptions(fileNum uint64, level int, filterBits float64) ss
 	return o
 }
 
-// writeTable writes the entries of it (internal keys in order), keys of
-// them, to level-0 table num. It returns nil metadata when it holds no
-// entry (no file is left).
-func (db *DB) writeTable(num uint64, it base.InternalIterator, keys int, cause writeCause) (*manifest.FileMetadata, error) {
+// writeTable writes the entries of it (internal keys in order; keys of
+// them) and the range tombstones rd to level-0 table num. It returns nil
+// metadata when it holds neither (no file is left).
+func (db *DB) writeTable(num uint64, it base.InternalIterator, keys int, rd *rangedel.List, cause writeCause) (*manifest.FileMetadata, error) {
 	db.hookBeforeTable(num, cause)
 	name := db.path(base.FileTypeTable, num)
 	f, err := db.fs.Create(name)
@@ -240,7 +241,8 @@ func (db *DB) writeTable(num uint64, it base.InternalIterator, keys int, cause w
 	db.counters.lastFlushKeys.Store(uint64(keys))
 	// Flushes and recovery write level 0.
 	w := sstable.NewWriter(f, db.sstWriterOptions(num, 0, db.policyFilterBits(0, float64(keys))))
-	n := 0
+	w.SetRangeDels(rd.Spans())
+	n := rd.Len()
 	for ok := it.First(); ok; ok = it.Next() {
 		if err := w.Add(it.Key(), it.Value()); err != nil {
 			_ = w.Abort()

@@ -99,3 +99,37 @@ func ExampleDB_Metrics() {
 	// over 97% skipped by the filter: true
 	// data blocks read for under 3% of probes: true
 }
+
+// DeleteRange deletes every key in [start, end) with one small write; a
+// snapshot taken before still sees them.
+func ExampleDB_DeleteRange() {
+	dir, _ := os.MkdirTemp("", "bloomkv-example")
+	defer os.RemoveAll(dir)
+	db, err := bloomkv.Open(dir, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+
+	for _, k := range []string{"log:1", "log:2", "log:3", "user:1"} {
+		db.Put([]byte(k), []byte("x"))
+	}
+	snap := db.NewSnapshot()
+	defer snap.Close()
+	// "log:" up to "log;" (the byte after ':'): every key starting "log:".
+	if err := db.DeleteRange([]byte("log:"), []byte("log;")); err != nil {
+		log.Fatal(err)
+	}
+
+	it := db.NewIterator(nil)
+	for ok := it.First(); ok; ok = it.Next() {
+		fmt.Println("now:", string(it.Key()))
+	}
+	it.Close()
+	if _, err := snap.Get([]byte("log:2")); err == nil {
+		fmt.Println("the snapshot still has log:2")
+	}
+	// Output:
+	// now: user:1
+	// the snapshot still has log:2
+}

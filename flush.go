@@ -87,7 +87,7 @@ func (db *DB) flushOldestLocked() error {
 			return err
 		}
 		it := m.NewIter()
-		meta, err := db.writeTable(num, it, m.Len(), causeFlush)
+		meta, err := db.writeTable(num, it, m.Len(), m.RangeDels(), causeFlush)
 		_ = it.Close()
 		if err != nil {
 			return err

@@ -94,9 +94,12 @@ func FuzzDecodeBatch(f *testing.F) {
 			if op.seq != seq+uint64(i) {
 				t.Fatalf("operation %d has sequence %d, want %d", i, op.seq, seq+uint64(i))
 			}
-			if op.kind == base.KindSet {
+			switch op.kind {
+			case base.KindSet:
 				rb.Put([]byte(op.key), []byte(op.value))
-			} else {
+			case base.KindRangeDelete:
+				rb.DeleteRange([]byte(op.key), []byte(op.value))
+			default:
 				rb.Delete([]byte(op.key))
 			}
 		}

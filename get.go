@@ -6,6 +6,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/memtable"
 	"github.com/bloomkv/bloomkv/sstable"
 )
 
@@ -44,15 +45,33 @@ func (db *DB) get(key []byte, seq uint64) ([]byte, error) {
 }
 
 // getFrom looks key up in read state s as of sequence seq, counting in sh.
+//
+// Sources are read newest first: the memtable, the immutable memtables,
+// level-0 tables newest first, then one table per deeper level. Each may
+// hold range tombstones as well as point entries. A source's newest point
+// version of key visible at seq is the answer unless a range tombstone
+// visible at seq, from this source or a newer one, covers key with a
+// larger sequence. Every version in an older source is older than any
+// entry of a newer one, range tombstones included (a table's bounds cover
+// its tombstones, so compaction moves them down with the data they may
+// cover): once a tombstone covers key, nothing older can be the answer.
+// A table's filter speaks only for its point entries, so its tombstones
+// are consulted even when the filter says "absent".
 func (db *DB) getFrom(sh *readShard, s *readState, key []byte, seq uint64) ([]byte, error) {
-
-	if v, kind, ok := s.mem.Get(key, seq); ok {
+	var tomb uint64 // newest covering tombstone seen so far, 0 for none
+	if v, kind, ok, done := memGet(s.mem.Memtable, key, seq, &tomb); ok || done {
 		sh.memtableHits.Add(1)
+		if done {
+			return nil, ErrNotFound // a range tombstone
+		}
 		return valueOrNotFound(copyValue(v), kind)
 	}
 	for _, m := range s.imm {
-		if v, kind, ok := m.Get(key, seq); ok {
+		if v, kind, ok, done := memGet(m.Memtable, key, seq, &tomb); ok || done {
 			sh.memtableHits.Add(1)
+			if done {
+				return nil, ErrNotFound
+			}
 			return valueOrNotFound(copyValue(v), kind)
 		}
 	}
@@ -61,7 +80,7 @@ func (db *DB) getFrom(sh *readShard, s *readState, key []byte, seq uint64) ([]by
 		if !f.Overlaps(key, key) {
 			continue
 		}
-		if v, kind, ok, err := db.getFromTable(sh, f, 0, key, seq); err != nil || ok {
+		if v, kind, ok, err := db.getFromTable(sh, f, 0, key, seq, &tomb); err != nil || ok {
 			if err != nil {
 				return nil, err
 			}
@@ -73,7 +92,7 @@ func (db *DB) getFrom(sh *readShard, s *readState, key []byte, seq uint64) ([]by
 		if f == nil {
 			continue
 		}
-		if v, kind, ok, err := db.getFromTable(sh, f, level, key, seq); err != nil || ok {
+		if v, kind, ok, err := db.getFromTable(sh, f, level, key, seq, &tomb); err != nil || ok {
 			if err != nil {
 				return nil, err
 			}
@@ -81,6 +100,20 @@ func (db *DB) getFrom(sh *readShard, s *readState, key []byte, seq uint64) ([]by
 		}
 	}
 	return nil, ErrNotFound
+}
+
+// memGet looks key up in one memtable for getFrom: ok with the newest
+// point version, or done when a range tombstone (*tomb, updated here)
+// hides key from here down.
+func memGet(m *memtable.Memtable, key []byte, seq uint64, tomb *uint64) (v []byte, kind base.Kind, ok, done bool) {
+	if rd := m.RangeDels(); rd != nil {
+		*tomb = max(*tomb, rd.MaxSeq(key, seq))
+	}
+	v, kind, vseq, ok := m.GetSeq(key, seq)
+	if *tomb == 0 || ok && vseq > *tomb {
+		return v, kind, ok, false
+	}
+	return nil, 0, false, true
 }
 
 // valueOrNotFound turns a found entry into Get's result. v must already be
@@ -95,7 +128,11 @@ func valueOrNotFound(v []byte, kind base.Kind) ([]byte, error) {
 // copyValue returns a copy the caller owns (non-nil, also when empty).
 func copyValue(v []byte) []byte { return append(make([]byte, 0, len(v)), v...) }
 
-func (db *DB) getFromTable(sh *readShard, f *manifest.FileMetadata, level int, key []byte, seq uint64) ([]byte, base.Kind, bool, error) {
+// getFromTable looks key up in table f for getFrom, raising *tomb to the
+// newest of its range tombstones that covers key at seq. found with kind
+// KindDelete means "not found, stop here": a point tombstone, or a range
+// tombstone newer than anything the table or an older one holds.
+func (db *DB) getFromTable(sh *readShard, f *manifest.FileMetadata, level int, key []byte, seq uint64, tomb *uint64) ([]byte, base.Kind, bool, error) {
 	sh.probes[level].Add(1)
 	r, release, err := findTableStats(db.tableCache, f, &sh.levels[level])
 	if errors.Is(err, sstable.ErrTableCacheClosed) {
@@ -105,9 +142,15 @@ func (db *DB) getFromTable(sh *readShard, f *manifest.FileMetadata, level int, k
 		return nil, 0, false, fmt.Errorf("bloomkv: get: %w", err)
 	}
 	defer release()
-	v, kind, ok, err := r.Get(key, seq, !db.opts.IgnoreFilters, &sh.levels[level])
+	if rd := r.RangeDels(); rd != nil {
+		*tomb = max(*tomb, rd.MaxSeq(key, seq))
+	}
+	v, kind, vseq, ok, err := r.GetSeq(key, seq, !db.opts.IgnoreFilters, &sh.levels[level])
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("bloomkv: get: %w", err)
+	}
+	if *tomb != 0 && (!ok || vseq < *tomb) {
+		return nil, base.KindDelete, true, nil
 	}
 	if ok && kind == base.KindSet {
 		// The value aliases a cached block; copy before release.

@@ -2,10 +2,14 @@ package bloomkv
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/iterator"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
+	"github.com/bloomkv/bloomkv/sstable"
 )
 
 // IterOptions bound an iterator to [LowerBound, UpperBound): LowerBound is
@@ -92,6 +96,9 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 		it.boundsErr = checkBounds(o.LowerBound, o.UpperBound)
 	}
 	db.openIters.Add(1)
+	if it.boundsErr == nil {
+		it.setRangeDels(lower, upper)
+	}
 	return it
 }
 
@@ -103,6 +110,53 @@ func checkBounds(lower, upper []byte) error {
 		return invalidf("iterator bounds inverted: LowerBound %q > UpperBound %q (UpperBound is exclusive: [LowerBound, UpperBound))", lower, upper)
 	}
 	return nil
+}
+
+// setRangeDels gives the iterator the range tombstones of every source of
+// its read state that may overlap [lower, upper): the memtables' and
+// those of the tables whose bounds meet the range (tables hold theirs in
+// memory once open; opening one that is not fails the iterator with the
+// error).
+func (it *Iterator) setRangeDels(lower, upper []byte) {
+	s := it.state
+	// Most sources hold no tombstone: collect without allocating until a
+	// second list turns up.
+	var first *rangedel.List
+	var more []*rangedel.List
+	add := func(l *rangedel.List) {
+		switch {
+		case l.Empty():
+		case first == nil:
+			first = l
+		default:
+			more = append(more, l)
+		}
+	}
+	add(s.mem.RangeDels())
+	for _, m := range s.imm {
+		add(m.RangeDels())
+	}
+	for _, files := range s.v.Levels {
+		for _, f := range files {
+			if !f.Overlaps(lower, upper) {
+				continue
+			}
+			r, release, err := findTable(it.db.tableCache, f)
+			if err != nil {
+				if errors.Is(err, sstable.ErrTableCacheClosed) {
+					err = ErrClosed
+				}
+				it.err = fmt.Errorf("bloomkv: iterator: %w", err)
+				return
+			}
+			add(r.RangeDels())
+			release()
+		}
+	}
+	if more != nil {
+		first = rangedel.Merge(append(more, first)...)
+	}
+	it.vis.SetRangeDels(first)
 }
 
 // prefixBounds narrows [lower, upper) to the keys that start with prefix.
@@ -224,6 +278,7 @@ func (it *Iterator) SetBounds(lower, upper []byte) {
 		lower, upper = prefixBounds(it.prefix, lower, upper)
 	}
 	it.vis.SetBounds(lower, upper)
+	it.setRangeDels(lower, upper)
 }
 
 // Next moves to the next key.
@@ -278,7 +333,13 @@ func (it *Iterator) Close() error {
 		return it.err
 	}
 	it.db.openIters.Add(-1)
-	err := it.boundsErr
+	err := it.err
+	if errors.Is(err, ErrClosed) {
+		err = nil // the DB closed under the iterator: Close still releases it
+	}
+	if err == nil {
+		err = it.boundsErr
+	}
 	if err == nil {
 		err = it.vis.Error()
 	}

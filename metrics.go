@@ -54,7 +54,10 @@ type Metrics struct {
 
 	// Bytes, for write amplification.
 	UserBytesWritten uint64 // keys and values passed to Put/Delete/Write
-	WALBytesWritten  uint64 // bytes appended to write-ahead logs
+	// RangeDeletions counts the range deletions written (DeleteRange and
+	// Batch.DeleteRange operations).
+	RangeDeletions  uint64
+	WALBytesWritten uint64 // bytes appended to write-ahead logs
 	// WALRecords counts log records; group commit makes it smaller than
 	// the number of writes when writers overlap.
 	WALRecords uint64
@@ -190,6 +193,7 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 	d.WriteStallTime -= earlier.WriteStallTime
 	d.WriteSlowdowns -= earlier.WriteSlowdowns
 	d.UserBytesWritten -= earlier.UserBytesWritten
+	d.RangeDeletions -= earlier.RangeDeletions
 	d.WALBytesWritten -= earlier.WALBytesWritten
 	d.WALRecords -= earlier.WALRecords
 	d.WALSyncs -= earlier.WALSyncs
@@ -259,6 +263,7 @@ type dbCounters struct {
 	userBytes, walBytes, flushBytes              atomic.Uint64
 	walRecords, walSyncs                         atomic.Uint64
 	walRecoveryDroppedBytes                      atomic.Uint64
+	rangeDeletions                               atomic.Uint64
 	levelCompIn, levelCompOut, levelCompactions  [manifest.NumLevels]atomic.Uint64
 	lastFlushKeys                                atomic.Uint64 // entries of the last level-0 table written
 }
@@ -279,6 +284,7 @@ func (db *DB) Metrics() Metrics {
 	m.WriteStallTime = time.Duration(c.writeStallNanos.Load())
 	m.WriteSlowdowns = c.writeSlowdowns.Load()
 	m.UserBytesWritten = c.userBytes.Load()
+	m.RangeDeletions = c.rangeDeletions.Load()
 	m.WALBytesWritten = c.walBytes.Load()
 	m.WALRecords = c.walRecords.Load()
 	m.WALSyncs = c.walSyncs.Load()

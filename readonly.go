@@ -112,7 +112,7 @@ func (db *DB) finishReadOnlyRecovery(state *manifest.State, plan *wal.Result) er
 		err := wal.Replay(db.fs, &plan.Logs[i], func(rec []byte) error {
 			// wal.Check decoded this record already.
 			_ = decodeBatch(rec, func(seq uint64, op batchOp) {
-				mem.Add(seq, op.kind, op.key, op.value)
+				addToMemtable(mem.Memtable, seq, op)
 			})
 			return nil
 		})

@@ -339,3 +339,28 @@ func TestReadOnlySnapshotsAndIterators(t *testing.T) {
 	it.Close()
 	checkModel(t, rdb, model)
 }
+
+// TestReadOnlyReplaysRangeDeletions: a read-only Open replays a log
+// holding a range deletion into its in-memory memtable, and honours it.
+func TestReadOnlyReplaysRangeDeletions(t *testing.T) {
+	fs := vfs.NewMem()
+	db := mustOpen(t, "/db", &Options{FS: fs})
+	for _, k := range []string{"a", "b", "c", "d"} {
+		if err := db.Put([]byte(k), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.DeleteRange([]byte("b"), []byte("d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil { // the writes stay in the log
+		t.Fatal(err)
+	}
+	ro := mustOpen(t, "/db", &Options{FS: fs, ReadOnly: true})
+	defer ro.Close()
+	for k, want := range map[string]error{"a": nil, "b": ErrNotFound, "c": ErrNotFound, "d": nil} {
+		if _, err := ro.Get([]byte(k)); err != want {
+			t.Errorf("read-only Get(%q) = %v, want %v", k, err, want)
+		}
+	}
+}

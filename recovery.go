@@ -114,7 +114,7 @@ func (db *DB) replayLogs(res *wal.Result, edit *manifest.VersionEdit) error {
 			return err
 		}
 		it := mem.NewIter()
-		meta, err := db.writeTable(num, it, mem.Len(), causeRecovery)
+		meta, err := db.writeTable(num, it, mem.Len(), mem.RangeDels(), causeRecovery)
 		_ = it.Close()
 		if err != nil {
 			return err
@@ -130,7 +130,7 @@ func (db *DB) replayLogs(res *wal.Result, edit *manifest.VersionEdit) error {
 		err := wal.Replay(db.fs, &res.Logs[i], func(rec []byte) error {
 			// wal.Check decoded this record already.
 			applyBatch(rec, func(seq uint64, op batchOp) {
-				mem.Add(seq, op.kind, op.key, op.value)
+				addToMemtable(mem, seq, op)
 			})
 			if mem.ApproximateSize() >= int64(db.opts.MemtableSize) {
 				return flush()

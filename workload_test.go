@@ -4,8 +4,9 @@ package bloomkv
 // exactly, shared by the crash and fault tests.
 //
 // Batch id (1, 2, 3, ...) is a pure function of its id: it puts a marker key
-// unique to the batch ("m<id>"), one to four puts or deletes of keys from a
-// small shared pool (values carry the id), and the shared key "last" = id.
+// unique to the batch ("m<id>"), one to four puts, deletes or range deletes
+// of keys from a small shared pool (values carry the id), and the shared
+// key "last" = id.
 // Because every batch leaves its marker, the markers present after a crash
 // say which batches were applied; replaying exactly those batches, in id
 // order, gives the only content the database may hold. A batch applied in
@@ -30,6 +31,9 @@ const genPoolKeys = 200
 type genOp struct {
 	del        bool
 	key, value string
+	// end, when set, makes the op a range deletion of [key, end) (always
+	// inside the pool: markers and "last" are never range-deleted).
+	end string
 }
 
 func genMarkerKey(id int) string { return fmt.Sprintf("m%07d", id) }
@@ -39,7 +43,12 @@ func genBatchOps(id int) []genOp {
 	rng := rand.New(rand.NewPCG(uint64(id), 0x5eed))
 	ops := []genOp{{key: genMarkerKey(id), value: strconv.Itoa(id)}}
 	for j, n := 0, 1+rng.IntN(4); j < n; j++ {
-		k := fmt.Sprintf("k%03d", rng.IntN(genPoolKeys))
+		i := rng.IntN(genPoolKeys)
+		k := fmt.Sprintf("k%03d", i)
+		if rng.IntN(12) == 0 {
+			ops = append(ops, genOp{key: k, end: fmt.Sprintf("k%03d", i+1+rng.IntN(8))})
+			continue
+		}
 		if rng.IntN(5) == 0 {
 			ops = append(ops, genOp{del: true, key: k})
 			continue
@@ -54,7 +63,9 @@ func genBatchOps(id int) []genOp {
 func genBatch(id int) *Batch {
 	b := NewBatch()
 	for _, op := range genBatchOps(id) {
-		if op.del {
+		if op.end != "" {
+			b.DeleteRange([]byte(op.key), []byte(op.end))
+		} else if op.del {
 			b.Delete([]byte(op.key))
 		} else {
 			b.Put([]byte(op.key), []byte(op.value))
@@ -68,7 +79,9 @@ func genModel(ids []int) model {
 	m := model{}
 	for _, id := range ids {
 		for _, op := range genBatchOps(id) {
-			if op.del {
+			if op.end != "" {
+				m.deleteRange(op.key, op.end)
+			} else if op.del {
 				delete(m, op.key)
 			} else {
 				m[op.key] = op.value

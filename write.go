@@ -68,6 +68,20 @@ func (db *DB) Delete(key []byte) error {
 	return err
 }
 
+// DeleteRange deletes every key in [start, end): start inclusive, end
+// exclusive, as IterOptions bounds are. Keys written later are not
+// affected; snapshots taken before it still see the deleted keys. Nothing
+// is read: it costs one small write whatever the range holds, and the
+// space the deleted keys take is reclaimed by compaction. start == end is
+// a no-op; start > end is an error wrapping ErrInvalidArgument.
+func (db *DB) DeleteRange(start, end []byte) error {
+	b := singleOpBatches.Get().(*Batch)
+	b.DeleteRange(start, end)
+	err := db.Write(b)
+	releaseSingleOpBatch(b)
+	return err
+}
+
 func releaseSingleOpBatch(b *Batch) {
 	if cap(b.rep) > 64<<10 {
 		return // do not pin large buffers in the pool
@@ -177,9 +191,16 @@ func (db *DB) lead(w *writer) error {
 		err = db.writeToLog(log, rep, sync)
 		if err == nil {
 			// rep was encoded by us and decodes without error.
+			var rangeDels uint64
 			applyBatch(rep, func(seq uint64, op batchOp) {
-				mem.Add(seq, op.kind, op.key, op.value)
+				if op.kind == base.KindRangeDelete {
+					rangeDels++
+				}
+				addToMemtable(mem.Memtable, seq, op)
 			})
+			if rangeDels > 0 {
+				db.counters.rangeDeletions.Add(rangeDels)
+			}
 		}
 		db.mu.Lock()
 		if err != nil {

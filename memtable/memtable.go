@@ -10,6 +10,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/filter"
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
 )
 
 // btreeDegree sets node fan-out: nodes hold up to 2*degree-1 items of 40
@@ -51,6 +52,16 @@ type Memtable struct {
 	// lock. Constant after construction.
 	filter   *filter.Bloom
 	prefixOf func([]byte) []byte
+
+	// Range tombstones live beside the tree, not in it: rangeDels holds
+	// them as added (guarded by rangeMu, which Add never takes), and
+	// fragmented the fragmented list of all of them, rebuilt by the first
+	// read after an AddRangeDel. fragmented is nil while the memtable holds
+	// no tombstone, so reads of a memtable without any pay one atomic load.
+	rangeMu    sync.Mutex
+	rangeDels  []rangedel.Tombstone
+	fragmented atomic.Pointer[rangedel.List]
+	rangeDirty atomic.Bool
 }
 
 // New returns an empty memtable.
@@ -127,16 +138,65 @@ func (m *Memtable) Add(seq uint64, kind base.Kind, ukey, value []byte) {
 	m.size.Add(delta)
 }
 
+// AddRangeDel adds the range tombstone [start, end)#seq (start < end),
+// copying the keys. Like Add, calls are serialized by the caller and may
+// run concurrently with reads.
+func (m *Memtable) AddRangeDel(seq uint64, start, end []byte) {
+	if seq > base.MaxSeq {
+		panic(fmt.Sprintf("bloomkv/memtable: sequence %d exceeds MaxSeq", seq))
+	}
+	buf := make([]byte, len(start)+len(end))
+	copy(buf, start)
+	copy(buf[len(start):], end)
+	t := rangedel.Tombstone{Start: buf[:len(start):len(start)], End: buf[len(start):], Seq: seq}
+	m.rangeMu.Lock()
+	m.rangeDels = append(m.rangeDels, t)
+	m.rangeDirty.Store(true)
+	// Publish a list at once (fragmented lazily below) so that a reader
+	// that sees this tombstone's sequence as visible finds a non-nil list.
+	if m.fragmented.Load() == nil {
+		m.fragmented.Store(rangedel.Fragment(m.rangeDels))
+		m.rangeDirty.Store(false)
+	}
+	m.rangeMu.Unlock()
+	m.count.Add(1)
+	m.size.Add(int64(len(buf) + base.TrailerLen + EntryOverhead))
+}
+
+// RangeDels returns the memtable's range tombstones, fragmented, or nil
+// when it holds none. The list is immutable: later AddRangeDels make a new
+// one.
+func (m *Memtable) RangeDels() *rangedel.List {
+	l := m.fragmented.Load()
+	if l == nil || !m.rangeDirty.Load() {
+		return l
+	}
+	m.rangeMu.Lock()
+	defer m.rangeMu.Unlock()
+	if m.rangeDirty.Load() {
+		m.fragmented.Store(rangedel.Fragment(m.rangeDels))
+		m.rangeDirty.Store(false)
+	}
+	return m.fragmented.Load()
+}
+
 // Get returns the newest entry for ukey with sequence <= seq. found reports
 // whether such an entry exists, whatever its kind: a tombstone is found with
 // kind base.KindDelete and an empty value. The value slice is owned by the
 // memtable and immutable: callers copy it before returning it to users.
 func (m *Memtable) Get(ukey []byte, seq uint64) (value []byte, kind base.Kind, found bool) {
+	value, kind, _, found = m.GetSeq(ukey, seq)
+	return value, kind, found
+}
+
+// GetSeq is Get that also returns the sequence of the entry found. It
+// looks at point entries only: the caller consults RangeDels.
+func (m *Memtable) GetSeq(ukey []byte, seq uint64) (value []byte, kind base.Kind, vseq uint64, found bool) {
 	if seq > base.MaxSeq {
 		seq = base.MaxSeq
 	}
 	if m.filter != nil && !m.filter.MayContain(ukey) {
-		return nil, 0, false // no lock, no search
+		return nil, 0, 0, false // no lock, no search
 	}
 	// The pivot sorts before every version of ukey with sequence <= seq
 	// and after every newer one, so the first entry at or after it is the
@@ -151,9 +211,9 @@ func (m *Memtable) Get(ukey []byte, seq uint64) (value []byte, kind base.Kind, f
 	})
 	m.mu.RUnlock()
 	if !ok || !bytes.Equal(hit.ukey, ukey) {
-		return nil, 0, false
+		return nil, 0, 0, false
 	}
-	return hit.value(), hit.kind(), true
+	return hit.value(), hit.kind(), hit.trailer >> 8, true
 }
 
 // ApproximateSize returns the bytes of keys, trailers and values held plus

@@ -10,14 +10,49 @@
 //
 // # File layout
 //
-//	+--------------+-----+--------------+--------------+-------+------------+--------+
-//	| data block 0 | ... | data block n | filter block | index | properties | footer |
-//	|  + trailer   |     |  + trailer   |  + trailer   | +trl. |  + trailer | 64 B   |
-//	+--------------+-----+--------------+--------------+-------+------------+--------+
-//	 \____________ DataSize ___________/  (absent without bits per key)
+//	+--------------+-----+--------------+--------------+-------+------------+------------+--------+
+//	| data block 0 | ... | data block n | filter block | index | range-del. | properties | footer |
+//	|  + trailer   |     |  + trailer   |  + trailer   | +trl. |  + trailer |  + trailer | 64 B   |
+//	+--------------+-----+--------------+--------------+-------+------------+------------+--------+
+//	 \____________ DataSize ___________/  (absent when      (only in tables of
+//	                                      BloomBitsPerKey    FormatVersionRangeDels)
+//	                                      <= 0)
 //
-// Readers locate blocks only through the footer and the index, never by
-// this order, except that data blocks must lie in [0, DataSize).
+// Readers locate blocks only through the footer, the index and the
+// properties, never by this order, except that data blocks must lie in
+// [0, DataSize).
+//
+// # Format versions
+//
+//	1  everything below but the range-deletion block
+//	2  (FormatVersionRangeDels) version 1 plus a range-deletion block,
+//	   located by properties 25 and 26
+//
+// A writer uses version 2 only for a table that holds range tombstones
+// (DB.DeleteRange), so every other table is byte for byte a version 1
+// table, and a build that predates range deletions refuses a table that
+// has them ("unsupported format version") instead of serving the keys they
+// delete. Footer and properties carry the version and must agree; a
+// version 1 table must not have properties 25-26, a version 2 table must.
+//
+// # Range-deletion block
+//
+// The table's range tombstones, fragmented into non-overlapping spans in
+// key order, each with the sequences of the tombstones covering it,
+// newest first; package internal/rangedel specifies the bytes (a count,
+// then per span: start, end, sequences, all uvarint-framed) and checks
+// them on decode. It is stored like a data block: compressed when that
+// pays, followed by the trailer. A Reader decodes it at Open and keeps it
+// in memory, as it does the filter: Get consults it whatever the filter
+// says (the filter is over point keys only). Damage is ErrCorruption
+// naming the file, "range-deletion block" and its offset.
+//
+// Properties 10-13 still describe the point entries only. The table's
+// bounds in the manifest (Reader.Bounds, which CheckIdentity compares)
+// widen them to the tombstones: a span [s, e)#q contributes s#q,RANGEDEL
+// and e'#0,RANGEDEL, where e' is e, or k when e is k followed by a zero
+// byte (bounds are inclusive; every key below k\x00 is at most k), and its
+// sequences widen the sequence range.
 //
 // # Block trailer
 //
@@ -97,7 +132,7 @@
 // Numbers are uvarint values filling their record, except BloomBitsPerKey
 // (varint) and FilterBitsPerKey (the 8 bytes of a float64, IEEE 754 bits
 // little-endian); keys and names are raw bytes. Tags 01-20 (decimal) are
-// required; 21 to 24 are optional (written only when set); readers skip
+// required; 21 to 26 are optional (written only when set); readers skip
 // unknown tags, which leaves room for later additions.
 //
 //	01 FormatVersion   08 IndexSize        15 BloomBitsPerKey (as configured)
@@ -113,6 +148,9 @@
 //	   the keys of FilterKeyName; absent or 0: only those)
 //	24 FilterBitsPerKey (a fractional bits-per-key setting, exactly;
 //	   BloomBitsPerKey then holds it rounded, at least 1)
+//	25 RangeDelHandle (bytes: offset uvarint | size uvarint, the
+//	   range-deletion block's handle; version 2 tables only)
+//	26 NumRangeDels (the block's (span, sequence) pairs; version 2 only)
 //
 // Sizes include trailers; DataSize is where the data blocks end.
 //
@@ -127,7 +165,7 @@
 //	offset  0: index handle       offset uint64 | size uint64
 //	offset 16: filter handle      offset uint64 | size uint64  (0, 0: no filter)
 //	offset 32: properties handle  offset uint64 | size uint64
-//	offset 48: format version     uint32 (1)
+//	offset 48: format version     uint32 (1, or 2 with range deletions)
 //	offset 52: crc32c of bytes [0, 52)  uint32
 //	offset 56: magic              "BLOOMSST" (42 4c 4f 4f 4d 53 53 54)
 //

@@ -11,6 +11,16 @@ import (
 const (
 	// FormatVersion is the table format this package writes and reads.
 	FormatVersion uint32 = 1
+	// FormatVersionRangeDels is version 1 plus a range-deletion block
+	// (located by properties 25 and 26). Only tables holding range
+	// tombstones are written with it, so a build that predates range
+	// deletions refuses them ("unsupported format version") instead of
+	// reading deleted keys back; every other table stays version 1, byte
+	// for byte.
+	FormatVersionRangeDels uint32 = 2
+	// maxRangeDelKey bounds the keys of a range-deletion block (the
+	// engine's MaxKeySize).
+	maxRangeDelKey = 64 << 10
 	// blockTrailerLen is the compression type byte plus the crc32c.
 	blockTrailerLen = 5
 	// footerLen is the fixed size of the footer at the end of every table.
@@ -65,6 +75,7 @@ const (
 	kindFilter
 	kindProperties
 	kindFooter
+	kindRangeDel
 )
 
 func (k blockKind) String() string {
@@ -79,6 +90,8 @@ func (k blockKind) String() string {
 		return "properties block"
 	case kindFooter:
 		return "footer"
+	case kindRangeDel:
+		return "range-deletion block"
 	}
 	return "unknown block"
 }

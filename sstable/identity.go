@@ -29,6 +29,7 @@ type Identity struct {
 func (r *Reader) CheckIdentity(id Identity) error {
 	p := &r.props
 	loc := location{r.name, kindProperties, r.footer.props.offset}
+	smallest, largest, smallestSeq, largestSeq := r.Bounds()
 	switch {
 	case p.FileNum != 0 && p.FileNum != id.FileNum:
 		return loc.corruptf("the table says it is file %06d, but it is opened as file %06d (a table put in another's place)", p.FileNum, id.FileNum)
@@ -36,12 +37,12 @@ func (r *Reader) CheckIdentity(id Identity) error {
 		return loc.corruptf("the table belongs to database %q, not %q", p.DBID, id.DBID)
 	case id.Smallest == nil:
 		return nil
-	case !bytes.Equal(p.SmallestKey, id.Smallest) || !bytes.Equal(p.LargestKey, id.Largest):
+	case !bytes.Equal(smallest, id.Smallest) || !bytes.Equal(largest, id.Largest):
 		return loc.corruptf("the table's keys %s differ from the manifest's %s",
-			describeRange(p.SmallestKey, p.LargestKey), describeRange(id.Smallest, id.Largest))
-	case p.SmallestSeq != id.SmallestSeq || p.LargestSeq != id.LargestSeq:
+			describeRange(smallest, largest), describeRange(id.Smallest, id.Largest))
+	case smallestSeq != id.SmallestSeq || largestSeq != id.LargestSeq:
 		return loc.corruptf("the table's sequences %d-%d differ from the manifest's %d-%d",
-			p.SmallestSeq, p.LargestSeq, id.SmallestSeq, id.LargestSeq)
+			smallestSeq, largestSeq, id.SmallestSeq, id.LargestSeq)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ const (
 	FilterBlock     = BlockKind(kindFilter)
 	PropertiesBlock = BlockKind(kindProperties)
 	FooterBlock     = BlockKind(kindFooter)
+	RangeDelBlock   = BlockKind(kindRangeDel)
 )
 
 // String returns the name error messages use, e.g. "data block".
@@ -52,7 +53,7 @@ func (b BlockInfo) End() uint64 {
 
 // Layout returns every block of the table in file order: the data blocks
 // (from the index), the filter block if any, the index and properties
-// blocks, and the footer. It reads each block's 5-byte trailer to learn how
+// blocks, the range-deletion block if any, and the footer. It reads each block's 5-byte trailer to learn how
 // the block is stored, but verifies no checksum and decodes no contents:
 // Check does that. It is meant for tools; a corrupt index handle, a
 // truncated file or a trailer naming an unknown compression type is an
@@ -83,6 +84,9 @@ func (r *Reader) Layout() ([]BlockInfo, error) {
 	blocks = append(blocks,
 		BlockInfo{Kind: IndexBlock, Offset: ft.index.offset, Size: ft.index.size},
 		BlockInfo{Kind: PropertiesBlock, Offset: ft.props.offset, Size: ft.props.size})
+	if r.props.NumRangeDels > 0 {
+		blocks = append(blocks, BlockInfo{Kind: RangeDelBlock, Offset: r.props.RangeDelOffset, Size: r.props.RangeDelSize})
+	}
 	var trailer [blockTrailerLen]byte
 	for i := range blocks {
 		b := &blocks[i]

@@ -44,6 +44,12 @@ type Properties struct {
 	// with a fractional one (WriterOptions.FilterBitsPerKey); 0 when the
 	// filter was built with the whole BloomBitsPerKey. Optional.
 	FilterBitsPerKey float64
+	// RangeDelHandle locates the range-deletion block (offset, size
+	// without trailer), NumRangeDels counts its (span, sequence) pairs:
+	// the range tombstone fragments the table holds. Both are present
+	// exactly in tables of FormatVersionRangeDels.
+	RangeDelOffset, RangeDelSize uint64
+	NumRangeDels                 uint64
 }
 
 // BitsPerKey returns the bits per key the table's filter was built with:
@@ -85,12 +91,14 @@ const (
 	tagDBID
 	tagFilterWholeKeys
 	tagFilterBitsPerKey
+	tagRangeDelHandle
+	tagNumRangeDels
 	numPropertyTags = iota
 )
 
 // optionalPropertyTags may be absent: they are newer than the format and
 // written only when set. Every other known tag is required.
-const optionalPropertyTags = 4
+const optionalPropertyTags = 6
 
 // propertyField binds a tag to a field. kind is 'u' (uvarint), 'i' (zigzag
 // varint), 'b' (raw bytes) or 'f' (a float64's IEEE 754 bits, uint64 LE).
@@ -112,6 +120,7 @@ type propertyScratch struct {
 	version, variant, compression uint64
 	filterKeyName                 []byte
 	filterWholeKeys               uint64
+	rangeDelHandle                []byte
 }
 
 func (p *Properties) fields(s *propertyScratch) []propertyField {
@@ -140,6 +149,8 @@ func (p *Properties) fields(s *propertyScratch) []propertyField {
 		{tag: tagDBID, name: "DBID", kind: 'b', b: &p.DBID, optional: true},
 		{tag: tagFilterWholeKeys, name: "FilterWholeKeys", kind: 'u', u: &s.filterWholeKeys, optional: true},
 		{tag: tagFilterBitsPerKey, name: "FilterBitsPerKey", kind: 'f', f: &p.FilterBitsPerKey, optional: true},
+		{tag: tagRangeDelHandle, name: "RangeDelHandle", kind: 'b', b: &s.rangeDelHandle, optional: true},
+		{tag: tagNumRangeDels, name: "NumRangeDels", kind: 'u', u: &p.NumRangeDels, optional: true},
 	}
 }
 
@@ -160,6 +171,9 @@ func (p *Properties) encode() []byte {
 	}
 	if p.FilterWholeKeys {
 		s.filterWholeKeys = 1
+	}
+	if p.NumRangeDels > 0 {
+		s.rangeDelHandle = appendHandle(nil, blockHandle{p.RangeDelOffset, p.RangeDelSize})
 	}
 	var out, val []byte
 	for _, f := range p.fields(&s) {
@@ -239,6 +253,15 @@ func decodeProperties(data []byte, loc location) (Properties, error) {
 	p.Compression = c
 	p.FilterKeyName = string(s.filterKeyName)
 	p.FilterWholeKeys = s.filterWholeKeys == 1
+	if s.rangeDelHandle != nil {
+		h, ok := decodeHandle(s.rangeDelHandle)
+		if !ok || h.size == 0 || p.NumRangeDels == 0 {
+			return Properties{}, loc.corruptf("property RangeDelHandle %x with %d range deletions", s.rangeDelHandle, p.NumRangeDels)
+		}
+		p.RangeDelOffset, p.RangeDelSize = h.offset, h.size
+	} else if p.NumRangeDels != 0 {
+		return Properties{}, loc.corruptf("%d range deletions without a RangeDelHandle", p.NumRangeDels)
+	}
 	return p, nil
 }
 
@@ -290,6 +313,9 @@ func (p *Properties) String() string {
 	fmt.Fprintf(&sb, "block size/restart: %d / %d\n", p.BlockSize, p.RestartInterval)
 	if p.FilterWholeKeys {
 		fmt.Fprintf(&sb, "filter contents:    whole keys and %q keys\n", p.FilterKeyName)
+	}
+	if p.NumRangeDels > 0 {
+		fmt.Fprintf(&sb, "range deletions:    %d (block at %d, %d bytes)\n", p.NumRangeDels, p.RangeDelOffset, p.RangeDelSize)
 	}
 	if p.FileNum != 0 || len(p.DBID) > 0 {
 		fmt.Fprintf(&sb, "identity:           file %06d of database %q\n", p.FileNum, p.DBID)

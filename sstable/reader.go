@@ -10,6 +10,7 @@ import (
 	"github.com/golang/snappy"
 
 	"github.com/bloomkv/bloomkv/filter"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
@@ -26,6 +27,11 @@ type Reader struct {
 	footer  footer
 	props   Properties
 	index   *block
+
+	// rangeDels are the table's range tombstones (nil: none), decoded at
+	// Open and held for the Reader's life: Get consults them whatever the
+	// filter says.
+	rangeDels *rangedel.List
 
 	filterData []byte
 	filter     filter.Block
@@ -107,6 +113,20 @@ func (r *Reader) open(o ReaderOptions) error {
 		return indexLoc.corruptf("%d entries for %d data blocks", r.index.numEntries, r.props.NumDataBlocks)
 	}
 
+	if r.props.NumRangeDels > 0 {
+		h := blockHandle{r.props.RangeDelOffset, r.props.RangeDelSize}
+		if raw, err = r.readBlock(h, kindRangeDel); err != nil {
+			return err
+		}
+		loc := location{r.name, kindRangeDel, h.offset}
+		if r.rangeDels, err = rangedel.Decode(raw, maxRangeDelKey); err != nil {
+			return loc.corruptf("%v", err)
+		}
+		if n := uint64(r.rangeDels.Len()); n != r.props.NumRangeDels {
+			return loc.corruptf("%d range deletions, the properties say %d", n, r.props.NumRangeDels)
+		}
+	}
+
 	if ft.hasFilter() {
 		if r.filterData, err = r.readBlock(ft.filter, kindFilter); err != nil {
 			return err
@@ -176,9 +196,20 @@ func (r *Reader) checkPropertiesAgainstFooter(loc location) error {
 	if p.FilterSize != wantFilter {
 		return loc.corruptf("filter size %d disagrees with the footer's %d", p.FilterSize, wantFilter)
 	}
+	if (p.NumRangeDels > 0) != (ft.version == FormatVersionRangeDels) {
+		return loc.corruptf("%d range deletions in a table of format version %d", p.NumRangeDels, ft.version)
+	}
 	// Data blocks come first, so every metadata block starts at or after
 	// DataSize; this bounds every data block handle read from the index.
 	metaStart := min(ft.index.offset, ft.props.offset)
+	if p.NumRangeDels > 0 {
+		limit := uint64(r.size) - footerLen
+		h := blockHandle{p.RangeDelOffset, p.RangeDelSize}
+		if h.offset > limit || h.size > limit-h.offset || blockTrailerLen > limit-h.offset-h.size {
+			return loc.corruptf("range-deletion block handle (offset %d, size %d) lies outside the %d bytes before the footer", h.offset, h.size, limit)
+		}
+		metaStart = min(metaStart, h.offset)
+	}
 	if ft.hasFilter() {
 		metaStart = min(metaStart, ft.filter.offset)
 	}
@@ -322,6 +353,17 @@ func (r *Reader) dataHandle(indexKey, v []byte) (blockHandle, error) {
 			"entry %s: bad data block handle %x (data blocks end at %d)", formatKey(indexKey), v, r.props.DataSize)
 	}
 	return h, nil
+}
+
+// RangeDels returns the table's range tombstones, fragmented, or nil when
+// it has none. The list is immutable and lives as long as the Reader's
+// callers hold it (it does not alias the file).
+func (r *Reader) RangeDels() *rangedel.List { return r.rangeDels }
+
+// Bounds returns the table's key and sequence bounds as the manifest
+// records them: its entries' range widened to cover its range tombstones.
+func (r *Reader) Bounds() (smallest, largest []byte, smallestSeq, largestSeq uint64) {
+	return tableBounds(&r.props, r.rangeDels.Spans())
 }
 
 // Properties returns the table's properties; the caller must not modify them.

@@ -24,6 +24,14 @@ var getStatePool = sync.Pool{New: func() any { return new(getState) }}
 // span data blocks. The value aliases an immutable block: the caller copies
 // it before keeping it. stats may be nil.
 func (r *Reader) Get(ukey []byte, seq uint64, useFilter bool, stats *ReadStats) (value []byte, kind base.Kind, found bool, err error) {
+	value, kind, _, found, err = r.GetSeq(ukey, seq, useFilter, stats)
+	return value, kind, found, err
+}
+
+// GetSeq is Get that also returns the sequence of the entry found. It
+// looks at point entries only: the caller consults RangeDels, which the
+// filter says nothing about.
+func (r *Reader) GetSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStats) (value []byte, kind base.Kind, vseq uint64, found bool, err error) {
 	filtered := false
 	if useFilter && r.getProbe != probeNone {
 		fk := ukey
@@ -34,7 +42,7 @@ func (r *Reader) Get(ukey []byte, seq uint64, useFilter bool, stats *ReadStats) 
 			if stats != nil {
 				stats.FilterNegatives.Add(1)
 			}
-			return nil, 0, false, nil
+			return nil, 0, 0, false, nil
 		}
 		filtered = true
 	}
@@ -56,11 +64,11 @@ func (r *Reader) Get(ukey []byte, seq uint64, useFilter bool, stats *ReadStats) 
 	for first := true; valid; first = false {
 		h, err := r.dataHandle(st.index.Key(), st.index.Value())
 		if err != nil {
-			return nil, 0, false, err
+			return nil, 0, 0, false, err
 		}
 		b, err := r.dataBlock(h, true, stats)
 		if err != nil {
-			return nil, 0, false, err
+			return nil, 0, 0, false, err
 		}
 		st.data.init(b)
 		// The first key >= search is in this block or starts the next one.
@@ -79,7 +87,7 @@ func (r *Reader) Get(ukey []byte, seq uint64, useFilter bool, stats *ReadStats) 
 			sawKey = true
 			t := base.Trailer(k)
 			if t>>8 <= seq {
-				return st.data.Value(), base.Kind(t & 0xFF), true, nil
+				return st.data.Value(), base.Kind(t & 0xFF), t >> 8, true, nil
 			}
 		}
 		// The next block can hold versions of ukey only if this block's
@@ -95,5 +103,5 @@ func (r *Reader) Get(ukey []byte, seq uint64, useFilter bool, stats *ReadStats) 
 	if filtered && !sawKey && stats != nil {
 		stats.FilterFalsePositives.Add(1)
 	}
-	return nil, 0, false, nil
+	return nil, 0, 0, false, nil
 }

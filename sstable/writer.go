@@ -12,6 +12,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/filter"
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
@@ -43,8 +44,9 @@ type Writer struct {
 	lastKey       []byte
 	smallest      []byte
 	props         Properties
-	compressed    []byte // reused snappy output buffer
-	scratch       []byte // separators and handles
+	rangeDels     []rangedel.Span // copied by SetRangeDels
+	compressed    []byte          // reused snappy output buffer
+	scratch       []byte          // separators and handles
 	handleScratch []byte
 }
 
@@ -126,6 +128,22 @@ func (w *Writer) Add(ikey, value []byte) error {
 		w.flushDataBlock()
 	}
 	return w.err
+}
+
+// SetRangeDels gives the table the range tombstones spans (fragmented:
+// in key order, not overlapping, as a rangedel.List holds them), written
+// to its range-deletion block by Finish. The Writer copies them. A table
+// with range tombstones is written as FormatVersionRangeDels, and its
+// bounds (WriterMeta) cover them.
+func (w *Writer) SetRangeDels(spans []rangedel.Span) {
+	w.rangeDels = w.rangeDels[:0]
+	for _, s := range spans {
+		w.rangeDels = append(w.rangeDels, rangedel.Span{
+			Start: append([]byte(nil), s.Start...),
+			End:   append([]byte(nil), s.End...),
+			Seqs:  append([]uint64(nil), s.Seqs...),
+		})
+	}
 }
 
 // noteEntry updates the properties for one added entry.
@@ -250,16 +268,11 @@ func (w *Writer) Finish() (WriterMeta, error) {
 		return WriterMeta{}, w.err
 	}
 	m := WriterMeta{
-		Size:        w.offset,
-		SmallestSeq: w.props.SmallestSeq,
-		LargestSeq:  w.props.LargestSeq,
-		NumEntries:  w.props.NumEntries,
-		Props:       w.props,
+		Size:       w.offset,
+		NumEntries: w.props.NumEntries,
+		Props:      w.props,
 	}
-	if w.props.NumEntries > 0 {
-		m.Smallest = append([]byte(nil), w.smallest...)
-		m.Largest = append([]byte(nil), w.lastKey...)
-	}
+	m.Smallest, m.Largest, m.SmallestSeq, m.LargestSeq = tableBounds(&w.props, w.rangeDels)
 	return m, nil
 }
 
@@ -287,8 +300,48 @@ func (w *Writer) writeMeta() {
 		w.props.SmallestKey = append([]byte(nil), w.smallest...)
 		w.props.LargestKey = append([]byte(nil), w.lastKey...)
 	}
+	if len(w.rangeDels) > 0 {
+		h := w.writeBlock(rangedel.Encode(nil, w.rangeDels), w.opts.Compression)
+		w.props.RangeDelOffset, w.props.RangeDelSize = h.offset, h.size
+		w.props.NumRangeDels = uint64(rangedel.NewList(w.rangeDels).Len())
+		w.props.FormatVersion = FormatVersionRangeDels
+		ft.version = FormatVersionRangeDels
+	}
 	ft.props = w.writeBlock(w.props.encode(), NoCompression)
 	w.write(ft.encode())
+}
+
+// tableBounds returns a table's bounds for the manifest: its first and
+// last internal keys and sequence range, widened to cover its range
+// tombstones. A span [s, e)#q widens them to s#q,RANGEDEL and
+// InclusiveEnd(e)#0,RANGEDEL (the bounds are inclusive; see
+// rangedel.InclusiveEnd). Nil keys: the table holds nothing.
+func tableBounds(p *Properties, spans []rangedel.Span) (smallest, largest []byte, smallestSeq, largestSeq uint64) {
+	if p.NumEntries > 0 {
+		smallest = append([]byte(nil), p.SmallestKey...)
+		largest = append([]byte(nil), p.LargestKey...)
+		smallestSeq, largestSeq = p.SmallestSeq, p.LargestSeq
+	}
+	if len(spans) == 0 {
+		return smallest, largest, smallestSeq, largestSeq
+	}
+	first, last := spans[0], spans[len(spans)-1]
+	lo := base.MakeInternalKey(first.Start, first.Seqs[0], base.KindRangeDelete)
+	hi := base.MakeInternalKey(rangedel.InclusiveEnd(last.End), 0, base.KindRangeDelete)
+	if smallest == nil || base.CompareInternal(lo, smallest) < 0 {
+		smallest = lo
+	}
+	if largest == nil || base.CompareInternal(hi, largest) > 0 {
+		largest = hi
+	}
+	if p.NumEntries == 0 {
+		smallestSeq, largestSeq = base.MaxSeq, 0
+	}
+	for _, s := range spans {
+		smallestSeq = min(smallestSeq, s.Seqs[len(s.Seqs)-1])
+		largestSeq = max(largestSeq, s.Seqs[0])
+	}
+	return smallest, largest, smallestSeq, largestSeq
 }
 
 // Abort closes the file without finishing the table (the caller removes

@@ -332,6 +332,10 @@ func (rp *repairer) readLog(l *repairLog) error {
 		}
 		ops := batchrep.NewReader(rec, batchLimits) // decodeBatch accepted rec
 		for op, ok := ops.Next(); ok; op, ok = ops.Next() {
+			if op.Kind == base.KindRangeDelete {
+				l.mem.AddRangeDel(op.Seq, op.Key, op.Value)
+				continue
+			}
 			l.mem.Add(op.Seq, op.Kind, op.Key, op.Value)
 		}
 		if l.res.Records == 0 {

@@ -112,6 +112,20 @@ func (rp *repairer) writeRepaired() error {
 		next = max(next, rp.state.NextFileNum)
 	}
 
+	// Merging everything into fresh tables would have to apply range
+	// tombstones to the entries they cover; until it does, refuse rather
+	// than bring deleted keys back.
+	for _, l := range rp.logs {
+		if l.mem != nil && l.mem.RangeDels() != nil {
+			return fmt.Errorf("kvtool: repair: log %s holds range deletions (DeleteRange), which repair does not handle yet", l.f.name)
+		}
+	}
+	for _, t := range rp.tables {
+		if t.res.Status == repairMerged && t.props != nil && t.props.NumRangeDels > 0 {
+			return fmt.Errorf("kvtool: repair: table %s holds range deletions (DeleteRange), which repair does not handle yet", t.f.name)
+		}
+	}
+
 	settings := rp.chooseSettings()
 	rep.Settings = settings
 

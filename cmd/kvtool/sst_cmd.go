@@ -163,6 +163,10 @@ func describeTable(w io.Writer, r *sstable.Reader, listBlocks bool) bool {
 	row(t, "  smallest", fmtKey(p.SmallestKey))
 	row(t, "  largest", fmtKey(p.LargestKey))
 	row(t, "  sequences", fmt.Sprintf("%d-%d", p.SmallestSeq, p.LargestSeq))
+	if p.NumRangeDels > 0 {
+		lo, hi, loSeq, hiSeq := r.Bounds()
+		row(t, "  bounds", fmt.Sprintf("%s - %s, sequences %d-%d (entries and range deletions)", fmtKey(lo), fmtKey(hi), loSeq, hiSeq))
+	}
 	t.Flush()
 
 	blocks, err := r.Layout()
@@ -181,6 +185,17 @@ func describeTable(w io.Writer, r *sstable.Reader, listBlocks bool) bool {
 	if scan.err != nil {
 		fmt.Fprintf(w, "ERROR: scan: %v\n", scan.err)
 		healthy = false
+	}
+
+	if rd := r.RangeDels(); rd != nil {
+		fmt.Fprintf(w, "\nrange deletions (fragments: [start, end) and the sequences deleting it, newest first):\n")
+		for i, sp := range rd.Spans() {
+			if i == 20 && len(rd.Spans()) > 21 {
+				fmt.Fprintf(w, "  ... %d more\n", len(rd.Spans())-i)
+				break
+			}
+			fmt.Fprintf(w, "  [%q, %q) %v\n", sp.Start, sp.End, sp.Seqs)
+		}
 	}
 
 	fmt.Fprintf(w, "\nblocks:\n")
@@ -213,7 +228,7 @@ func printBlockSummary(w io.Writer, blocks []sstable.BlockInfo, scan tableScan) 
 		onDisk, minSz, maxSz uint64
 		stored               uint64
 	}
-	kinds := []sstable.BlockKind{sstable.DataBlock, sstable.FilterBlock, sstable.IndexBlock, sstable.PropertiesBlock, sstable.FooterBlock}
+	kinds := []sstable.BlockKind{sstable.DataBlock, sstable.FilterBlock, sstable.IndexBlock, sstable.PropertiesBlock, sstable.RangeDelBlock, sstable.FooterBlock}
 	aggs := map[sstable.BlockKind]*agg{}
 	for _, b := range blocks {
 		a := aggs[b.Kind]

@@ -14,6 +14,11 @@ const (
 	KindDelete Kind = 0
 	// KindSet holds a value.
 	KindSet Kind = 1
+	// KindRangeDelete is a range tombstone: a batch operation and the kind
+	// of the spans of a range-deletion block (package rangedel). It is never
+	// an entry of a memtable's tree or a data block: ParseInternalKey
+	// rejects it.
+	KindRangeDelete Kind = 2
 	// KindSeek is never stored. With MaxSeq it forms the largest trailer, so
 	// a search key built from it sorts before every stored version of its
 	// user key.
@@ -26,6 +31,8 @@ func (k Kind) String() string {
 		return "DEL"
 	case KindSet:
 		return "SET"
+	case KindRangeDelete:
+		return "RANGEDEL"
 	case KindSeek:
 		return "SEEK"
 	}
@@ -79,6 +86,17 @@ func ParseInternalKey(ikey []byte) (ukey []byte, seq uint64, kind Kind, ok bool)
 		return nil, 0, 0, false
 	}
 	return ikey[:len(ikey)-TrailerLen], t >> 8, kind, true
+}
+
+// ValidBoundKey reports whether ikey may bound a table's key range: an
+// internal key of a stored kind, or of KindRangeDelete (the bound a range
+// tombstone gives a table).
+func ValidBoundKey(ikey []byte) bool {
+	if len(ikey) < TrailerLen {
+		return false
+	}
+	k := Kind(Trailer(ikey) & 0xFF)
+	return k == KindSet || k == KindDelete || k == KindRangeDelete
 }
 
 // CompareInternal orders internal keys: user key ascending, then trailer

@@ -1,6 +1,7 @@
 package batchrep
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -49,6 +50,18 @@ func AppendDelete(rep, key []byte) []byte {
 	return rep
 }
 
+// AppendDeleteRange appends a deletion of the keys in [start, end) to rep
+// and counts it. The caller checks that start < end.
+func AppendDeleteRange(rep, start, end []byte) []byte {
+	rep = append(rep, byte(base.KindRangeDelete))
+	rep = binary.AppendUvarint(rep, uint64(len(start)))
+	rep = append(rep, start...)
+	rep = binary.AppendUvarint(rep, uint64(len(end)))
+	rep = append(rep, end...)
+	SetCount(rep, Count(rep)+1)
+	return rep
+}
+
 // Limits bound the keys and values a decoder accepts. The engine owns them
 // (bloomkv.MaxKeySize and MaxValueSize); a batch holding more than the
 // engine ever writes is damaged.
@@ -61,7 +74,7 @@ type Op struct {
 	Seq   uint64
 	Kind  base.Kind
 	Key   []byte
-	Value []byte // nil for a delete
+	Value []byte // nil for a delete; the end key (exclusive) of a range delete
 }
 
 // CorruptionError is a batch that does not decode: what is wrong, and at
@@ -128,7 +141,7 @@ func (r *Reader) Next() (Op, bool) {
 		return Op{}, false
 	}
 	op := Op{Seq: r.seq, Kind: base.Kind(r.rep[p])}
-	if op.Kind != base.KindSet && op.Kind != base.KindDelete {
+	if op.Kind != base.KindSet && op.Kind != base.KindDelete && op.Kind != base.KindRangeDelete {
 		r.fail(p, fmt.Sprintf("operation %d has unknown kind %d", r.i, r.rep[p]))
 		return Op{}, false
 	}
@@ -137,8 +150,18 @@ func (r *Reader) Next() (Op, bool) {
 	if op.Key, p, ok = r.lengthPrefixed(p, "key", 1, r.lim.MaxKey); !ok {
 		return Op{}, false
 	}
-	if op.Kind == base.KindSet {
+	switch op.Kind {
+	case base.KindSet:
 		if op.Value, p, ok = r.lengthPrefixed(p, "value", 0, r.lim.MaxValue); !ok {
+			return Op{}, false
+		}
+	case base.KindRangeDelete:
+		at := p
+		if op.Value, p, ok = r.lengthPrefixed(p, "end key", 1, r.lim.MaxKey); !ok {
+			return Op{}, false
+		}
+		if bytes.Compare(op.Key, op.Value) >= 0 {
+			r.fail(at, fmt.Sprintf("operation %d: range deletion end %q is not after its start %q", r.i, op.Value, op.Key))
 			return Op{}, false
 		}
 	}

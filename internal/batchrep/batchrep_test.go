@@ -48,8 +48,11 @@ func formatOps(ops []Op) string {
 	var b strings.Builder
 	for _, op := range ops {
 		fmt.Fprintf(&b, "%d %s %q", op.Seq, op.Kind, op.Key)
-		if op.Kind == base.KindSet {
+		switch op.Kind {
+		case base.KindSet:
 			fmt.Fprintf(&b, "=%q", op.Value)
+		case base.KindRangeDelete:
+			fmt.Fprintf(&b, "-%q", op.Value)
 		}
 		b.WriteString("; ")
 	}
@@ -77,6 +80,28 @@ func TestGolden(t *testing.T) {
 	}
 	if seq, count, err := Validate(want, testLimits); seq != 5 || count != 2 || err != nil {
 		t.Fatalf("Validate = %d, %d, %v", seq, count, err)
+	}
+}
+
+// TestGoldenRangeDelete pins the encoding of a range deletion (kind 2),
+// the one operation added since the format was first written.
+func TestGoldenRangeDelete(t *testing.T) {
+	want := []byte{
+		0x07, 0, 0, 0, 0, 0, 0, 0, // seq 7
+		0x02, 0, 0, 0, // count 2
+		0x00, 0x01, 'c', // delete "c"
+		0x02, 0x01, 'a', 0x02, 'b', 'c', // delete ["a", "bc")
+	}
+	got := AppendDeleteRange(encode(7, testOp{del: true, key: "c"}), []byte("a"), []byte("bc"))
+	if !bytes.Equal(got, want) {
+		t.Fatalf("encoding\n got %x\nwant %x", got, want)
+	}
+	ops, err := decode(want, testLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, w := formatOps(ops), `7 DEL "c"; 8 RANGEDEL "a"-"bc"; `; s != w {
+		t.Fatalf("decoded %s, want %s", s, w)
 	}
 }
 
@@ -113,6 +138,10 @@ func TestRejects(t *testing.T) {
 		{"value length cut off", cat(head(5, 1), []byte{1, 1, 'k'}), 15, "value length is cut off"},
 		{"overlong varint", cat(head(5, 1), []byte{1}, bytes.Repeat([]byte{0xff}, 10), []byte{1}), 13, "key length overflows 64 bits"},
 		{"trailing bytes", cat(good, []byte{0}), 17, "1 trailing bytes after 1 operations"},
+		{"range end before start", cat(head(5, 1), []byte{2, 1, 'k', 1, 'a'}), 15, `range deletion end "a" is not after its start "k"`},
+		{"empty range", cat(head(5, 1), []byte{2, 1, 'k', 1, 'k'}), 15, "is not after its start"},
+		{"range end empty", cat(head(5, 1), []byte{2, 1, 'k', 0}), 15, "end key of 0 bytes"},
+		{"range end cut off", cat(head(5, 1), []byte{2, 1, 'k'}), 15, "end key length is cut off"},
 		{"trailing bytes, no ops", cat(head(5, 0), []byte{1, 1, 'k'}), 12, "3 trailing bytes after 0 operations"},
 	}
 	for _, tc := range cases {
@@ -174,6 +203,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{7, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0x81, 0x00, 'k'})
+	f.Add(AppendDeleteRange(encode(4, testOp{key: "a", value: "b"}), []byte("a"), []byte("c")))
 	f.Fuzz(func(t *testing.T, rep []byte) {
 		ops, rerr := decode(rep, testLimits)
 		seq, count, err := Validate(rep, testLimits)
@@ -199,9 +229,12 @@ func FuzzDecode(f *testing.F) {
 			if op.Seq != seq+uint64(i) {
 				t.Fatalf("operation %d has sequence %d, want %d", i, op.Seq, seq+uint64(i))
 			}
-			if op.Kind == base.KindSet {
+			switch op.Kind {
+			case base.KindSet:
 				again = AppendSet(again, op.Key, op.Value)
-			} else {
+			case base.KindRangeDelete:
+				again = AppendDeleteRange(again, op.Key, op.Value)
+			default:
 				again = AppendDelete(again, op.Key)
 			}
 		}

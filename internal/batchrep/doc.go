@@ -21,9 +21,18 @@
 //
 //	operation (set):    kind=1 (1 byte) | uvarint key length | key | uvarint value length | value
 //	operation (delete): kind=0 (1 byte) | uvarint key length | key
+//	operation (range delete): kind=2 (1 byte) | uvarint start length | start |
+//	                          uvarint end length | end
 //
-// Operation i has sequence seq+i. The kinds are base.KindSet and
-// base.KindDelete. A batch ends exactly after its count-th operation.
+// Operation i has sequence seq+i. The kinds are base.KindSet,
+// base.KindDelete and base.KindRangeDelete (DB.DeleteRange: every key in
+// [start, end) older than the operation is deleted). A batch ends exactly
+// after its count-th operation.
+//
+// Kind 2 is the one addition since the format was first written: a batch
+// without it is byte for byte what it always was, so older logs decode as
+// before; a log holding a range delete is refused by an older build
+// ("unknown kind 2") rather than misread.
 //
 // # What a decoder accepts
 //
@@ -31,7 +40,8 @@
 // least 1 (sequence 0 is never handed out) and seq+count is at most
 // base.MaxSeq; every operation has a known kind, a key of 1 to
 // Limits.MaxKey bytes and (a set) a value of at most Limits.MaxValue
-// bytes, each length inside the batch; and no byte follows the last
+// bytes or (a range delete) an end key of 1 to Limits.MaxKey bytes that
+// sorts after the start key, each length inside the batch; and no byte follows the last
 // operation. A length written with more bytes than it needs (a non-minimal
 // uvarint) is accepted; the encoder never writes one. Anything else is a
 // *CorruptionError, wrapping base.ErrCorruption, that names the byte of

@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/rangedel"
 )
 
 // position says where a Visible stands.
@@ -21,7 +22,8 @@ const (
 
 // Visible is the user's view of an internal iterator at one sequence number:
 // for each user key in [lower, upper), the newest version with sequence <=
-// seq, unless that version is a tombstone. Key returns user keys.
+// seq, unless that version is a tombstone or a range tombstone with a
+// larger sequence <= seq covers it (SetRangeDels). Key returns user keys.
 type Visible struct {
 	inner        base.InternalIterator
 	seq          uint64
@@ -42,6 +44,30 @@ type Visible struct {
 	prefixOf func([]byte) []byte // nil: a prefix is a whole user key
 	prefix   []byte              // owned
 	inPrefix bool
+
+	// rangeDels (nil: none) hide every version they cover: a key whose
+	// newest visible version is older than a visible range tombstone over
+	// it is shown as deleted.
+	rangeDels *rangedel.List
+}
+
+// SetRangeDels sets the range tombstones of every source of inner
+// (fragmented; nil for none). Tombstones newer than the view's sequence
+// are ignored. The iterator is unpositioned afterwards.
+func (v *Visible) SetRangeDels(l *rangedel.List) {
+	if l.Empty() {
+		l = nil
+	}
+	v.rangeDels = l
+	if v.pos != posFailed {
+		v.pos, v.inPrefix, v.key, v.value = posUnpositioned, false, nil, nil
+	}
+}
+
+// live reports whether the newest visible version of ukey, of kind and
+// sequence seq, shows a value.
+func (v *Visible) live(ukey []byte, seq uint64, kind base.Kind) bool {
+	return kind == base.KindSet && (v.rangeDels == nil || !v.rangeDels.Covers(ukey, seq, v.seq))
 }
 
 // SetPrefixExtractor sets the function that gives a user key's prefix for
@@ -283,7 +309,7 @@ func (v *Visible) findNext() bool {
 			v.inner.Next() // too new for this view
 			continue
 		}
-		if kind == base.KindSet {
+		if v.live(ukey, seq, kind) {
 			v.key, v.value, v.pos = ukey, v.inner.Value(), posForward
 			return true
 		}
@@ -308,8 +334,9 @@ func (v *Visible) findNext() bool {
 // met before the user key changes: each visible version is copied as the
 // candidate until then.
 func (v *Visible) findPrev() bool {
-	have := false // keyBuf/valBuf/kind hold the current user key's candidate
+	have := false // keyBuf/valBuf/kind/kseq hold the current user key's candidate
 	var kind base.Kind
+	var kseq uint64
 	for v.inner.Valid() {
 		ikey := v.inner.Key()
 		ukey, seq, k, ok := base.ParseInternalKey(ikey)
@@ -324,7 +351,7 @@ func (v *Visible) findPrev() bool {
 		}
 		if have && !bytes.Equal(ukey, v.keyBuf) {
 			// Moved on to an older user key: the candidate is final.
-			if kind == base.KindSet {
+			if v.live(v.keyBuf, kseq, kind) {
 				return v.showBackward()
 			}
 			have = false // a tombstone hides its key
@@ -334,14 +361,14 @@ func (v *Visible) findPrev() bool {
 				v.keyBuf = append(v.keyBuf[:0], ukey...)
 			}
 			v.valBuf = append(v.valBuf[:0], v.inner.Value()...)
-			kind, have = k, true
+			kind, kseq, have = k, seq, true
 		}
 		v.inner.Prev()
 	}
 	if err := v.inner.Error(); err != nil {
 		return v.fail(err)
 	}
-	if have && kind == base.KindSet {
+	if have && v.live(v.keyBuf, kseq, kind) {
 		return v.showBackward()
 	}
 	v.pos = posBeforeStart

@@ -16,7 +16,10 @@ const NumLevels = 7
 type FileMetadata struct {
 	FileNum uint64
 	Size    uint64 // bytes on disk
-	// Smallest and Largest are the table's first and last internal keys.
+	// Smallest and Largest are the table's first and last internal keys,
+	// widened to cover its range tombstones (kind base.KindRangeDelete; see
+	// sstable's tableBounds): every user key the table holds or deletes
+	// lies in [SmallestUserKey, LargestUserKey].
 	Smallest, Largest []byte
 	// SmallestSeq and LargestSeq bound the sequence numbers in the table.
 	SmallestSeq, LargestSeq uint64
@@ -40,10 +43,10 @@ func (f *FileMetadata) String() string {
 // internal keys in order and sequence bounds in order. It returns a reason
 // without a package prefix; callers add the context.
 func (f *FileMetadata) validate() error {
-	if _, _, _, ok := base.ParseInternalKey(f.Smallest); !ok {
+	if !base.ValidBoundKey(f.Smallest) {
 		return fmt.Errorf("file %06d: smallest key %s is not a valid internal key", f.FileNum, base.FormatInternalKey(f.Smallest))
 	}
-	if _, _, _, ok := base.ParseInternalKey(f.Largest); !ok {
+	if !base.ValidBoundKey(f.Largest) {
 		return fmt.Errorf("file %06d: largest key %s is not a valid internal key", f.FileNum, base.FormatInternalKey(f.Largest))
 	}
 	if base.CompareInternal(f.Smallest, f.Largest) > 0 {
