@@ -46,11 +46,10 @@
 //
 // # DeleteRange
 //
-// bloomkv has no range deletion yet, so DeleteRange deletes the entries
-// present in [min, max], found with an iterator, with point deletes in
-// batches of at most DeleteChunk entries. Each batch is synced. When the
-// range reaches the last entry (raft truncating a conflicting suffix) the
-// batches go from the top down, otherwise from the bottom up, so a crash
-// between two batches never leaves a hole inside the log: what remains is
-// always contiguous where it was before.
+// DeleteRange is one bloomkv range deletion of the entries' keys in
+// [min, max], synced: it is atomic, so a crash leaves the log either as it
+// was or without the whole range, never with a hole inside it. Its cost
+// does not grow with the number of entries deleted (a point delete per
+// entry did); the deleted entries' bytes are reclaimed when compaction
+// reaches them.
 package raftstore

@@ -15,9 +15,6 @@ import (
 // set. Its message is exactly "not found", which raft treats as "absent".
 var ErrKeyNotFound = errors.New("not found")
 
-// DeleteChunk is the most log entries one DeleteRange batch deletes.
-const DeleteChunk = 4096
-
 const (
 	logPrefix    = 'L'
 	stablePrefix = 'S'
@@ -199,7 +196,7 @@ func (s *Store) DeleteRange(lo, hi uint64) error {
 	if first == 0 || lo > hi {
 		return nil
 	}
-	err := s.deleteEntries(lo, hi, hi == last)
+	err := s.deleteEntries(lo, hi)
 	// Whatever happened, the database says where the log now starts and
 	// ends. Seeking past the deleted range skips its tombstones, which a
 	// scan from the first key would walk through until compaction drops
@@ -230,48 +227,14 @@ func (s *Store) DeleteRange(lo, hi uint64) error {
 	return nil
 }
 
-// deleteEntries deletes the log keys of [lo, hi] (requires s.mu). It is
-// the one place that changes when bloomkv has DeleteRange: until then it
-// finds the keys with an iterator and deletes them in synced batches of
-// DeleteChunk, in an order that never leaves a hole in the log after a
-// crash (from the top when the range ends the log, else from the bottom).
-// With DeleteRange it becomes one synced range tombstone.
-func (s *Store) deleteEntries(lo, hi uint64, topDown bool) error {
-	upper := logKey(nil, hi)
-	upper = append(upper, 0) // just above hi's key
-	it := s.db.NewIterator(&bloomkv.IterOptions{LowerBound: logKey(nil, lo), UpperBound: upper})
+// deleteEntries deletes the log keys of [lo, hi] (requires s.mu) with one
+// synced range deletion: atomic, so a crash leaves the log as it was or
+// without the whole range, never with a hole.
+func (s *Store) deleteEntries(lo, hi uint64) error {
+	upper := append(logKey(nil, hi), 0) // just above hi's key: the range is [lo, hi]
 	b := bloomkv.NewBatch()
-	flush := func() error {
-		if b.Len() == 0 {
-			return nil
-		}
-		err := s.db.Apply(b, s.wo)
-		b.Reset()
-		return err
-	}
-	var err error
-	var ok bool
-	if topDown {
-		ok = it.Last()
-	} else {
-		ok = it.First()
-	}
-	for ; ok && err == nil; ok = step(it, topDown) {
-		b.Delete(it.Key())
-		if b.Len() >= DeleteChunk {
-			err = flush()
-		}
-	}
-	if err == nil {
-		err = it.Error()
-	}
-	if cerr := it.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = flush()
-	}
-	return err
+	b.DeleteRange(logKey(nil, lo), upper)
+	return s.db.Apply(b, s.wo)
 }
 
 // seek returns the index of the first entry at or after index, or with
@@ -291,13 +254,6 @@ func (s *Store) seek(index uint64, before bool) (uint64, error) {
 		err = cerr
 	}
 	return found, err
-}
-
-func step(it *bloomkv.Iterator, backwards bool) bool {
-	if backwards {
-		return it.Prev()
-	}
-	return it.Next()
 }
 
 func stableKey(key []byte) []byte {

@@ -216,7 +216,7 @@ func testDeleteRange(t *testing.T, im impl) {
 	if err := s.StoreLogs(mkLogs(1, 10000)); err != nil {
 		t.Fatal(err)
 	}
-	// A prefix, as raft compacts after a snapshot (more than DeleteChunk).
+	// A prefix of 5000 entries, as raft compacts after a snapshot.
 	if err := s.DeleteRange(1, 5000); err != nil {
 		t.Fatal(err)
 	}
