@@ -71,9 +71,19 @@ func BenchmarkGetMissNoFilter(b *testing.B) {
 	benchmarkGet(b, false, &Options{IgnoreFilters: true})
 }
 
-func BenchmarkPut(b *testing.B) {
+func BenchmarkPut(b *testing.B) { benchmarkPut(b, nil) }
+
+// BenchmarkPutNoWAL and BenchmarkPutNoWALMemtableFilter isolate the
+// memtable side of a write (no log): side by side they show what a
+// memtable filter (Options.MemtableFilterRatio 0.02) costs each write.
+func BenchmarkPutNoWAL(b *testing.B) { benchmarkPut(b, &Options{WALMode: WALDisabled}) }
+func BenchmarkPutNoWALMemtableFilter(b *testing.B) {
+	benchmarkPut(b, &Options{WALMode: WALDisabled, MemtableFilterRatio: 0.02})
+}
+
+func benchmarkPut(b *testing.B, opts *Options) {
 	invariantChecks = false
-	db, err := Open(b.TempDir(), nil)
+	db, err := Open(b.TempDir(), opts)
 	if err != nil {
 		b.Fatal(err)
 	}
