@@ -118,6 +118,38 @@ type openIter struct {
 	lower, upper []byte
 }
 
+// modelRun is the setup the randomized model tests share: a seed (default,
+// or BLOOMKV_SEED for soak runs), a file system of fsKind ("mem", "os" or
+// "mem-random-options"), and tiny options for a deep tree, randomized for
+// "mem-random-options".
+type modelRun struct {
+	rng       *rand.Rand
+	dir       string
+	opts      *Options
+	randomize bool
+}
+
+func newModelRun(t *testing.T, fsKind string, seed, stream uint64) modelRun {
+	t.Helper()
+	if s := os.Getenv("BLOOMKV_SEED"); s != "" {
+		// Soak: BLOOMKV_SEED=n go test -run AgainstModel
+		fmt.Sscan(s, &seed)
+	}
+	t.Logf("seed %d", seed)
+	r := modelRun{rng: rand.New(rand.NewPCG(seed, stream)), dir: "/db"}
+	var fs vfs.FS = vfs.NewMem()
+	if fsKind == "os" {
+		fs, r.dir = vfs.Default, t.TempDir()
+	}
+	r.opts = tinyOptions(fs)
+	r.opts.LBaseMaxBytes, r.opts.TargetFileSize = 8<<10, 4<<10 // a deeper tree
+	r.randomize = fsKind == "mem-random-options"
+	if r.randomize {
+		randomizeOptions(r.rng, r.opts)
+	}
+	return r
+}
+
 type openSnapshot struct {
 	s *Snapshot
 	m model
@@ -129,24 +161,8 @@ type openSnapshot struct {
 func TestRandomizedAgainstModel(t *testing.T) {
 	for _, fsKind := range []string{"mem", "os", "mem-random-options"} {
 		t.Run(fsKind, func(t *testing.T) {
-			seed := uint64(1)
-			if s := os.Getenv("BLOOMKV_SEED"); s != "" {
-				// Soak: BLOOMKV_SEED=n go test -run Randomized
-				fmt.Sscan(s, &seed)
-			}
-			t.Logf("seed %d", seed)
-			rng := rand.New(rand.NewPCG(seed, 42))
-			var fs vfs.FS = vfs.NewMem()
-			dir := "/db"
-			if fsKind == "os" {
-				fs, dir = vfs.Default, t.TempDir()
-			}
-			opts := tinyOptions(fs)
-			opts.LBaseMaxBytes, opts.TargetFileSize = 8<<10, 4<<10 // a deeper tree
-			randomize := fsKind == "mem-random-options"
-			if randomize {
-				randomizeOptions(rng, opts)
-			}
+			run := newModelRun(t, fsKind, 1, 42)
+			rng, dir, opts, randomize := run.rng, run.dir, run.opts, run.randomize
 			db := mustOpen(t, dir, opts)
 			defer func() { db.Close() }()
 			m := model{}

@@ -3,12 +3,8 @@ package bloomkv
 import (
 	"bytes"
 	"fmt"
-	"math/rand/v2"
-	"os"
 	"sort"
 	"testing"
-
-	"github.com/bloomkv/bloomkv/vfs"
 )
 
 // deleteRange removes [lo, hi) from the model.
@@ -65,23 +61,8 @@ func checkSeekPrefix(t *testing.T, it *Iterator, m model, lower, upper []byte, k
 func TestDeleteRangeAgainstModel(t *testing.T) {
 	for _, fsKind := range []string{"mem", "mem-random-options", "os"} {
 		t.Run(fsKind, func(t *testing.T) {
-			seed := uint64(7)
-			if s := os.Getenv("BLOOMKV_SEED"); s != "" {
-				fmt.Sscan(s, &seed)
-			}
-			t.Logf("seed %d", seed)
-			rng := rand.New(rand.NewPCG(seed, 14))
-			var fs vfs.FS = vfs.NewMem()
-			dir := "/db"
-			if fsKind == "os" {
-				fs, dir = vfs.Default, t.TempDir()
-			}
-			opts := tinyOptions(fs)
-			opts.LBaseMaxBytes, opts.TargetFileSize = 8<<10, 4<<10
-			randomize := fsKind == "mem-random-options"
-			if randomize {
-				randomizeOptions(rng, opts)
-			}
+			run := newModelRun(t, fsKind, 7, 14)
+			rng, dir, opts, randomize := run.rng, run.dir, run.opts, run.randomize
 			db := mustOpen(t, dir, opts)
 			defer func() { db.Close() }()
 			m := model{}
