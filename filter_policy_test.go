@@ -28,6 +28,9 @@ func TestFilterPolicyOptionsRejected(t *testing.T) {
 		{Options{FilterTargetFPR: 0.01, FilterBitsPerKey: 8}, "both set"},
 		{Options{FilterVariant: 9}, "FilterVariant"},
 		{Options{FilterVariant: filter.VariantFuse, FilterPerLevel: true}, "FilterPerLevel"},
+		{Options{CacheFilterBlocks: true, BlockCacheSize: -1}, "CacheFilterBlocks"},
+		{Options{FilterPinning: 7}, "FilterPinning"},
+		{Options{FilterPinning: -1}, "FilterPinning"},
 	} {
 		o := c.o
 		o.FS = vfs.NewMem()

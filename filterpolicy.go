@@ -60,6 +60,14 @@ func (db *DB) tableKeys(f *manifest.FileMetadata) float64 {
 // level shrinks by them. v may be nil (during recovery): the uniform
 // setting then applies.
 func (db *DB) levelFilterBits(v *manifest.Version, level int, incoming float64, leaving ...*manifest.FileMetadata) float64 {
+	return db.writeFilterBits(v, level, incoming, leaving, 0, nil)
+}
+
+// writeFilterBits is levelFilterBits for a write of written keys that
+// replaces the tables in replaced: under FilterPerLevel (without
+// FilterSkipLastLevel) the choice is corrected toward the memory budget
+// (budgetedBits). written 0 asks for the per-level choice alone.
+func (db *DB) writeFilterBits(v *manifest.Version, level int, incoming float64, leaving []*manifest.FileMetadata, written float64, replaced []*manifest.FileMetadata) float64 {
 	uniform := db.opts.filterBitsPerKey()
 	if uniform == 0 || v == nil {
 		return uniform
@@ -70,6 +78,25 @@ func (db *DB) levelFilterBits(v *manifest.Version, level int, incoming float64, 
 	if !db.opts.FilterPerLevel {
 		return uniform
 	}
+	keys, probed, target := db.policyShape(v, level, incoming, leaving)
+	if target < 0 || keys[target] == 0 {
+		return uniform // nothing known of the run: the uniform setting
+	}
+	bits := filter.AllocateBitsProbed(keys, probed, uniform, maxPolicyBits)[target]
+	if !db.opts.FilterSkipLastLevel {
+		bits = db.budgetedBits(v, bits, uniform, written, replaced)
+	}
+	// Hundredths of a bit: tables record the setting exactly, and a
+	// rounded one reads better in properties and metrics.
+	return math.Round(bits*100) / 100
+}
+
+// policyShape returns the sorted runs an absent Get probes, as the policy
+// sees them for a table written to level of v: each run's keys, the
+// fraction of absent keys that probe it (filtercoverage.go), and which
+// run the table joins (-1: none). incoming and leaving are as for
+// levelFilterBits.
+func (db *DB) policyShape(v *manifest.Version, level int, incoming float64, leaving []*manifest.FileMetadata) (keys, probed []float64, target int) {
 	// The runs an absent Get probes: each level-0 table, then one per
 	// deeper level. The last level is not one when its tables go without
 	// filters: the budget is then spread over the others.
@@ -77,11 +104,12 @@ func (db *DB) levelFilterBits(v *manifest.Version, level int, incoming float64, 
 	if db.opts.FilterSkipLastLevel {
 		skip = lastLevel(v)
 	}
-	var keys []float64
-	target := -1
+	var runs []policyRun
+	target = -1
 	var l0 float64
 	for _, f := range v.Levels[0] {
 		n := db.tableKeys(f)
+		runs = append(runs, policyRun{level: 0, tables: []*manifest.FileMetadata{f}})
 		keys = append(keys, n)
 		l0 += n
 	}
@@ -89,31 +117,34 @@ func (db *DB) levelFilterBits(v *manifest.Version, level int, incoming float64, 
 		if incoming == 0 && len(v.Levels[0]) > 0 {
 			incoming = l0 / float64(len(v.Levels[0])) // the typical flush
 		}
-		target, keys = len(keys), append(keys, incoming)
+		// A flush spans what its memtable held: its range is unknown, so
+		// it counts as covering every key.
+		target = len(keys)
+		runs = append(runs, policyRun{level: 0, incoming: incoming, spansAll: true})
+		keys = append(keys, incoming)
 	}
 	for l := 1; l < manifest.NumLevels; l++ {
 		if l == skip && l != level {
 			continue
 		}
+		run := policyRun{level: l}
 		var n float64
 		for _, f := range v.Levels[l] {
 			if !slices.Contains(leaving, f) {
 				n += db.tableKeys(f)
+				run.tables = append(run.tables, f)
 			}
 		}
 		if l == level {
 			n += incoming
+			run.incoming = incoming
+			run.joining = leaving
 			target = len(keys)
 		}
+		runs = append(runs, run)
 		keys = append(keys, n)
 	}
-	if target < 0 || keys[target] == 0 {
-		return uniform // nothing known of the run: the uniform setting
-	}
-	bits := filter.AllocateBits(keys, uniform, maxPolicyBits)[target]
-	// Hundredths of a bit: tables record the setting exactly, and a
-	// rounded one reads better in properties and metrics.
-	return math.Round(bits*100) / 100
+	return keys, db.probedFractions(v, runs, leaving), target
 }
 
 // policyFilterBits is levelFilterBits on the live tree (the uniform
@@ -125,7 +156,7 @@ func (db *DB) policyFilterBits(level int, incoming float64) float64 {
 	}
 	s := db.loadReadState()
 	defer s.unref()
-	return db.levelFilterBits(s.v.Version, level, incoming)
+	return db.writeFilterBits(s.v.Version, level, incoming, nil, incoming, nil)
 }
 
 // compactionFilterBits is the policy's bits per key for c's outputs: the
@@ -140,5 +171,19 @@ func (db *DB) compactionFilterBits(c *compaction.Compaction, v *manifest.Version
 		}
 		leaving = c.Inputs[0]
 	}
-	return db.levelFilterBits(v, c.OutputLevel, incoming, leaving...)
+	// The outputs replace every input and hold about as many keys. A
+	// rewrite in place (Compact re-filtering a level) re-applies the
+	// policy for the tree as it stands and takes its choice uncorrected:
+	// a level rewritten on the current shape spends its share of the
+	// budget exactly, and the controller would instead pin whatever split
+	// the tree has (every split that spends the budget is one it keeps).
+	var written float64
+	var replaced []*manifest.FileMetadata
+	if c.Level != c.OutputLevel {
+		replaced = slices.Concat(c.Inputs[0], c.Inputs[1])
+		for _, f := range replaced {
+			written += db.tableKeys(f)
+		}
+	}
+	return db.writeFilterBits(v, c.OutputLevel, incoming, leaving, written, replaced)
 }

@@ -145,6 +145,11 @@ func (db *DB) getFromTable(sh *readShard, f *manifest.FileMetadata, level int, k
 	if rd := r.RangeDels(); rd != nil {
 		*tomb = max(*tomb, rd.MaxSeq(key, seq))
 	}
+	if db.opts.pinsFilter(level) && !db.opts.IgnoreFilters {
+		if err := r.PinFilter(&sh.levels[level]); err != nil {
+			return nil, 0, false, fmt.Errorf("bloomkv: get: %w", err)
+		}
+	}
 	v, kind, vseq, ok, err := r.GetSeq(key, seq, !db.opts.IgnoreFilters, &sh.levels[level])
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("bloomkv: get: %w", err)

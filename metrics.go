@@ -82,8 +82,17 @@ type Metrics struct {
 	FilterFPRTheory float64
 	// FilterBytesResident is the part of FilterBytes held in memory now:
 	// the filters of the tables open in the table cache (with fewer
-	// MaxOpenFiles than tables, the others are read again on a re-open).
+	// MaxOpenFiles than tables, the others are read again on a re-open),
+	// or with Options.CacheFilterBlocks the filters pinned and those in
+	// the block cache.
 	FilterBytesResident int64
+	// With Options.CacheFilterBlocks: the filter bytes in the block cache
+	// now, the bytes pinned (both part of BlockCacheBytes), filter lookups
+	// in the block cache that hit and missed, and the filter blocks read
+	// from files (a miss, or a first pin; their bytes are in BytesRead).
+	FilterBytesCached, FilterBytesPinned int64
+	FilterCacheHits, FilterCacheMisses   uint64
+	FilterBlockReads                     uint64
 	BlockCacheBytes     int64 // bytes currently in the block cache
 	TableCacheOpen      int   // open table readers
 	// TableOpens counts table files opened (by any read, compaction or
@@ -125,15 +134,21 @@ type LevelMetrics struct {
 	FilterKeys      uint64
 	FilterFPRTheory float64
 	// FilterBytesResident is the part of FilterBytes in memory now (the
-	// level's tables open in the table cache).
+	// level's tables open in the table cache; with CacheFilterBlocks, the
+	// level's pinned filters: cached ones are counted only in
+	// Metrics.FilterBytesCached).
 	FilterBytesResident int64
+	// FilterBlockReads counts the filter blocks Gets read from this
+	// level's tables (CacheFilterBlocks: misses and first pins).
+	FilterBlockReads uint64
 	// TableOpens counts this level's table opens that Gets and iterators
 	// caused (their bytes are in BytesRead and IterBytesRead).
 	TableOpens uint64
 	// FilterBitsPerKey is what the filter policy gives a table written to
 	// this level now: the uniform setting, or with Options.FilterPerLevel
 	// the per-level choice from the live tree (for level 0, a table the
-	// size of the last flush), or 0 (no filter; FilterSkipLastLevel's last
+	// size of the last flush, with the memory controller's correction; a
+	// compaction's outputs are corrected by what they replace), or 0 (no filter; FilterSkipLastLevel's last
 	// level). Tables keep the bits they were written with: FilterBytes
 	// and FilterKeys give what they hold.
 	FilterBitsPerKey float64
@@ -164,6 +179,7 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 			d.Levels[i].DataBlockReads -= earlier.Levels[i].DataBlockReads
 			d.Levels[i].BytesRead -= earlier.Levels[i].BytesRead
 			d.Levels[i].TableOpens -= earlier.Levels[i].TableOpens
+			d.Levels[i].FilterBlockReads -= earlier.Levels[i].FilterBlockReads
 			d.Levels[i].IterTablesProbed -= earlier.Levels[i].IterTablesProbed
 			d.Levels[i].IterFilterNegatives -= earlier.Levels[i].IterFilterNegatives
 			d.Levels[i].IterFilterFalsePositives -= earlier.Levels[i].IterFilterFalsePositives
@@ -201,6 +217,9 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 	d.CompactionBytesRead -= earlier.CompactionBytesRead
 	d.CompactionBytesWritten -= earlier.CompactionBytesWritten
 	d.TableOpens -= earlier.TableOpens
+	d.FilterCacheHits -= earlier.FilterCacheHits
+	d.FilterCacheMisses -= earlier.FilterCacheMisses
+	d.FilterBlockReads -= earlier.FilterBlockReads
 	d.TableReopens -= earlier.TableReopens
 	d.TableOpenBytes -= earlier.TableOpenBytes
 	return d
@@ -303,6 +322,7 @@ func (db *DB) Metrics() Metrics {
 			lm.DataBlockReads += rs.DataBlockReads.Load()
 			lm.BytesRead += rs.BytesRead.Load()
 			lm.TableOpens += rs.TableOpens.Load() + sh.iterLevels[l].TableOpens.Load()
+			lm.FilterBlockReads += rs.FilterBlockReads.Load()
 			m.BlockCacheHits += rs.BlockCacheHits.Load()
 			m.BlockCacheMisses += rs.BlockCacheMisses.Load()
 			is := &sh.iterLevels[l]
@@ -344,7 +364,9 @@ func (db *DB) Metrics() Metrics {
 		for _, f := range s.v.Levels[l] {
 			fs, ok := db.tableFilterStats(f)
 			if ok {
-				if db.tableCache.IsOpen(f.FileNum) {
+				if db.opts.CacheFilterBlocks {
+					lm.FilterBytesResident += int64(db.tableCache.FilterMemory(f.FileNum))
+				} else if db.tableCache.IsOpen(f.FileNum) {
 					lm.FilterBytesResident += fs.bytes
 				}
 				lm.FilterBytes += fs.bytes
@@ -364,11 +386,15 @@ func (db *DB) Metrics() Metrics {
 		m.FilterFPRTheory = fprKeys / float64(m.FilterKeys)
 	}
 	for l := range m.Levels {
+		// What the next write to the level would get: a flush of the
+		// last flush's size, with the budget correction; for deeper
+		// levels the per-level choice (a compaction's correction depends
+		// on the tables it replaces).
 		var incoming float64
 		if l == 0 {
 			incoming = float64(c.lastFlushKeys.Load())
 		}
-		m.Levels[l].FilterBitsPerKey = db.levelFilterBits(s.v.Version, l, incoming)
+		m.Levels[l].FilterBitsPerKey = db.writeFilterBits(s.v.Version, l, incoming, nil, incoming, nil)
 	}
 	m.MemtableBytes = s.mem.ApproximateSize()
 	for _, im := range s.imm {
@@ -376,6 +402,14 @@ func (db *DB) Metrics() Metrics {
 	}
 	if db.blockCache != nil {
 		m.BlockCacheBytes = db.blockCache.Size()
+		if db.opts.CacheFilterBlocks {
+			m.FilterBytesCached, m.FilterBytesPinned = db.blockCache.FilterBytes()
+			m.FilterBytesResident += m.FilterBytesCached
+			m.FilterCacheHits, m.FilterCacheMisses = db.blockCache.FilterHits(), db.blockCache.FilterMisses()
+		}
+	}
+	for _, lm := range m.Levels {
+		m.FilterBlockReads += lm.FilterBlockReads
 	}
 	m.TableCacheOpen = db.tableCache.Len()
 	m.TableOpens, m.TableReopens, m.TableOpenBytes = db.tableCache.OpenCounts()
@@ -404,7 +438,7 @@ func (db *DB) tableFilterStats(f *manifest.FileMetadata) (filterStats, bool) {
 	}
 	defer release()
 	p := r.Properties()
-	fs := filterStats{bytes: int64(r.FilterMemory()), entries: p.NumEntries, bits: p.BitsPerKey()}
+	fs := filterStats{bytes: int64(r.FilterSize()), entries: p.NumEntries, bits: p.BitsPerKey()}
 	if blk, ok := r.Filter(); ok {
 		fs.keys = uint64(blk.NumKeys())
 		fs.fprTheory = blk.TheoreticalFPR()

@@ -221,6 +221,7 @@ func (db *DB) newTableCache() *sstable.TableCache {
 		FilterKey:     db.opts.FilterKey,
 		FilterKeyName: db.opts.FilterKeyName,
 		DBID:          db.dbID,
+		CacheFilters:  db.opts.CacheFilterBlocks,
 	})
 }
 

@@ -120,9 +120,13 @@ type Options struct {
 	// (FilterBitsPerKey, FilterTargetFPR or BloomBitsPerKey: the average)
 	// unevenly across levels, as Monkey does: each table gets the bits that
 	// minimise the expected false-positive table probes of an absent Get,
-	// chosen from the live tree's level sizes when the table is written
-	// (filter.AllocateBits; docs/filter-policy.md). Smaller levels get
-	// more bits per key, the largest fewer. Metrics.Levels shows the
+	// chosen from the live tree's level sizes, and from how much of the
+	// key space each level covers, when the table is written
+	// (filter.AllocateBitsProbed; docs/filter-policy.md). Levels with fewer
+	// keys per probing Get get more bits per key, the largest fewer. Each
+	// write is also corrected toward the budget (within 2 bits), so that
+	// a growing tree's tables, which keep the bits they were written
+	// with, spend what the uniform setting would. Metrics.Levels shows the
 	// choice. It needs a bloom variant (a fuse filter's size is fixed).
 	FilterPerLevel bool
 	// FilterSkipLastLevel writes tables of the tree's last level (the
@@ -132,6 +136,19 @@ type Options struct {
 	// Get of an absent key then reads a last-level data block whenever
 	// the key falls in a table's range. Off by default.
 	FilterSkipLastLevel bool
+	// CacheFilterBlocks keeps tables' filter blocks in the block cache,
+	// charged at their size and evicted like data blocks, instead of
+	// holding each open table's filter in memory from its open (RocksDB's
+	// cache_index_and_filter_blocks): filter memory is then bounded by
+	// BlockCacheSize, at the cost of a cache lookup per filter probe and a
+	// read when an evicted filter is probed again (Metrics.FilterBlockReads).
+	// FilterPinning says which filters stay pinned. Needs a block cache.
+	CacheFilterBlocks bool
+	// FilterPinning, with CacheFilterBlocks, says which tables hold their
+	// filter pinned once probed: not evictable, still charged to the block
+	// cache (RocksDB's pin_l0_filter_and_index_blocks_in_cache). Default
+	// PinLevel0Filters: every Get probes every level-0 table.
+	FilterPinning FilterPinning
 	// IgnoreFilters makes reads skip filter blocks entirely: a study knob
 	// for measuring what filters buy. Tables are still written with filters
 	// per BloomBitsPerKey.
@@ -293,6 +310,10 @@ func (o *Options) withDefaults() (Options, error) {
 		return bad("FilterTargetFPR %v and FilterBitsPerKey %v both set: choose one", r.FilterTargetFPR, r.FilterBitsPerKey)
 	case r.FilterVariant != filter.VariantStandard && r.FilterVariant != filter.VariantBlocked && r.FilterVariant != filter.VariantFuse:
 		return bad("FilterVariant %d unknown (want filter.VariantStandard, VariantBlocked or VariantFuse)", r.FilterVariant)
+	case r.CacheFilterBlocks && r.BlockCacheSize < 0:
+		return bad("CacheFilterBlocks needs a block cache (BlockCacheSize %d)", r.BlockCacheSize)
+	case r.FilterPinning < PinLevel0Filters || r.FilterPinning > PinNoFilters:
+		return bad("FilterPinning %d unknown", int(r.FilterPinning))
 	case r.FilterPerLevel && r.FilterVariant == filter.VariantFuse:
 		return bad("FilterPerLevel needs a bloom FilterVariant: a fuse filter's size follows from its keys")
 	case r.WALMode < WALWriteThrough || r.WALMode > WALDisabled:

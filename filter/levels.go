@@ -43,18 +43,43 @@ func ModelFPR(bitsPerKey float64) float64 {
 // of keys[i] keys that minimise the sum of their ModelFPR at the memory of
 // avgBitsPerKey bits for every key, each at most maxBits. Runs without keys
 // get 0. With a single non-empty run, or equal runs, every run gets
-// avgBitsPerKey (capped at maxBits).
+// avgBitsPerKey (capped at maxBits). It assumes every absent key probes
+// every run; AllocateBitsProbed weighs runs by how often they are probed.
 func AllocateBits(keys []float64, avgBitsPerKey, maxBits float64) []float64 {
+	return AllocateBitsProbed(keys, nil, avgBitsPerKey, maxBits)
+}
+
+// AllocateBitsProbed is AllocateBits for runs that only a fraction
+// probed[i] of absent keys probe (a level whose tables cover part of the
+// key space; nil: every run, 1 each). It minimises
+//
+//	sum_i probed[i] ModelFPR(b_i)   subject to   sum_i keys[i] b_i = avg N
+//
+// whose solution is b_i = (ln c − ln(keys[i]/probed[i])) / ln²2, clamped:
+// a run probed half as often is worth ln 2 / ln²2 = 1.44 fewer bits per
+// key. A run probed by no key (probed[i] <= 0) gets 0 bits, but its keys
+// still count in N.
+func AllocateBitsProbed(keys, probed []float64, avgBitsPerKey, maxBits float64) []float64 {
 	bits := make([]float64, len(keys))
+	// weight[i] = ln(keys[i]/probed[i]): the run's cost per bit of rate.
+	weight := make([]float64, len(keys))
+	active := func(i int) bool { return keys[i] > 0 && (probed == nil || probed[i] > 0) }
 	var total float64
-	lo, hi := math.Inf(1), math.Inf(-1) // range of ln n over the runs
-	for _, n := range keys {
+	lo, hi := math.Inf(1), math.Inf(-1) // range of the weights over the runs
+	for i, n := range keys {
 		if n > 0 {
 			total += n
-			lo, hi = min(lo, math.Log(n)), max(hi, math.Log(n))
 		}
+		if !active(i) {
+			continue
+		}
+		weight[i] = math.Log(n)
+		if probed != nil {
+			weight[i] -= math.Log(probed[i])
+		}
+		lo, hi = min(lo, weight[i]), max(hi, weight[i])
 	}
-	if total == 0 || !(avgBitsPerKey > 0) || !(maxBits > 0) {
+	if total == 0 || math.IsInf(lo, 1) || !(avgBitsPerKey > 0) || !(maxBits > 0) {
 		return bits
 	}
 	budget := total * min(avgBitsPerKey, maxBits)
@@ -65,8 +90,8 @@ func AllocateBits(keys []float64, avgBitsPerKey, maxBits float64) []float64 {
 		var s float64
 		for i, n := range keys {
 			bits[i] = 0
-			if n > 0 {
-				bits[i] = min(max((t-math.Log(n))/ln2Sq, 0), maxBits)
+			if active(i) {
+				bits[i] = min(max((t-weight[i])/ln2Sq, 0), maxBits)
 				s += n * bits[i]
 			}
 		}
@@ -107,10 +132,21 @@ func AllocateBits(keys []float64, avgBitsPerKey, maxBits float64) []float64 {
 // keys: the expected false-positive probes of an absent key under the
 // model.
 func SumModelFPR(keys, bits []float64) float64 {
+	return SumModelFPRProbed(keys, nil, bits)
+}
+
+// SumModelFPRProbed is SumModelFPR with each run's rate weighted by the
+// fraction of absent keys that probe it (nil: 1 each), what
+// AllocateBitsProbed minimises.
+func SumModelFPRProbed(keys, probed, bits []float64) float64 {
 	var s float64
 	for i, n := range keys {
 		if n > 0 {
-			s += ModelFPR(bits[i])
+			q := 1.0
+			if probed != nil {
+				q = max(probed[i], 0)
+			}
+			s += q * ModelFPR(bits[i])
 		}
 	}
 	return s

@@ -11,14 +11,14 @@ import (
 // the last for the allocation with the least SumModelFPR that spends at
 // most budget; the last run gets what is left (up to maxBits), since more
 // bits never raise a rate.
-func bruteForceBits(keys []float64, budget, maxBits, step float64) (best float64, bestBits []float64) {
+func bruteForceBits(keys, probed []float64, budget, maxBits, step float64) (best float64, bestBits []float64) {
 	best = math.Inf(1)
 	cur := make([]float64, len(keys))
 	var rec func(i int, spent float64)
 	rec = func(i int, spent float64) {
 		if i == len(keys)-1 {
 			cur[i] = min(maxBits, max(0, budget-spent)/keys[i])
-			if s := SumModelFPR(keys, cur); s < best {
+			if s := SumModelFPRProbed(keys, probed, cur); s < best {
 				best, bestBits = s, append([]float64(nil), cur...)
 			}
 			return
@@ -68,7 +68,7 @@ func TestAllocateBitsAgainstBruteForce(t *testing.T) {
 			}
 		}
 		got := SumModelFPR(keys, bits)
-		brute, bruteBits := bruteForceBits(keys, avg*n, maxBits, 0.05)
+		brute, bruteBits := bruteForceBits(keys, nil, avg*n, maxBits, 0.05)
 		uniform := float64(runs) * ModelFPR(avg)
 		if got > brute*(1+1e-9) || got > uniform*(1+1e-9) {
 			t.Errorf("keys %v avg %v: allocation %v sums %.6g; grid search %v sums %.6g; uniform %.6g",
@@ -119,4 +119,63 @@ func TestAllocateBitsShape(t *testing.T) {
 		}
 	}
 	t.Log(fmt.Sprint(AllocateBits([]float64{1e4, 1e5, 1e6, 1e7}, 5, 64)))
+}
+
+// TestAllocateBitsProbedAgainstBruteForce: with runs probed by a fraction
+// of absent keys each (levels covering part of the key space), the
+// weighted allocation spends exactly the budget, its weighted model rate
+// is at most a grid search's, and it never loses to the unweighted
+// allocation on the weighted objective.
+func TestAllocateBitsProbedAgainstBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(73, 74))
+	for trial := range 40 {
+		runs := 2 + trial%2
+		keys := make([]float64, runs)
+		probed := make([]float64, runs)
+		for i := range keys {
+			keys[i] = math.Round(math.Pow(10, 1+4*rng.Float64()))
+			probed[i] = 0.05 + 0.95*rng.Float64()
+		}
+		avg := []float64{2, 5, 10}[trial%3]
+		maxBits := 24.0
+		bits := AllocateBitsProbed(keys, probed, avg, maxBits)
+		var n float64
+		for _, k := range keys {
+			n += k
+		}
+		if got := spent(keys, bits); math.Abs(got-avg*n) > 1e-6*avg*n {
+			t.Fatalf("keys %v probed %v avg %v: spends %v bits, want %v", keys, probed, avg, got, avg*n)
+		}
+		got := SumModelFPRProbed(keys, probed, bits)
+		brute, bruteBits := bruteForceBits(keys, probed, avg*n, maxBits, 0.05)
+		unweighted := SumModelFPRProbed(keys, probed, AllocateBits(keys, avg, maxBits))
+		if got > brute*(1+1e-9) || got > unweighted*(1+1e-9) {
+			t.Errorf("keys %v probed %v avg %v: allocation %v sums %.6g; grid %v sums %.6g; unweighted %.6g",
+				keys, probed, avg, bits, got, bruteBits, brute, unweighted)
+		}
+		if got < brute*0.9 {
+			t.Errorf("keys %v probed %v: %.6g far below the grid's %.6g: the grid search is wrong", keys, probed, got, brute)
+		}
+	}
+}
+
+// TestAllocateBitsProbedShape: halving a run's probes costs it ln 2/ln²2
+// bits per key against an equal run; a run nobody probes gets none and
+// leaves its share to the others; probed nil is AllocateBits.
+func TestAllocateBitsProbedShape(t *testing.T) {
+	bits := AllocateBitsProbed([]float64{1e4, 1e4}, []float64{1, 0.5}, 10, 64)
+	if d := bits[0] - bits[1]; math.Abs(d-math.Ln2/ln2Sq) > 1e-6 {
+		t.Errorf("bits %v: step %v, want ln 2/ln²2 = %v", bits, d, math.Ln2/ln2Sq)
+	}
+	bits = AllocateBitsProbed([]float64{1e4, 1e4}, []float64{1, 0}, 10, 64)
+	if bits[1] != 0 || math.Abs(bits[0]-20) > 1e-6 {
+		t.Errorf("unprobed run: %v, want [20 0]", bits)
+	}
+	keys := []float64{1e3, 1e4, 1e5}
+	a, b := AllocateBits(keys, 5, 32), AllocateBitsProbed(keys, []float64{1, 1, 1}, 5, 32)
+	for i := range a {
+		if math.Abs(a[i]-b[i]) > 1e-9 {
+			t.Errorf("probed all 1: %v, AllocateBits %v", b, a)
+		}
+	}
 }

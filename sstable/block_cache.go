@@ -17,6 +17,13 @@ type BlockCache struct {
 	hits     atomic.Uint64
 	misses   atomic.Uint64
 	size     atomic.Int64
+	// pinned is the bytes of filters Readers hold pinned, charged here:
+	// cached blocks get the capacity less that.
+	pinned atomic.Int64
+	// filterBytes is the part of size that is filter blocks;
+	// filterHits and filterMisses count filter lookups.
+	filterBytes              atomic.Int64
+	filterHits, filterMisses atomic.Uint64
 }
 
 // minShardCapacity keeps shards large enough to hold a good number of
@@ -30,7 +37,8 @@ type cacheKey struct{ fileNum, offset uint64 }
 
 type cacheEntry struct {
 	key    cacheKey
-	blk    *block
+	blk    *block          // a data block, or
+	flt    *residentFilter // a filter block (filter_cache.go)
 	charge int64
 	node   lru.Node[*cacheEntry] // in its shard's lru, guarded by the shard's mu
 }
@@ -70,6 +78,18 @@ func (c *BlockCache) shard(k cacheKey) *cacheShard {
 // get returns the cached block and counts a hit or a miss. It allocates
 // nothing.
 func (c *BlockCache) get(fileNum, offset uint64) *block {
+	e := c.lookup(fileNum, offset)
+	if e == nil || e.blk == nil {
+		c.misses.Add(1)
+		return nil
+	}
+	c.hits.Add(1)
+	return e.blk
+}
+
+// lookup returns the entry for (fileNum, offset), marking it recently
+// used, or nil.
+func (c *BlockCache) lookup(fileNum, offset uint64) *cacheEntry {
 	k := cacheKey{fileNum, offset}
 	s := c.shard(k)
 	s.mu.Lock()
@@ -78,36 +98,61 @@ func (c *BlockCache) get(fileNum, offset uint64) *block {
 		s.lru.MoveToFront(&e.node)
 	}
 	s.mu.Unlock()
-	if e == nil {
-		c.misses.Add(1)
+	return e
+}
+
+// getFilter returns the cached filter block at (fileNum, offset), or nil,
+// counting a filter hit or miss.
+func (c *BlockCache) getFilter(fileNum, offset uint64) *residentFilter {
+	e := c.lookup(fileNum, offset)
+	if e == nil || e.flt == nil {
+		c.filterMisses.Add(1)
 		return nil
 	}
-	c.hits.Add(1)
-	return e.blk
+	c.filterHits.Add(1)
+	return e.flt
 }
+
+// setFilter caches a filter block, charged at its size.
+func (c *BlockCache) setFilter(fileNum, offset uint64, f *residentFilter) {
+	c.insert(&cacheEntry{key: cacheKey{fileNum, offset}, flt: f, charge: f.size})
+}
+
+// pin charges (or with a negative n releases) bytes of pinned filters,
+// evicting cached blocks lazily: each shard sheds its share on its next
+// insert.
+func (c *BlockCache) pin(n int64) { c.pinned.Add(n) }
 
 // set inserts (or replaces) a block, evicting the least recently used
 // blocks of its shard to stay within capacity. A block larger than a shard
 // is not cached.
 func (c *BlockCache) set(fileNum, offset uint64, b *block) {
-	k := cacheKey{fileNum, offset}
-	s := c.shard(k)
-	charge := int64(len(b.data))
-	if charge > s.capacity {
+	c.insert(&cacheEntry{key: cacheKey{fileNum, offset}, blk: b, charge: int64(len(b.data))})
+}
+
+// insert adds (or replaces) e, evicting the least recently used entries
+// of its shard to stay within the shard's share of the capacity left
+// after pinned filters. An entry larger than that is not cached.
+func (c *BlockCache) insert(e *cacheEntry) {
+	s := c.shard(e.key)
+	limit := s.capacity - c.pinned.Load()/int64(len(c.shards))
+	if e.charge > limit {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old := s.entries[k]; old != nil {
+	if old := s.entries[e.key]; old != nil {
 		c.removeLocked(s, old)
 	}
-	e := &cacheEntry{key: k, blk: b, charge: charge}
 	e.node.Value = e
-	s.entries[k] = e
+	s.entries[e.key] = e
 	s.lru.PushFront(&e.node)
-	s.used += charge
-	c.size.Add(charge)
-	for s.used > s.capacity {
+	s.used += e.charge
+	c.size.Add(e.charge)
+	if e.flt != nil {
+		c.filterBytes.Add(e.charge)
+	}
+	for s.used > limit {
 		c.removeLocked(s, s.lru.Back().Value)
 	}
 }
@@ -136,6 +181,9 @@ func (c *BlockCache) removeLocked(s *cacheShard, e *cacheEntry) {
 	delete(s.entries, e.key)
 	s.used -= e.charge
 	c.size.Add(-e.charge)
+	if e.flt != nil {
+		c.filterBytes.Add(-e.charge)
+	}
 }
 
 // Hits returns the number of lookups that found their block.
@@ -144,8 +192,20 @@ func (c *BlockCache) Hits() uint64 { return c.hits.Load() }
 // Misses returns the number of lookups that did not.
 func (c *BlockCache) Misses() uint64 { return c.misses.Load() }
 
-// Size returns the bytes of blocks currently cached.
-func (c *BlockCache) Size() int64 { return c.size.Load() }
+// Size returns the bytes charged to the cache: blocks currently cached
+// and pinned filters.
+func (c *BlockCache) Size() int64 { return c.size.Load() + c.pinned.Load() }
+
+// FilterBytes returns the bytes of filter blocks cached, and of filters
+// pinned, by Readers with CacheFilters.
+func (c *BlockCache) FilterBytes() (cached, pinned int64) {
+	return c.filterBytes.Load(), c.pinned.Load()
+}
+
+// FilterHits and FilterMisses count filter lookups by Readers with
+// CacheFilters (pinned filters are not looked up).
+func (c *BlockCache) FilterHits() uint64   { return c.filterHits.Load() }
+func (c *BlockCache) FilterMisses() uint64 { return c.filterMisses.Load() }
 
 // Capacity returns the configured capacity in bytes.
 func (c *BlockCache) Capacity() int64 { return c.capacity }

@@ -20,6 +20,17 @@ import (
 func (r *Reader) Check() error {
 	c := checker{r: r}
 	if r.footer.hasFilter() {
+		// Read afresh when the filter lives in the block cache: Check
+		// verifies the file, not a copy.
+		if r.cacheFilter {
+			rf, err := r.readFilter(nil)
+			if err != nil {
+				return err
+			}
+			c.filter = &rf.Block
+		} else {
+			c.filter = &r.filter
+		}
 		c.wholeKeys = r.props.FilterKeyName == "" || r.props.FilterWholeKeys
 		if r.filterMode == filterByExtractor {
 			c.filterKey = r.filterKey
@@ -36,6 +47,7 @@ func (r *Reader) Check() error {
 
 type checker struct {
 	r         *Reader
+	filter    *filter.Block       // the table's filter, when it has one
 	filterKey func([]byte) []byte // the table's extractor; nil: its filter keys cannot be recomputed
 	wholeKeys bool                // the filter holds whole user keys
 	countable bool                // every key the filter was built from can be recomputed
@@ -170,11 +182,11 @@ func (c *checker) compareProperties() error {
 	if b := want.FilterBitsPerKey; b > 0 && want.BloomBitsPerKey != max(1, int64(math.Round(b))) {
 		return loc.corruptf("bits per key %d disagrees with the exact %g", want.BloomBitsPerKey, b)
 	}
-	if uint8(r.filter.Variant()) != want.FilterVariant {
-		return loc.corruptf("filter variant %d, the filter block says %d", want.FilterVariant, r.filter.Variant())
+	if uint8(c.filter.Variant()) != want.FilterVariant {
+		return loc.corruptf("filter variant %d, the filter block says %d", want.FilterVariant, c.filter.Variant())
 	}
-	if uint64(r.filter.NumKeys()) != want.FilterKeyCount {
-		return loc.corruptf("filter key count %d, the filter block says %d", want.FilterKeyCount, r.filter.NumKeys())
+	if uint64(c.filter.NumKeys()) != want.FilterKeyCount {
+		return loc.corruptf("filter key count %d, the filter block says %d", want.FilterKeyCount, c.filter.NumKeys())
 	}
 	if c.countable && c.filterKeys != want.FilterKeyCount {
 		return loc.corruptf("filter key count %d, the table holds %d distinct filter keys", want.FilterKeyCount, c.filterKeys)
@@ -188,7 +200,7 @@ func (c *checker) compareProperties() error {
 func (c *checker) checkFilterKeys(ukey, ikey []byte) error {
 	r := c.r
 	add := func(key []byte) error {
-		if !r.filter.MayContain(key) {
+		if !c.filter.MayContain(key) {
 			return location{r.name, kindFilter, r.footer.filter.offset}.corruptf("false negative for key %s", formatKey(ikey))
 		}
 		if h := filter.Hash(key); c.filterKeys == 0 || h != c.lastFilterKey {

@@ -104,4 +104,7 @@ type ReaderOptions struct {
 	// DBID is the identity of the database the tables belong to; the table
 	// cache refuses a table written for another (nil: no check).
 	DBID []byte
+	// CacheFilters keeps filter blocks in Cache instead of in each Reader
+	// from Open (filter_cache.go); without a Cache it has no effect.
+	CacheFilters bool
 }

@@ -7,12 +7,19 @@ package sstable
 // extractor (a prefix is then a whole key); any other table, or one without
 // a filter, may match (filtered is false). A "no" is counted in
 // stats.FilterNegatives (stats may be nil). The answer never risks a false
-// negative.
+// negative: a filter block that cannot be read (CacheFilters) answers
+// "may match", unfiltered.
 func (r *Reader) PrefixMayMatch(prefix []byte, stats *ReadStats) (may, filtered bool) {
 	if r.prefixProbe == probeNone {
 		return true, false
 	}
-	if r.filter.MayContain(prefix) {
+	flt, err := r.filterBlock(stats)
+	if err != nil {
+		// The filter cannot answer; the table's data blocks will, and
+		// report damage there if there is any.
+		return true, false
+	}
+	if flt.MayContain(prefix) {
 		return true, true
 	}
 	if stats != nil {

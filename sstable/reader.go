@@ -16,8 +16,9 @@ import (
 
 // Reader reads one table. Its footer, properties, index block and filter
 // block are read at Open and stay in memory; data blocks are read on demand
-// through the block cache. A Reader is safe for concurrent use; all fields
-// are constant after Open.
+// through the block cache (with ReaderOptions.CacheFilters the filter block
+// too). A Reader is safe for concurrent use; all fields but the pinned
+// filter are constant after Open.
 type Reader struct {
 	file    vfs.File
 	name    string
@@ -35,8 +36,12 @@ type Reader struct {
 
 	filterData []byte
 	filter     filter.Block
-	filterMode filterMode
-	filterKey  func([]byte) []byte // the reader's extractor, when the table's filter keys are its
+	// cacheFilter: the filter is not held from Open but found through the
+	// block cache, or pinned (filter_cache.go).
+	cacheFilter  bool
+	pinnedFilter atomic.Pointer[residentFilter]
+	filterMode   filterMode
+	filterKey    func([]byte) []byte // the reader's extractor, when the table's filter keys are its
 	// getProbe and prefixProbe say what Get and a prefix seek may probe the
 	// filter with (see chooseProbes).
 	getProbe, prefixProbe probe
@@ -128,11 +133,14 @@ func (r *Reader) open(o ReaderOptions) error {
 	}
 
 	if ft.hasFilter() {
-		if r.filterData, err = r.readBlock(ft.filter, kindFilter); err != nil {
-			return err
-		}
-		if r.filter, err = filter.DecodeBlock(r.filterData); err != nil {
-			return location{r.name, kindFilter, ft.filter.offset}.wrapCorruption(err)
+		r.cacheFilter = o.CacheFilters && o.Cache != nil
+		if !r.cacheFilter {
+			if r.filterData, err = r.readBlock(ft.filter, kindFilter); err != nil {
+				return err
+			}
+			if r.filter, err = filter.DecodeBlock(r.filterData); err != nil {
+				return location{r.name, kindFilter, ft.filter.offset}.wrapCorruption(err)
+			}
 		}
 		r.filterMode = chooseFilterMode(r.props.FilterKeyName, o)
 		if r.filterMode == filterByExtractor {
@@ -369,22 +377,49 @@ func (r *Reader) Bounds() (smallest, largest []byte, smallestSeq, largestSeq uin
 // Properties returns the table's properties; the caller must not modify them.
 func (r *Reader) Properties() *Properties { return &r.props }
 
-// Filter returns the table's filter block, if it has one.
-func (r *Reader) Filter() (filter.Block, bool) { return r.filter, r.footer.hasFilter() }
+// Filter returns the table's filter block, if it has one. With
+// CacheFilters it is found in the block cache or read (then cached); a
+// read error returns an empty Block and false.
+func (r *Reader) Filter() (filter.Block, bool) {
+	if !r.footer.hasFilter() {
+		return filter.Block{}, false
+	}
+	b, err := r.filterBlock(nil)
+	if err != nil {
+		return filter.Block{}, false
+	}
+	return *b, true
+}
+
+// FilterSize returns the bytes of the table's filter block (0 without
+// one), whether or not they are in memory.
+func (r *Reader) FilterSize() int {
+	if !r.footer.hasFilter() {
+		return 0
+	}
+	return int(r.footer.filter.size)
+}
 
 // FilterUsable reports whether Get can probe the filter with this reader's
 // options (see ReaderOptions.FilterKey).
 func (r *Reader) FilterUsable() bool { return r.getProbe != probeNone }
 
-// FilterMemory returns the bytes held in memory for the filter block.
-func (r *Reader) FilterMemory() int { return len(r.filterData) }
+// FilterMemory returns the bytes the Reader holds in memory for the
+// filter block: all of it without CacheFilters, the pinned filter's with
+// it (a cached filter is the block cache's, not the Reader's).
+func (r *Reader) FilterMemory() int {
+	if b := r.pinnedFilter.Load(); b != nil {
+		return int(b.size)
+	}
+	return len(r.filterData)
+}
 
 // OpenBytes returns the bytes Open read from the file: the footer and the
 // properties, index and filter blocks with their trailers. Each open of a
 // table (a re-open after the table cache closed it, too) reads them again.
 func (r *Reader) OpenBytes() uint64 {
 	n := uint64(footerLen) + r.footer.props.size + r.footer.index.size + 2*blockTrailerLen
-	if r.footer.hasFilter() {
+	if r.footer.hasFilter() && !r.cacheFilter {
 		n += r.footer.filter.size + blockTrailerLen
 	}
 	return n
@@ -407,5 +442,6 @@ func (r *Reader) Close() error {
 	if r.closed.Swap(true) {
 		return fmt.Errorf("bloomkv/sstable: %s: reader already closed", r.name)
 	}
+	r.unpinFilter()
 	return r.file.Close()
 }

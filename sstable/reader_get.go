@@ -38,7 +38,11 @@ func (r *Reader) GetSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStat
 		if r.getProbe == probeFilterKey {
 			fk = r.filterKey(ukey)
 		}
-		if !r.filter.MayContain(fk) {
+		flt, err := r.filterBlock(stats)
+		if err != nil {
+			return nil, 0, 0, false, err
+		}
+		if !flt.MayContain(fk) {
 			if stats != nil {
 				stats.FilterNegatives.Add(1)
 			}

@@ -26,4 +26,8 @@ type ReadStats struct {
 	// FindWithStats): a table's first use, or a re-open of one the cache
 	// closed to stay within its capacity.
 	TableOpens atomic.Uint64
+	// FilterBlockReads counts filter blocks read from the file because the
+	// block cache did not hold them (ReaderOptions.CacheFilters); their
+	// bytes are in BytesRead.
+	FilterBlockReads atomic.Uint64
 }

@@ -345,6 +345,26 @@ func (c *TableCache) IsOpen(fileNum uint64) bool {
 	}
 }
 
+// FilterMemory returns the filter bytes table fileNum's Reader holds in
+// memory (Reader.FilterMemory), or 0 when the table is not open.
+func (c *TableCache) FilterMemory(fileNum uint64) int {
+	c.mu.Lock()
+	e := c.entries[fileNum]
+	closing := e != nil && e.gone != nil
+	c.mu.Unlock()
+	if e == nil || closing {
+		return 0
+	}
+	select {
+	case <-e.loaded:
+		if e.err == nil {
+			return e.reader.FilterMemory()
+		}
+	default:
+	}
+	return 0
+}
+
 // Len returns the number of table Readers open: those the cache holds and
 // those evicted (or left by Close) but still held, not yet released. It
 // equals the descriptors the cache's tables hold, but for tables being

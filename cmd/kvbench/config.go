@@ -37,23 +37,25 @@ func isFill(name string) bool { return name == fillSeq || name == fillRandom }
 // config holds every flag. Field comments give the flag names; the flag
 // help texts in newFlagSet are the user-facing documentation.
 type config struct {
-	benchmarks       []string        // -benchmarks, fills first then reads in listed order
-	num              int             // -num
-	reads            int             // -reads
-	keySize          int             // -key_size
-	valueSize        int             // -value_size
-	bloomBits        int             // -bloom_bits; <= 0 disables
-	cacheSize        int64           // -cache_size; < 0 disables
-	blockSize        int             // -block_size
-	writeBufferSize  int             // -write_buffer_size (memtable)
-	targetFileSize   int64           // -target_file_size_base
-	levelBaseBytes   int64           // -max_bytes_for_level_base
-	l0Trigger        int             // -level0_file_num_compaction_trigger
-	compression      string          // -compression
-	filterVariant    filter.Variant  // -filter_variant
-	filterBits       float64         // -filter_bits; 0 = -bloom_bits
-	filterPerLevel   bool            // -filter_per_level
-	filterSkipLast   bool            // -filter_skip_last_level
+	benchmarks       []string       // -benchmarks, fills first then reads in listed order
+	num              int            // -num
+	reads            int            // -reads
+	keySize          int            // -key_size
+	valueSize        int            // -value_size
+	bloomBits        int            // -bloom_bits; <= 0 disables
+	cacheSize        int64          // -cache_size; < 0 disables
+	blockSize        int            // -block_size
+	writeBufferSize  int            // -write_buffer_size (memtable)
+	targetFileSize   int64          // -target_file_size_base
+	levelBaseBytes   int64          // -max_bytes_for_level_base
+	l0Trigger        int            // -level0_file_num_compaction_trigger
+	compression      string         // -compression
+	filterVariant    filter.Variant // -filter_variant
+	filterBits       float64        // -filter_bits; 0 = -bloom_bits
+	filterPerLevel   bool           // -filter_per_level
+	filterSkipLast   bool           // -filter_skip_last_level
+	cacheFilters     bool           // -cache_filter_blocks
+	filterPinning    bloomkv.FilterPinning
 	filterSweep      []filterSetting // -filter_sweep
 	compressionRatio float64         // -compression_ratio
 	sync             bool            // -sync
@@ -116,6 +118,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.Float64Var(&c.filterBits, "filter_bits", 0, "filter bits per key, fractional allowed (Options.FilterBitsPerKey); 0 = -bloom_bits. With -filter_per_level, the average")
 	fs.BoolVar(&c.filterPerLevel, "filter_per_level", false, "spend the filter budget unevenly across levels (Options.FilterPerLevel, Monkey): fewer false-positive probes per absent Get at the same memory")
 	fs.BoolVar(&c.filterSkipLast, "filter_skip_last_level", false, "no filters in the last level (Options.FilterSkipLastLevel)")
+	fs.BoolVar(&c.cacheFilters, "cache_filter_blocks", false, "keep filter blocks in the block cache, charged and evicted like data blocks, instead of resident with each open table (Options.CacheFilterBlocks): filter memory bounded by -cache_size")
+	var pinning string
+	fs.StringVar(&pinning, "filter_pinning", "l0", "with -cache_filter_blocks, the filters that stay pinned once probed: l0 (level-0 tables), all, or none (Options.FilterPinning)")
 	var filterSweep string
 	fs.StringVar(&filterSweep, "filter_sweep", "", "comma list of filter settings, each variant[/per_level][/skip_last] (e.g. standard,standard/per_level,blocked,fuse): for each, load the same keys in the same order into a new database with that setting at -filter_bits (or -bloom_bits) bits per key, then run the read workloads")
 	fs.Float64Var(&c.compressionRatio, "compression_ratio", 0.5, "fraction of each value that is random (the rest repeats it), so values compress to about this ratio")
@@ -183,6 +188,16 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 			return nil, fmt.Errorf("-filter_variant %q: %w", variant, err)
 		}
 		c.filterVariant = v
+	}
+	switch pinning {
+	case "l0":
+		c.filterPinning = bloomkv.PinLevel0Filters
+	case "all":
+		c.filterPinning = bloomkv.PinAllFilters
+	case "none":
+		c.filterPinning = bloomkv.PinNoFilters
+	default:
+		return nil, fmt.Errorf("-filter_pinning %q: want l0, all or none", pinning)
 	}
 	var err error
 	if c.filterSweep, err = parseFilterSweep(filterSweep); err != nil {

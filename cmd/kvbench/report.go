@@ -162,6 +162,35 @@ func writeCosts(sb *strings.Builder, results []*result) {
 	}
 	_ = t.write(sb)
 	sb.WriteString("\n")
+	writeFilterCache(sb, results)
+}
+
+// writeFilterCache shows, with -cache_filter_blocks, what keeping filters
+// in the block cache cost the Gets: lookups, misses read from files, and
+// the filter memory held at the end.
+func writeFilterCache(sb *strings.Builder, results []*result) {
+	t := &table{}
+	t.add("filters in block cache", "lookups/Get", "hit rate", "reads/Get", "resident", "pinned")
+	n := 0
+	for _, r := range results {
+		lookups := r.FilterCacheHits + r.FilterCacheMisses
+		if r.Gets == 0 || lookups == 0 && r.FilterBytesPinned == 0 {
+			continue
+		}
+		n++
+		g := float64(r.Gets)
+		hitRate := "-"
+		if lookups > 0 {
+			hitRate = fmt.Sprintf("%.2f%%", 100*float64(r.FilterCacheHits)/float64(lookups))
+		}
+		t.add(label(r), fmt.Sprintf("%.3f", float64(lookups)/g), hitRate, fmt.Sprintf("%.4f", float64(r.FilterBlockReads)/g),
+			humanize.IBytes(uint64(r.FilterBytesResident)), humanize.IBytes(uint64(r.FilterBytesPinned)))
+	}
+	if n == 0 {
+		return
+	}
+	_ = t.write(sb)
+	sb.WriteString("\n")
 }
 
 // writeSeekCosts shows what iterator workloads cost per operation (a seek

@@ -43,6 +43,14 @@ type result struct {
 	BlockCacheMisses     uint64 `json:"block_cache_misses"`
 	BytesRead            uint64 `json:"bytes_read"`
 	MemtableHits         uint64 `json:"memtable_hits"`
+	// With -cache_filter_blocks: filter lookups in the block cache, filter
+	// blocks read from files, and the filter bytes in memory (cached and
+	// pinned) at the workload's end.
+	FilterCacheHits     uint64 `json:"filter_cache_hits"`
+	FilterCacheMisses   uint64 `json:"filter_cache_misses"`
+	FilterBlockReads    uint64 `json:"filter_block_reads"`
+	FilterBytesResident int64  `json:"filter_bytes_resident"`
+	FilterBytesPinned   int64  `json:"filter_bytes_pinned"`
 
 	// Iterator workloads (scan, seekprefix, seekprefixmissing): totals.
 	Seeks                    uint64 `json:"seeks"`
@@ -118,6 +126,12 @@ func newResult(run *workloadRun, pass string, bits int, variant filter.Variant, 
 		BlockCacheMisses:     d.BlockCacheMisses,
 		BytesRead:            d.BytesRead,
 		MemtableHits:         d.MemtableHits,
+
+		FilterCacheHits:     d.FilterCacheHits,
+		FilterCacheMisses:   d.FilterCacheMisses,
+		FilterBlockReads:    d.FilterBlockReads,
+		FilterBytesResident: d.FilterBytesResident,
+		FilterBytesPinned:   d.FilterBytesPinned,
 	}
 	if d.Gets > 0 {
 		for _, l := range d.Levels {

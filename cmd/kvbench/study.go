@@ -162,6 +162,8 @@ func (s *study) options(bits int, ignoreFilters bool) *bloomkv.Options {
 		FilterVariant:       s.setting.Variant,
 		FilterPerLevel:      s.setting.PerLevel,
 		FilterSkipLastLevel: s.setting.SkipLast,
+		CacheFilterBlocks:   s.cfg.cacheFilters,
+		FilterPinning:       s.cfg.filterPinning,
 		BlockCacheSize:      cache,
 		WALMode:             s.cfg.walMode,
 		IgnoreFilters:       ignoreFilters,
