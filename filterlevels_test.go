@@ -371,3 +371,50 @@ func TestProbedFractionsMatchGets(t *testing.T) {
 		t.Fatalf("only %d levels below level 0", checked)
 	}
 }
+
+// TestFilterPoliciesMatchTheory: under each policy (uniform, per level,
+// skip the last level) the false positives absent Gets meet in each level
+// match what the level's filters promise (their key-weighted
+// TheoreticalFPR times the level's filter probes) within 5 standard
+// deviations of the binomial count.
+func TestFilterPoliciesMatchTheory(t *testing.T) {
+	const n = 60_000
+	probes := 40_000
+	if testing.Short() {
+		probes = 15_000
+	}
+	for _, c := range []struct {
+		name               string
+		perLevel, skipLast bool
+	}{{"uniform", false, false}, {"per level", true, false}, {"skip last", false, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			o := levelsOptions()
+			o.FilterBitsPerKey = 5
+			o.FilterPerLevel, o.FilterSkipLastLevel = c.perLevel, c.skipLast
+			db := writeLevelsTree(t, o, n)
+			defer db.Close()
+			before := db.Metrics()
+			fpPerAbsentGet(t, db, n, probes)
+			m := db.Metrics()
+			d := m.Sub(before)
+			checked := 0
+			for l, lm := range d.Levels {
+				filtered := lm.FilterNegatives + lm.FilterFalsePositives // probes that consulted a filter
+				rate := m.Levels[l].FilterFPRTheory
+				if filtered < 1000 || rate == 0 {
+					continue
+				}
+				want := float64(filtered) * rate
+				sd := math.Sqrt(float64(filtered) * rate * (1 - rate))
+				t.Logf("level %d: %d filter probes, %d false positives, theory %.1f (rate %.4f)", l, filtered, lm.FilterFalsePositives, want, rate)
+				if math.Abs(float64(lm.FilterFalsePositives)-want) > 5*sd+1 {
+					t.Errorf("level %d: %d false positives in %d probes, theory %.1f ± %.1f", l, lm.FilterFalsePositives, filtered, want, sd)
+				}
+				checked++
+			}
+			if checked == 0 {
+				t.Fatal("no level with enough filter probes")
+			}
+		})
+	}
+}
