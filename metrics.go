@@ -93,8 +93,8 @@ type Metrics struct {
 	FilterBytesCached, FilterBytesPinned int64
 	FilterCacheHits, FilterCacheMisses   uint64
 	FilterBlockReads                     uint64
-	BlockCacheBytes     int64 // bytes currently in the block cache
-	TableCacheOpen      int   // open table readers
+	BlockCacheBytes                      int64 // bytes currently in the block cache
+	TableCacheOpen                       int   // open table readers
 	// TableOpens counts table files opened (by any read, compaction or
 	// Metrics); TableReopens those of them opened before and closed by
 	// the table cache to stay within MaxOpenFiles; TableOpenBytes the
