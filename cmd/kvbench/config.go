@@ -143,7 +143,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.csvPath, "csv", "", "write one CSV row per workload run to this file")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (fills and reads) to this file, for go tool pprof")
 	fs.StringVar(&c.memProfile, "memprofile", "", "write a heap profile (allocations since the start) to this file at the end of the run")
-	fs.StringVar(&c.plotPath, "plot", "", "with -sweep: write a chart (.png or .svg) of FP rate and data blocks per absent Get against bits per key")
+	fs.StringVar(&c.plotPath, "plot", "", "with -sweep: write a chart (.png or .svg) of FP rate and data blocks per absent Get against bits per key; with -filter_sweep, of each setting's filter memory and false positives per absent Get")
 	fs.BoolVar(&c.progress, "progress", true, "show progress of long phases on stderr: a bar on a terminal, otherwise a plain line every 5 s (logs, CI, pipes)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: kvbench [flags]\n\nMeasures bloomkv point lookups and what its bloom filters buy.\n\n")
@@ -322,8 +322,10 @@ func (c *config) validate() error {
 		return errors.New("-filter_sweep loads a new database per setting: it cannot use -use_existing_db")
 	case len(c.filterSweep) > 0 && c.bloomBits <= 0 && c.filterBits == 0:
 		return errors.New("-filter_sweep needs a filter budget: -filter_bits or -bloom_bits above 0")
-	case c.plotPath != "" && len(c.sweep) == 0:
-		return errors.New("-plot charts a sweep: it needs -sweep")
+	case c.plotPath != "" && len(c.sweep) == 0 && len(c.filterSweep) == 0:
+		return errors.New("-plot charts a sweep: it needs -sweep or -filter_sweep")
+	case c.plotPath != "" && len(c.sweep) > 0 && len(c.filterSweep) > 0:
+		return errors.New("-plot charts one sweep: -sweep or -filter_sweep, not both")
 	}
 	if c.plotPath != "" {
 		if ext := strings.ToLower(filepath.Ext(c.plotPath)); ext != ".png" && ext != ".svg" {

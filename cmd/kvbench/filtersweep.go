@@ -91,6 +91,11 @@ type filterSweepRun struct {
 	Policy      string  `json:"filter_policy"`
 	LoadSeconds float64 `json:"load_seconds"`
 	Shape       shape   `json:"shape"`
+	// The variant's CPU cost at the budget, on the run's keys (filtercost.go),
+	// and the false-positive rate of those standalone probes.
+	BuildNsPerKey float64 `json:"build_ns_per_key"`
+	ProbeNs       float64 `json:"probe_ns"`
+	ProbeFPRate   float64 `json:"probe_fp_rate"`
 }
 
 // filterSweep loads the same keys, in the same order (the same -seed),
@@ -125,7 +130,19 @@ func (s *study) filterSweep() error {
 		for _, r := range s.rep.Results[first:] {
 			r.FilterSetting, r.FilterPolicy = fs.Name, fs.policyName()
 		}
+		if run.BuildNsPerKey, run.ProbeNs, run.ProbeFPRate, err = filterCost(s.r.ks, fs.Variant, s.budgetBits(), s.cfg.seed); err != nil {
+			return fmt.Errorf("-filter_sweep %s: %w", fs.Name, err)
+		}
 		s.rep.FilterSweep = append(s.rep.FilterSweep, run)
 	}
 	return nil
+}
+
+// budgetBits is the sweep's bits-per-key budget: -filter_bits, else
+// -bloom_bits.
+func (s *study) budgetBits() float64 {
+	if s.cfg.filterBits > 0 {
+		return s.cfg.filterBits
+	}
+	return float64(tableBits(s.cfg.bloomBits))
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -44,13 +46,29 @@ func TestParseFilterSweep(t *testing.T) {
 // fuse setting's filters spend about 9-12 bits per key whatever the budget.
 func TestFilterSweepTiny(t *testing.T) {
 	jsonPath := filepath.Join(t.TempDir(), "f.json")
-	args := append(slices.Clone(tinyTree), "-reads", "5000", "-filter_bits", "6.5", "-json", jsonPath,
+	plotPath := filepath.Join(t.TempDir(), "f.png")
+	args := append(slices.Clone(tinyTree), "-reads", "5000", "-filter_bits", "6.5", "-json", jsonPath, "-plot", plotPath,
 		"-benchmarks", "fillrandom,readmissing", "-filter_sweep", "standard,standard/per_level,fuse")
-	runOK(t, args...)
+	out, _ := runOK(t, args...)
+	if !strings.Contains(out, "build ns/key") || !strings.Contains(out, "probe ns") {
+		t.Errorf("filter sweep table lacks the cost columns:\n%s", out)
+	}
+	if png, err := os.ReadFile(plotPath); err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Errorf("-plot with -filter_sweep: %v, %d bytes", err, len(png))
+	}
 	doc := readJSON(t, jsonPath)
 	runs, _ := doc["filter_sweep"].([]any)
 	if len(runs) != 3 {
 		t.Fatalf("filter_sweep has %d runs, want 3", len(runs))
+	}
+	for _, r := range runs {
+		run := r.(map[string]any)
+		build, probe, fp := run["build_ns_per_key"].(float64), run["probe_ns"].(float64), run["probe_fp_rate"].(float64)
+		// The standalone probes' rate is a sample of the variant's own:
+		// 6.5 bits/key gives about 4% for the blooms, 0.4% for fuse.
+		if !(build > 0) || !(probe > 0) || !(fp > 0.001 && fp < 0.08) {
+			t.Errorf("%v: build %v ns/key, probe %v ns, FP rate %v", run["setting"], build, probe, fp)
+		}
 	}
 	seen := map[string]bool{}
 	for _, r := range resultsOf(t, doc) {

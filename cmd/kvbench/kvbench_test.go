@@ -340,6 +340,8 @@ func TestBadFlags(t *testing.T) {
 		{"-use_existing_db"},
 		{"-benchmarks", "readrandom"},
 		{"-hit_ratio", "1.5"},
+		{"-filter_pinning", "some"},
+		{"-sweep", "4", "-filter_sweep", "standard", "-plot", "a.png"},
 		{"stray"},
 	} {
 		var out, errb bytes.Buffer
@@ -468,5 +470,17 @@ func TestRowWorkloadsInSweep(t *testing.T) {
 	}
 	if !(rates[0] > rates[1]) {
 		t.Fatalf("FP rate at 4 bits/key %.3g%% not above 12 bits/key's %.3g%%:\n%s", rates[0], rates[1], report[i:])
+	}
+}
+
+// TestCacheFilterBlocksFlag: -cache_filter_blocks keeps filters in a block
+// cache smaller than they are; the report shows the filter-cache table
+// with lookups per Get, and every present key is still found.
+func TestCacheFilterBlocksFlag(t *testing.T) {
+	args := append(slices.Clone(tinyTree), "-cache_filter_blocks", "-filter_pinning", "none", "-cache_size", "16384",
+		"-benchmarks", "fillrandom,readrandom,readmissing")
+	stdout, _ := runOK(t, args...)
+	if !strings.Contains(stdout, "filters in block cache") || !strings.Contains(stdout, "5000/5000") {
+		t.Errorf("report:\n%s", stdout)
 	}
 }

@@ -31,14 +31,16 @@ var (
 	colorMixed    = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
 )
 
-// writePlot draws the sweep chart to w, in the format path's extension
+// writePlot draws the sweep chart (or the -filter_sweep chart) to w, in the format path's extension
 // names (.png or .svg).
 func writePlot(w io.Writer, path string, rep *report) error {
-	fp, err := fpPanel(rep)
-	if err != nil {
-		return err
+	var fp, blocks *plot.Plot
+	var err error
+	if len(rep.cfg.sweep) == 0 { // -filter_sweep
+		fp, blocks, err = filterSweepPanels(rep)
+	} else if fp, err = fpPanel(rep); err == nil {
+		blocks, err = blocksPanel(rep)
 	}
-	blocks, err := blocksPanel(rep)
 	if err != nil {
 		return err
 	}

@@ -337,7 +337,7 @@ func writeSweep(sb *strings.Builder, rep *report) {
 func writeFilterSweep(sb *strings.Builder, rep *report) {
 	fmt.Fprintf(sb, "filter sweep: each setting loads the same keys in the same order into a new database, budget %s\n", budgetLabel(rep.cfg))
 	t := &table{}
-	t.add("setting", "policy", "tables", "filter mem", "bits/key", "mem by level", "policy bits by level", "load s")
+	t.add("setting", "policy", "tables", "filter mem", "bits/key", "mem by level", "policy bits by level", "build ns/key", "probe ns", "load s")
 	for _, fr := range rep.FilterSweep {
 		var mem, bits []string
 		for _, l := range fr.Shape.Levels {
@@ -347,7 +347,8 @@ func writeFilterSweep(sb *strings.Builder, rep *report) {
 			}
 		}
 		t.add(fr.Setting, fr.Policy, fmt.Sprint(fr.Shape.Files), humanize.IBytes(uint64(fr.Shape.FilterBytes)),
-			fmt.Sprintf("%.2f", fr.Shape.FilterBitsPerKey), strings.Join(mem, " "), strings.Join(bits, " "), fmt.Sprintf("%.1f", fr.LoadSeconds))
+			fmt.Sprintf("%.2f", fr.Shape.FilterBitsPerKey), strings.Join(mem, " "), strings.Join(bits, " "),
+			fmt.Sprintf("%.0f", fr.BuildNsPerKey), fmt.Sprintf("%.0f", fr.ProbeNs), fmt.Sprintf("%.1f", fr.LoadSeconds))
 	}
 	_ = t.write(sb)
 	sb.WriteString("\n")
