@@ -38,6 +38,9 @@ type DB struct {
 	// filterStats caches each live table's filterStats (fileNum -> value);
 	// entries go when the table's file is deleted.
 	filterStats sync.Map
+	// coverage keeps the per-level filter policy's last coverage estimate
+	// (filtercoverage.go).
+	coverage coverageMemo
 
 	// visibleSeq: every write with a sequence <= visibleSeq is fully in a
 	// memtable (or a table). Reads use it as their point in time.

@@ -3,6 +3,7 @@ package bloomkv
 import (
 	"bytes"
 	"slices"
+	"sync"
 
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
@@ -63,6 +64,26 @@ func (r *policyRun) coveredBy(f *manifest.FileMetadata) bool {
 // keys that probe it (1 when the tree has no samples), from the live
 // tables of v's levels 1 and deeper less those in leaving.
 func (db *DB) probedFractions(v *manifest.Version, runs []policyRun, leaving []*manifest.FileMetadata) []float64 {
+	// The estimate reads every table once per run; on a tree as it stands
+	// (no compaction's inputs leaving, nothing entering a level) it is
+	// the same for every caller, so the last one is kept per version.
+	plain := len(leaving) == 0
+	for _, r := range runs {
+		plain = plain && (r.spansAll || r.incoming == 0 && len(r.joining) == 0)
+	}
+	if plain {
+		if q, ok := db.coverage.get(v, runs); ok {
+			return q
+		}
+		q := db.estimateProbed(v, runs, nil)
+		db.coverage.put(v, runs, q)
+		return q
+	}
+	return db.estimateProbed(v, runs, leaving)
+}
+
+// estimateProbed is probedFractions without the memo.
+func (db *DB) estimateProbed(v *manifest.Version, runs []policyRun, leaving []*manifest.FileMetadata) []float64 {
 	type sample struct {
 		f    *manifest.FileMetadata
 		keys float64
@@ -102,4 +123,46 @@ func (db *DB) probedFractions(v *manifest.Version, runs []policyRun, leaving []*
 		}
 	}
 	return q
+}
+
+// coverageMemo keeps the last plain estimate: the version it was made for
+// and the fractions of its runs that are not a flush (those are 1).
+// Versions are immutable, so a match is exact.
+type coverageMemo struct {
+	mu sync.Mutex
+	v  *manifest.Version
+	q  []float64
+}
+
+func (m *coverageMemo) get(v *manifest.Version, runs []policyRun) ([]float64, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.v != v {
+		return nil, false
+	}
+	q := make([]float64, len(runs))
+	j := 0
+	for i, r := range runs {
+		if r.spansAll {
+			q[i] = 1
+			continue
+		}
+		if j == len(m.q) {
+			return nil, false
+		}
+		q[i], j = m.q[j], j+1
+	}
+	return q, j == len(m.q)
+}
+
+func (m *coverageMemo) put(v *manifest.Version, runs []policyRun, q []float64) {
+	var kept []float64
+	for i, r := range runs {
+		if !r.spansAll {
+			kept = append(kept, q[i])
+		}
+	}
+	m.mu.Lock()
+	m.v, m.q = v, kept
+	m.mu.Unlock()
 }
