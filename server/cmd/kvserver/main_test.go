@@ -67,7 +67,11 @@ func TestSingleNodeDefault(t *testing.T) {
 	dir := t.TempDir()
 	addr, raftAddr := freePort(t), freePort(t)
 	args := []string{"-dir", dir, "-addr", addr, "-raft", raftAddr, "-log-level", "error"}
-	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1})
+	// A restarted server replays its log before the first read's barrier
+	// returns: on a loaded machine that can outlast go-redis's default 3 s
+	// read timeout, which is not what this test is about.
+	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1,
+		ReadTimeout: 20 * time.Second, WriteTimeout: 20 * time.Second})
 	defer c.Close()
 	ready := func() {
 		deadline := time.Now().Add(20 * time.Second)
