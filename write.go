@@ -124,8 +124,18 @@ func (db *DB) Apply(b *Batch, o *WriteOptions) error {
 	if b.Len() == 0 {
 		return nil
 	}
-	return db.run(&writer{batch: b, sync: sync})
+	w := writerPool.Get().(*writer)
+	w.batch, w.sync = b, sync
+	err := db.run(w)
+	*w = writer{} // drop the batch; a zero cond has no waiters
+	writerPool.Put(w)
+	return err
 }
+
+// writerPool recycles the queue entries of Apply: once run returns, no
+// other goroutine refers to the writer (the leader that completed it did so
+// under db.mu, and the queue no longer holds it).
+var writerPool = sync.Pool{New: func() any { return new(writer) }}
 
 // SyncWAL makes every write acknowledged so far durable: it hands buffered
 // log records to the operating system and fsyncs the log. With WALDisabled
@@ -222,11 +232,21 @@ func (db *DB) lead(w *writer) error {
 			g.cond.Signal()
 		}
 	}
-	db.mu.writers = db.mu.writers[group:]
+	// Shift the queue down rather than reslicing past the group: a slice
+	// that only ever advances runs out of capacity and made append
+	// allocate a new array for nearly every write.
+	n := copy(db.mu.writers, db.mu.writers[group:])
+	clear(db.mu.writers[n:])
+	db.mu.writers = db.mu.writers[:n]
 	if len(db.mu.writers) > 0 {
 		db.mu.writers[0].cond.Signal()
-	} else {
-		db.mu.bgCond.Broadcast() // Close waits for an empty queue
+	} else if db.closing.Load() {
+		// Close waits for an empty queue. Only then: bgCond also wakes the
+		// flush and compaction loops, and broadcasting after every write
+		// woke both (each re-checking the compaction scores under db.mu)
+		// twice per Put. Close sets closing before it takes db.mu to look
+		// at the queue, so it cannot miss this.
+		db.mu.bgCond.Broadcast()
 	}
 	return err
 }
@@ -237,11 +257,11 @@ func (db *DB) writeToLog(log *wal.Writer, rep []byte, sync bool) error {
 	if db.opts.WALMode == WALDisabled {
 		return nil
 	}
-	before := log.Size()
-	if err := log.Append(rep, sync); err != nil {
+	n, err := log.AppendSize(rep, sync)
+	if err != nil {
 		return err
 	}
-	db.counters.walBytes.Add(uint64(log.Size() - before))
+	db.counters.walBytes.Add(uint64(n))
 	db.counters.walRecords.Add(1)
 	if sync || db.opts.WALMode == WALSync {
 		db.counters.walSyncs.Add(1)
