@@ -25,6 +25,8 @@ type writer struct {
 	done    bool
 	err     error
 	cond    sync.Cond
+	// epoch: the groups completed when it entered the queue (group_wait.go).
+	epoch uint64
 }
 
 // maxGroupBytes bounds one group commit; a small leading batch only takes
@@ -160,6 +162,7 @@ func (db *DB) run(w *writer) error {
 	w.cond.L = &db.mu.Mutex
 	db.mu.Lock()
 	db.mu.writers = append(db.mu.writers, w)
+	db.noteEnqueuedLocked(w)
 	for !w.done && db.mu.writers[0] != w {
 		w.cond.Wait()
 	}
@@ -188,9 +191,13 @@ func (db *DB) lead(w *writer) error {
 	}
 	group := 1
 	if err == nil && w.batch != nil {
+		if w.sync || db.opts.WALMode == WALSync {
+			db.waitForReturningWritersLocked()
+		}
 		var rep []byte
 		var sync bool
 		rep, group, sync = db.buildGroupLocked()
+		synced := sync || db.opts.WALMode == WALSync
 		count := binary.LittleEndian.Uint32(rep[8:])
 		seq := db.mu.lastSeq + 1
 		binary.LittleEndian.PutUint64(rep, seq)
@@ -198,7 +205,15 @@ func (db *DB) lead(w *writer) error {
 		last := db.mu.lastSeq
 		log, mem := db.mu.log, db.mu.mem
 		db.mu.Unlock()
+		var start time.Time
+		if synced {
+			start = time.Now()
+		}
 		err = db.writeToLog(log, rep, sync)
+		var took time.Duration
+		if synced {
+			took = time.Since(start)
+		}
 		if err == nil {
 			// rep was encoded by us and decodes without error.
 			var rangeDels uint64
@@ -219,9 +234,10 @@ func (db *DB) lead(w *writer) error {
 			db.setBgErrLocked(fmt.Errorf("bloomkv: write-ahead log write failed: %w", err))
 		} else {
 			db.visibleSeq.Store(last)
-			if sync || db.opts.WALMode == WALSync {
+			if synced {
 				db.mu.syncedSeq = last
 			}
+			db.noteGroupDoneLocked(group, synced, took)
 			db.counters.userBytes.Add(uint64(len(rep) - batchHeaderLen))
 		}
 	}
