@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/record"
@@ -83,6 +84,7 @@ type Writer struct {
 	// written counts the bytes handed to file; writeback started for
 	// those below writebackFrom.
 	written, writebackFrom int64
+	writebackIdle          atomic.Bool // no writeback hint in flight
 	// err is sticky: once a write or sync failed, the log's tail is
 	// unknown and every later call fails.
 	err    error
@@ -104,6 +106,7 @@ func NewWriter(f vfs.File, o WriterOptions) *Writer {
 		o.WritebackBytes = DefaultWritebackBytes
 	}
 	w := &Writer{opts: o, file: f}
+	w.writebackIdle.Store(true)
 	w.rw = record.NewWriter(bufferedFile{w})
 	return w
 }
@@ -252,13 +255,26 @@ func (w *Writer) flushLocked() error {
 
 // wroteLocked counts n bytes handed to the file and starts their writeback
 // once WritebackBytes have gathered. REQUIRES: w.mu held.
+//
+// The hint is issued from a goroutine of its own: sync_file_range submits
+// the I/O before it returns (about 0.4 ms per 256 KiB here), which on the
+// write path cost write-through Puts about 0.25 us each on average. One
+// hint at a time; while one runs, the bytes wait for the next.
 func (w *Writer) wroteLocked(n int) {
 	w.written += int64(n)
-	if w.opts.WritebackBytes > 0 && w.opts.Mode != ModeSync &&
-		w.written-w.writebackFrom >= int64(w.opts.WritebackBytes) {
-		vfs.StartWriteback(w.file, w.writebackFrom, w.written-w.writebackFrom)
-		w.writebackFrom = w.written
+	if w.opts.WritebackBytes <= 0 || w.opts.Mode == ModeSync ||
+		w.written-w.writebackFrom < int64(w.opts.WritebackBytes) ||
+		!w.writebackIdle.CompareAndSwap(true, false) {
+		return
 	}
+	f, off, size := w.file, w.writebackFrom, w.written-w.writebackFrom
+	w.writebackFrom = w.written
+	go func() {
+		// A hint racing with Close does no harm: the OS file holds its
+		// descriptor until the call returns, and a closed file refuses it.
+		vfs.StartWriteback(f, off, size)
+		w.writebackIdle.Store(true)
+	}()
 }
 
 // syncLocked flushes and fsyncs. REQUIRES: w.mu held.
