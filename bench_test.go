@@ -73,6 +73,33 @@ func BenchmarkGetMissNoFilter(b *testing.B) {
 
 func BenchmarkPut(b *testing.B) { benchmarkPut(b, nil) }
 
+// BenchmarkPutBuffered is BenchmarkPut in WALBuffered mode (the mode
+// bench/compare sets against Pebble's NoSync).
+func BenchmarkPutBuffered(b *testing.B) { benchmarkPut(b, &Options{WALMode: WALBuffered}) }
+
+// BenchmarkPutSeq writes keys in ascending order (fillseq), write-through.
+func BenchmarkPutSeq(b *testing.B) {
+	invariantChecks = false
+	db, err := Open(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	k := make([]byte, 16)
+	v := make([]byte, 100)
+	b.ReportAllocs()
+	b.SetBytes(116)
+	b.ResetTimer()
+	cpu := startCPU()
+	for i := 0; i < b.N; i++ {
+		binary.BigEndian.PutUint64(k[:8], uint64(i))
+		if err := db.Put(k, v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu.report(b)
+}
+
 // BenchmarkPutNoWAL and BenchmarkPutNoWALMemtableFilter isolate the
 // memtable side of a write (no log): side by side they show what a
 // memtable filter (Options.MemtableFilterRatio 0.02) costs each write.
@@ -93,11 +120,13 @@ func benchmarkPut(b *testing.B, opts *Options) {
 	b.ReportAllocs()
 	b.SetBytes(116)
 	b.ResetTimer()
+	cpu := startCPU()
 	for i := 0; i < b.N; i++ {
 		if err := db.Put(benchKey(k, uint64(i)), v); err != nil {
 			b.Fatal(err)
 		}
 	}
+	cpu.report(b)
 }
 
 // BenchmarkFillRandomWriteAmp reports the write amplification of a

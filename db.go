@@ -71,6 +71,9 @@ type DB struct {
 		bgCond sync.Cond
 
 		writers []*writer // write queue; writers[0] is the leader
+		// groupWait: leaders of synced groups waiting for writers to come
+		// back (group_wait.go).
+		groupWait groupWait
 
 		mem *memTable
 		imm []*memTable // oldest first, waiting to be flushed

@@ -25,6 +25,8 @@ type writer struct {
 	done    bool
 	err     error
 	cond    sync.Cond
+	// epoch: the groups completed when it entered the queue (group_wait.go).
+	epoch uint64
 }
 
 // maxGroupBytes bounds one group commit; a small leading batch only takes
@@ -124,8 +126,18 @@ func (db *DB) Apply(b *Batch, o *WriteOptions) error {
 	if b.Len() == 0 {
 		return nil
 	}
-	return db.run(&writer{batch: b, sync: sync})
+	w := writerPool.Get().(*writer)
+	w.batch, w.sync = b, sync
+	err := db.run(w)
+	*w = writer{} // drop the batch; a zero cond has no waiters
+	writerPool.Put(w)
+	return err
 }
+
+// writerPool recycles the queue entries of Apply: once run returns, no
+// other goroutine refers to the writer (the leader that completed it did so
+// under db.mu, and the queue no longer holds it).
+var writerPool = sync.Pool{New: func() any { return new(writer) }}
 
 // SyncWAL makes every write acknowledged so far durable: it hands buffered
 // log records to the operating system and fsyncs the log. With WALDisabled
@@ -150,6 +162,7 @@ func (db *DB) run(w *writer) error {
 	w.cond.L = &db.mu.Mutex
 	db.mu.Lock()
 	db.mu.writers = append(db.mu.writers, w)
+	db.noteEnqueuedLocked(w)
 	for !w.done && db.mu.writers[0] != w {
 		w.cond.Wait()
 	}
@@ -178,9 +191,13 @@ func (db *DB) lead(w *writer) error {
 	}
 	group := 1
 	if err == nil && w.batch != nil {
+		if w.sync || db.opts.WALMode == WALSync {
+			db.waitForReturningWritersLocked()
+		}
 		var rep []byte
 		var sync bool
 		rep, group, sync = db.buildGroupLocked()
+		synced := sync || db.opts.WALMode == WALSync
 		count := binary.LittleEndian.Uint32(rep[8:])
 		seq := db.mu.lastSeq + 1
 		binary.LittleEndian.PutUint64(rep, seq)
@@ -188,7 +205,15 @@ func (db *DB) lead(w *writer) error {
 		last := db.mu.lastSeq
 		log, mem := db.mu.log, db.mu.mem
 		db.mu.Unlock()
+		var start time.Time
+		if synced {
+			start = time.Now()
+		}
 		err = db.writeToLog(log, rep, sync)
+		var took time.Duration
+		if synced {
+			took = time.Since(start)
+		}
 		if err == nil {
 			// rep was encoded by us and decodes without error.
 			var rangeDels uint64
@@ -209,9 +234,10 @@ func (db *DB) lead(w *writer) error {
 			db.setBgErrLocked(fmt.Errorf("bloomkv: write-ahead log write failed: %w", err))
 		} else {
 			db.visibleSeq.Store(last)
-			if sync || db.opts.WALMode == WALSync {
+			if synced {
 				db.mu.syncedSeq = last
 			}
+			db.noteGroupDoneLocked(group, synced, took)
 			db.counters.userBytes.Add(uint64(len(rep) - batchHeaderLen))
 		}
 	}
@@ -222,11 +248,21 @@ func (db *DB) lead(w *writer) error {
 			g.cond.Signal()
 		}
 	}
-	db.mu.writers = db.mu.writers[group:]
+	// Shift the queue down rather than reslicing past the group: a slice
+	// that only ever advances runs out of capacity and made append
+	// allocate a new array for nearly every write.
+	n := copy(db.mu.writers, db.mu.writers[group:])
+	clear(db.mu.writers[n:])
+	db.mu.writers = db.mu.writers[:n]
 	if len(db.mu.writers) > 0 {
 		db.mu.writers[0].cond.Signal()
-	} else {
-		db.mu.bgCond.Broadcast() // Close waits for an empty queue
+	} else if db.closing.Load() {
+		// Close waits for an empty queue. Only then: bgCond also wakes the
+		// flush and compaction loops, and broadcasting after every write
+		// woke both (each re-checking the compaction scores under db.mu)
+		// twice per Put. Close sets closing before it takes db.mu to look
+		// at the queue, so it cannot miss this.
+		db.mu.bgCond.Broadcast()
 	}
 	return err
 }
@@ -237,11 +273,11 @@ func (db *DB) writeToLog(log *wal.Writer, rep []byte, sync bool) error {
 	if db.opts.WALMode == WALDisabled {
 		return nil
 	}
-	before := log.Size()
-	if err := log.Append(rep, sync); err != nil {
+	n, err := log.AppendSize(rep, sync)
+	if err != nil {
 		return err
 	}
-	db.counters.walBytes.Add(uint64(log.Size() - before))
+	db.counters.walBytes.Add(uint64(n))
 	db.counters.walRecords.Add(1)
 	if sync || db.opts.WALMode == WALSync {
 		db.counters.walSyncs.Add(1)

@@ -9,7 +9,7 @@
 //     sequence descending, so the newest version of a key comes first.
 //
 //   - An entry is immutable once added. Add copies the caller's key and value
-//     into one fresh allocation laid out as
+//     into fresh bytes of its own (carved from a slab, see slab.go) laid out as
 //
 //     user key | trailer (8 bytes, little-endian) | value
 //

@@ -49,8 +49,13 @@ func keyPrefix(ukey []byte) uint64 {
 
 // newEntry copies ukey and value into one allocation.
 func newEntry(seq uint64, kind base.Kind, ukey, value []byte) entry {
+	return newEntryIn(make([]byte, len(ukey)+base.TrailerLen+len(value)), seq, kind, ukey, value)
+}
+
+// newEntryIn is newEntry writing into buf, of exactly
+// len(ukey)+base.TrailerLen+len(value) bytes (from the memtable's slab).
+func newEntryIn(buf []byte, seq uint64, kind base.Kind, ukey, value []byte) entry {
 	n := len(ukey)
-	buf := make([]byte, n+base.TrailerLen+len(value))
 	copy(buf, ukey)
 	trailer := base.MakeTrailer(seq, kind)
 	binary.LittleEndian.PutUint64(buf[n:], trailer)

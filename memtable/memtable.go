@@ -46,6 +46,9 @@ type Memtable struct {
 	size  atomic.Int64
 	count atomic.Int64
 
+	// slab holds the bytes of entries (slab.go); Add's alone.
+	slab slab
+
 	// filter, when set, holds every user key added (and its prefixOf, when
 	// set), added before the entry enters the tree: a key it says is absent
 	// is not in the tree, so Get and prefix seeks skip the search and its
@@ -114,7 +117,7 @@ func (m *Memtable) Add(seq uint64, kind base.Kind, ukey, value []byte) {
 		panic(fmt.Sprintf("bloomkv/memtable: cannot store kind %s", kind))
 	}
 	// Copy outside the lock so readers wait only for the tree insert.
-	e := newEntry(seq, kind, ukey, value)
+	e := newEntryIn(m.slab.alloc(len(ukey)+base.TrailerLen+len(value)), seq, kind, ukey, value)
 	if m.filter != nil {
 		// Before the insert: a reader that finds the entry in the tree
 		// must find its key in the filter too.

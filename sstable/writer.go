@@ -56,7 +56,7 @@ func NewWriter(f vfs.File, o WriterOptions) *Writer {
 	o = o.withDefaults()
 	w := &Writer{
 		f:     f,
-		bw:    bufio.NewWriterSize(f, writeBufferSize),
+		bw:    bufio.NewWriterSize(&writebackFile{f: f}, writeBufferSize),
 		opts:  o,
 		data:  newBlockBuilder(o.RestartInterval),
 		index: newBlockBuilder(1), // every index key whole: index keys are short and few

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/record"
@@ -49,6 +50,8 @@ func (m Mode) String() string {
 const (
 	DefaultBufferedDelay = time.Millisecond
 	DefaultBufferedBytes = 64 << 10
+	// DefaultWritebackBytes: see WriterOptions.WritebackBytes.
+	DefaultWritebackBytes = 256 << 10
 )
 
 // WriterOptions configure a Writer.
@@ -56,6 +59,14 @@ type WriterOptions struct {
 	Mode          Mode
 	BufferedDelay time.Duration // ModeBuffered: the longest a record waits
 	BufferedBytes int           // ModeBuffered: the most bytes that wait
+	// WritebackBytes: in ModeWriteThrough and ModeBuffered, every time
+	// this many more bytes have been handed to the file, the writer asks
+	// the operating system to start writing them to the disk
+	// (vfs.StartWriteback; no durability is promised or waited for). The
+	// log is fsynced when the database switches to a new one, with every
+	// writer waiting; started early, that fsync finds little left to write.
+	// 0 means DefaultWritebackBytes, negative never.
+	WritebackBytes int
 }
 
 // Writer appends records to one log file according to its Mode. It is safe
@@ -70,6 +81,10 @@ type Writer struct {
 	// pending holds framed bytes not yet handed to file (ModeBuffered).
 	pending []byte
 	timer   *time.Timer // armed while pending is non-empty
+	// written counts the bytes handed to file; writeback started for
+	// those below writebackFrom.
+	written, writebackFrom int64
+	writebackIdle          atomic.Bool // no writeback hint in flight
 	// err is sticky: once a write or sync failed, the log's tail is
 	// unknown and every later call fails.
 	err    error
@@ -87,7 +102,11 @@ func NewWriter(f vfs.File, o WriterOptions) *Writer {
 	if o.BufferedBytes <= 0 {
 		o.BufferedBytes = DefaultBufferedBytes
 	}
+	if o.WritebackBytes == 0 {
+		o.WritebackBytes = DefaultWritebackBytes
+	}
 	w := &Writer{opts: o, file: f}
+	w.writebackIdle.Store(true)
 	w.rw = record.NewWriter(bufferedFile{w})
 	return w
 }
@@ -99,29 +118,39 @@ func (w *Writer) Mode() Mode { return w.opts.Mode }
 // one before it) is fsynced before Append returns; otherwise it reaches the
 // operating system as the mode says. In ModeDisabled nothing is written.
 func (w *Writer) Append(rec []byte, sync bool) error {
+	_, err := w.AppendSize(rec, sync)
+	return err
+}
+
+// AppendSize is Append that also returns how many bytes the record took in
+// the log (framing and block padding included), so that a caller counting
+// log bytes need not take the lock again for Size.
+func (w *Writer) AppendSize(rec []byte, sync bool) (int64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.usableLocked(); err != nil {
-		return err
+		return 0, err
 	}
 	if w.opts.Mode == ModeDisabled {
-		return nil
+		return 0, nil
 	}
+	before := w.rw.Size()
 	if _, err := w.rw.AddRecord(rec); err != nil {
-		return w.failLocked(err)
+		return 0, w.failLocked(err)
 	}
+	n := w.rw.Size() - before
 	if sync || w.opts.Mode == ModeSync {
-		return w.syncLocked()
+		return n, w.syncLocked()
 	}
 	if w.opts.Mode == ModeBuffered {
 		if len(w.pending) >= w.opts.BufferedBytes {
-			return w.flushLocked()
+			return n, w.flushLocked()
 		}
 		if w.timer == nil {
 			w.timer = time.AfterFunc(w.opts.BufferedDelay, w.flushFromTimer)
 		}
 	}
-	return nil
+	return n, nil
 }
 
 // Flush hands every buffered record to the operating system.
@@ -210,6 +239,7 @@ func (w *Writer) flushLocked() error {
 		return nil
 	}
 	n, err := w.file.Write(w.pending)
+	w.wroteLocked(n)
 	if err == nil && n < len(w.pending) {
 		err = fmt.Errorf("short write: %d of %d bytes", n, len(w.pending))
 	}
@@ -223,6 +253,30 @@ func (w *Writer) flushLocked() error {
 	return nil
 }
 
+// wroteLocked counts n bytes handed to the file and starts their writeback
+// once WritebackBytes have gathered. REQUIRES: w.mu held.
+//
+// The hint is issued from a goroutine of its own: sync_file_range submits
+// the I/O before it returns (about 0.4 ms per 256 KiB here), which on the
+// write path cost write-through Puts about 0.25 us each on average. One
+// hint at a time; while one runs, the bytes wait for the next.
+func (w *Writer) wroteLocked(n int) {
+	w.written += int64(n)
+	if w.opts.WritebackBytes <= 0 || w.opts.Mode == ModeSync ||
+		w.written-w.writebackFrom < int64(w.opts.WritebackBytes) ||
+		!w.writebackIdle.CompareAndSwap(true, false) {
+		return
+	}
+	f, off, size := w.file, w.writebackFrom, w.written-w.writebackFrom
+	w.writebackFrom = w.written
+	go func() {
+		// A hint racing with Close does no harm: the OS file holds its
+		// descriptor until the call returns, and a closed file refuses it.
+		vfs.StartWriteback(f, off, size)
+		w.writebackIdle.Store(true)
+	}()
+}
+
 // syncLocked flushes and fsyncs. REQUIRES: w.mu held.
 func (w *Writer) syncLocked() error {
 	if err := w.flushLocked(); err != nil {
@@ -231,6 +285,7 @@ func (w *Writer) syncLocked() error {
 	if err := w.rw.Sync(); err != nil {
 		return w.failLocked(err)
 	}
+	w.writebackFrom = w.written // nothing left to start
 	return nil
 }
 
@@ -245,7 +300,9 @@ func (b bufferedFile) Write(p []byte) (int, error) {
 		b.w.pending = append(b.w.pending, p...)
 		return len(p), nil
 	}
-	return b.w.file.Write(p)
+	n, err := b.w.file.Write(p)
+	b.w.wroteLocked(n)
+	return n, err
 }
 
 func (b bufferedFile) Sync() error                             { return b.w.file.Sync() }
