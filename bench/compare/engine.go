@@ -117,6 +117,10 @@ type settings struct {
 	// rowPrefix > 0: keys are rows (-cols_per_row) whose first rowPrefix
 	// bytes name the row; filters hold rows, and prefix seeks use them.
 	rowPrefix int
+	// cacheFilters puts bloomkv's filter blocks in its block cache
+	// (Options.CacheFilterBlocks), as the peers keep theirs: equal memory
+	// for the same -cache_size (bloomkv's index blocks stay outside).
+	cacheFilters bool
 }
 
 func defaultSettings() settings {

@@ -62,6 +62,7 @@ func openBloomkv(dir string, s *settings, d durability) (store, error) {
 		LevelMultiplier:           s.multiplier,
 		TargetFileSize:            s.tableSize,
 		MaxOpenFiles:              s.maxOpenFiles,
+		CacheFilterBlocks:         s.cacheFilters,
 		Logger:                    slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	if n := s.rowPrefix; n > 0 {
@@ -108,7 +109,9 @@ func (b *bloomkvStore) shape() treeShape {
 		sh.TablesPerLevel = append(sh.TablesPerLevel, int64(l.Files))
 		sh.TableBytes += l.Bytes
 	}
-	sh.OutsideCacheBytes = m.FilterBytes
+	// Filters in memory less those charged to the block cache (with
+	// -bloomkv_cache_filters: all of them).
+	sh.OutsideCacheBytes = m.FilterBytesResident - m.FilterBytesCached - m.FilterBytesPinned
 	return sh
 }
 
