@@ -236,9 +236,9 @@ func TestFilterSkipLastLevel(t *testing.T) {
 	defer db.Close()
 	rewriteFilters(t, db)
 	m := db.Metrics()
-	s := db.loadReadState()
+	s, slot := db.loadReadState()
 	last := lastLevel(s.v.Version)
-	s.unref()
+	s.unref(slot)
 	for l, ps := range tableProps(t, db) {
 		withFilter := 0
 		for _, p := range ps {

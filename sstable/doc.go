@@ -222,4 +222,7 @@
 //     table, and no more tables open than its capacity or, when holders pin
 //     more, than they pin (tables deleted while held excepted, until
 //     released).
+//   - A Find that hits the table cache takes no lock and writes no cache
+//     line shared with Finds on other cores: its reference lives in a per-P
+//     slot (internal/pslot).
 package sstable
