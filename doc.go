@@ -56,7 +56,9 @@
 //   - The published read state (DB.readState) is an atomic pointer: a read
 //     pins the memtables and version it uses with a reference counted in
 //     its P's slot of the state (internal/pslot; see readState), and takes
-//     no lock. Its counters and table references go to per-P slots too.
+//     no lock. A Get writes no cache line that a Get on another core
+//     writes: its counters, its read-state and table references and its
+//     block-cache hits all go to per-P slots.
 //   - Leaf locks: the live-versions set, the table and block caches' own
 //     mutexes (package sstable), the event queue's mutex (events.go).
 //   - EventListener callbacks never run under an engine lock, nor on a
