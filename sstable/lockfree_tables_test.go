@@ -5,10 +5,38 @@ import (
 	"testing"
 )
 
-// TestEntryTableModel checks the block cache's lock-free hash table
-// against a map through many adds and removes (removed slots pile up and
-// force rebuilds); its concurrent use is covered by the cache tests under
-// -race.
+// TestOpenIndexModel and TestEntryTableModel check the two lock-free hash
+// tables against a map through many adds and removes (removed slots pile
+// up and force rebuilds); their concurrent use is covered by the cache
+// tests under -race.
+func TestOpenIndexModel(t *testing.T) {
+	var x openIndex
+	model := map[uint64]*tableEntry{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20_000 {
+		n := rng.Uint64N(300)
+		if e := model[n]; e != nil {
+			x.deleteLocked(e)
+			delete(model, n)
+		} else {
+			e := &tableEntry{fileNum: n}
+			x.storeLocked(e)
+			model[n] = e
+		}
+		if q := rng.Uint64N(300); x.load(q) != model[q] {
+			t.Fatalf("load(%d) = %p, want %p", q, x.load(q), model[q])
+		}
+	}
+	for n, e := range model {
+		if x.load(n) != e {
+			t.Fatalf("table %d lost", n)
+		}
+	}
+	if tab := x.table.Load(); tab.live != len(model) || 2*tab.used > len(tab.slots) {
+		t.Fatalf("live %d (want %d), used %d of %d slots", tab.live, len(model), tab.used, len(tab.slots))
+	}
+}
+
 func TestEntryTableModel(t *testing.T) {
 	tab := newEntryTable(minTableSlots)
 	model := map[cacheKey]*cacheEntry{}

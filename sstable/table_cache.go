@@ -46,7 +46,7 @@ type TableCache struct {
 	// open maps a file number to its entry once the table is open (loaded
 	// without error) and in the LRU list: the lock-free path of Find. Its
 	// writes happen under mu, together with entries'.
-	open sync.Map // uint64 -> *tableEntry
+	open openIndex
 
 	// opens counts the tables opened; reopens those opened before (then
 	// closed to stay within capacity); openBytes what the opens read.
@@ -162,8 +162,7 @@ func (c *TableCache) FindAt(slot int, id Identity, stats *ReadStats) (*Reader, f
 	// The common case takes no lock and writes no shared cache line: an
 	// open table, referenced in the calling P's slot. Readers on several
 	// cores then share no mutex and no counter.
-	if v, ok := c.open.Load(fileNum); ok {
-		e := v.(*tableEntry)
+	if e := c.open.load(fileNum); e != nil {
 		if e.tryRef(slot) {
 			if !e.recent.Load() {
 				e.recent.Store(true)
@@ -226,7 +225,7 @@ func (c *TableCache) FindAt(slot int, id Identity, stats *ReadStats) (*Reader, f
 	if err == nil {
 		c.mu.Lock()
 		if c.entries[fileNum] == e && e.gone == nil && !c.closed {
-			c.open.Store(fileNum, e)
+			c.open.storeLocked(e)
 		}
 		c.mu.Unlock()
 	}
@@ -433,7 +432,7 @@ func (c *TableCache) Close() error {
 		}
 	}
 	clear(c.entries)
-	c.open.Clear()
+	c.open.clearLocked()
 	c.mu.Unlock()
 	for _, e := range all {
 		e.maybeClose()
@@ -467,7 +466,7 @@ func (c *TableCache) trimLocked(victims []*tableEntry) []*tableEntry {
 		}
 		if v.claimIdle() {
 			c.lru.Remove(&v.node)
-			c.open.Delete(v.fileNum)
+			c.open.deleteLocked(v)
 			v.gone = make(chan struct{})
 			victims = append(victims, v)
 		} else {
@@ -496,7 +495,7 @@ func (e *tableEntry) claimIdle() bool {
 func (c *TableCache) removeLocked(e *tableEntry) {
 	e.state.Store(entryDropped)
 	delete(c.entries, e.fileNum)
-	c.open.Delete(e.fileNum)
+	c.open.deleteLocked(e)
 	c.lru.Remove(&e.node)
 	c.over.Store(c.lru.Len() > c.capacity)
 }
