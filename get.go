@@ -107,6 +107,13 @@ func (db *DB) getFrom(sh *readShard, slot int, s *readState, key []byte, seq uin
 // point version, or done when a range tombstone (*tomb, updated here)
 // hides key from here down.
 func memGet(m *memtable.Memtable, key []byte, seq uint64, tomb *uint64) (v []byte, kind base.Kind, ok, done bool) {
+	// An empty memtable (the usual one after a flush) answers without its
+	// read lock, whose acquisition writes a line every reader shares.
+	// Entries are counted before the write that added them is visible, so
+	// a memtable empty now holds nothing a read at seq can see.
+	if m.Empty() {
+		return nil, 0, false, false
+	}
 	if rd := m.RangeDels(); rd != nil {
 		*tomb = max(*tomb, rd.MaxSeq(key, seq))
 	}
