@@ -161,12 +161,22 @@ func BenchmarkGetHitCached(b *testing.B) {
 }
 
 // benchmarkGetParallel reads with b.RunParallel: run with -cpu 1,2 to see
-// whether readers scale.
+// whether readers scale. Besides ns/op it reports cpu-ns/op, the process's
+// CPU time per Get: on a machine shared with other work, wall time per op
+// at -cpu 2 depends on how much of the second core the others leave, while
+// CPU time per op shows what two readers cost each other (the same at
+// -cpu 1 and 2 when they share nothing).
 func benchmarkGetParallel(b *testing.B, hit bool, opts *Options) {
 	db := loadBenchDB(b, benchKeys, opts)
 	defer db.Close()
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPUTime()
+	defer func() {
+		if cpu := processCPUTime() - cpu0; cpu > 0 {
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+		}
+	}()
 	var seed atomicCounter
 	b.RunParallel(func(pb *testing.PB) {
 		rng := rand.New(rand.NewPCG(seed.next(), 2))

@@ -372,8 +372,8 @@ func TestWritesStallWhenLevel0IsFull(t *testing.T) {
 }
 
 func (db *DB) loadL0() []int {
-	s := db.loadReadState()
-	defer s.unref()
+	s, slot := db.loadReadState()
+	defer s.unref(slot)
 	return make([]int, len(s.v.Levels[0]))
 }
 

@@ -4,5 +4,5 @@ package bloomkv
 
 import "time"
 
-// cpuTime is 0 where getrusage is unavailable: cpu-ns/op then reads 0.
-func cpuTime() time.Duration { return 0 }
+// processCPUTime is 0 where getrusage is unavailable: cpu-ns/op then reads 0.
+func processCPUTime() time.Duration { return 0 }

@@ -7,10 +7,11 @@ import (
 	"time"
 )
 
-// cpuTime returns the CPU time (user + system) the process has used.
-func cpuTime() time.Duration {
+// processCPUTime returns the CPU time (user and system) the process has
+// used, or 0 where it cannot tell.
+func processCPUTime() time.Duration {
 	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())

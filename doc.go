@@ -54,8 +54,11 @@
 //     file-number allocation, the current version pointer and background
 //     work's state (see the fields under DB.mu). No I/O under it.
 //   - The published read state (DB.readState) is an atomic pointer: a read
-//     pins the memtables and version it uses with one compare-and-swap on
-//     the state's reference count, and takes no lock.
+//     pins the memtables and version it uses with a reference counted in
+//     its P's slot of the state (internal/pslot; see readState), and takes
+//     no lock. A Get writes no cache line that a Get on another core
+//     writes: its counters, its read-state and table references and its
+//     block-cache hits all go to per-P slots.
 //   - Leaf locks: the live-versions set, the table and block caches' own
 //     mutexes (package sstable), the event queue's mutex (events.go).
 //   - EventListener callbacks never run under an engine lock, nor on a

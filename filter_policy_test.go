@@ -44,8 +44,8 @@ func TestFilterPolicyOptionsRejected(t *testing.T) {
 // tableProps returns the properties of every live table.
 func tableProps(t *testing.T, db *DB) map[int][]*sstable.Properties {
 	t.Helper()
-	s := db.loadReadState()
-	defer s.unref()
+	s, slot := db.loadReadState()
+	defer s.unref(slot)
 	out := map[int][]*sstable.Properties{}
 	for l, files := range s.v.Levels {
 		for _, f := range files {

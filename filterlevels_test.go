@@ -142,9 +142,9 @@ func TestFilterPerLevelTables(t *testing.T) {
 		t.Fatalf("tree has levels %v below level 0; want 3 or more", levels)
 	}
 	// Keys per probing Get of each level, as the policy sees the tree.
-	s := db.loadReadState()
+	s, slot := db.loadReadState()
 	keysOf, probed, _ := db.policyShape(s.v.Version, 1, 0, nil)
-	s.unref()
+	s.unref(slot)
 	perProbe := map[int]float64{}
 	for _, l := range levels { // no level-0 tables: runs are levels 1..
 		perProbe[l] = keysOf[l-1] / probed[l-1]
@@ -257,9 +257,9 @@ func TestFilterSkipLastLevel(t *testing.T) {
 	defer db.Close()
 	rewriteFilters(t, db)
 	m := db.Metrics()
-	s := db.loadReadState()
+	s, slot := db.loadReadState()
 	last := lastLevel(s.v.Version)
-	s.unref()
+	s.unref(slot)
 	for l, ps := range tableProps(t, db) {
 		withFilter := 0
 		for _, p := range ps {
@@ -335,7 +335,7 @@ func TestProbedFractionsMatchGets(t *testing.T) {
 	o.FilterBitsPerKey = 5
 	db := writeLevelsTree(t, o, n)
 	defer db.Close()
-	s := db.loadReadState()
+	s, slot := db.loadReadState()
 	v := s.v.Version
 	keys, probed, _ := db.policyShape(v, 1, 0, nil)
 	l0 := len(v.Levels[0])
@@ -343,7 +343,7 @@ func TestProbedFractionsMatchGets(t *testing.T) {
 	for l := range v.Levels {
 		files[l] = len(v.Levels[l])
 	}
-	s.unref()
+	s.unref(slot)
 	const probes = 20_000
 	before := db.Metrics()
 	for i := 0; i < probes; i++ {
@@ -395,9 +395,9 @@ func TestFilterPoliciesMatchTheory(t *testing.T) {
 			o.FilterPerLevel, o.FilterSkipLastLevel = c.perLevel, c.skipLast
 			db := writeLevelsTree(t, o, n)
 			defer db.Close()
-			s := db.loadReadState()
+			s, slot := db.loadReadState()
 			v := s.v.Version
-			defer s.unref()
+			defer s.unref(slot)
 			// Each table's own rate (FillFPR: from the bits its filter set;
 			// small filters scatter around TheoreticalFPR by more than the
 			// probes' own noise).

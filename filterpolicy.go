@@ -154,8 +154,8 @@ func (db *DB) policyFilterBits(level int, incoming float64) float64 {
 	if db.readState.Load() == nil {
 		return db.levelFilterBits(nil, level, incoming)
 	}
-	s := db.loadReadState()
-	defer s.unref()
+	s, slot := db.loadReadState()
+	defer s.unref(slot)
 	return db.writeFilterBits(s.v.Version, level, incoming, nil, incoming, nil)
 }
 

@@ -59,8 +59,8 @@ func TestBlockedFilterVariant(t *testing.T) {
 	if err := db.Compact(nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	s := db.loadReadState()
-	defer s.unref()
+	s, slot := db.loadReadState()
+	defer s.unref(slot)
 	for _, files := range s.v.Levels {
 		for _, f := range files {
 			r, release, err := findTable(db.tableCache, f)

@@ -34,17 +34,18 @@ func (db *DB) get(key []byte, seq uint64) ([]byte, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	sh := db.reads.pick()
+	s, slot := db.loadReadState()
+	defer s.unref(slot)
+	sh := db.reads.at(slot)
 	sh.gets.Add(1)
-	s := db.loadReadState()
-	defer s.unref()
 	if seq == readNow {
 		seq = db.visibleSeq.Load()
 	}
-	return db.getFrom(sh, s, key, seq)
+	return db.getFrom(sh, slot, s, key, seq)
 }
 
-// getFrom looks key up in read state s as of sequence seq, counting in sh.
+// getFrom looks key up in read state s as of sequence seq, counting in sh
+// and taking table references in slot (the slot of s's reference).
 //
 // Sources are read newest first: the memtable, the immutable memtables,
 // level-0 tables newest first, then one table per deeper level. Each may
@@ -57,7 +58,7 @@ func (db *DB) get(key []byte, seq uint64) ([]byte, error) {
 // cover): once a tombstone covers key, nothing older can be the answer.
 // A table's filter speaks only for its point entries, so its tombstones
 // are consulted even when the filter says "absent".
-func (db *DB) getFrom(sh *readShard, s *readState, key []byte, seq uint64) ([]byte, error) {
+func (db *DB) getFrom(sh *readShard, slot int, s *readState, key []byte, seq uint64) ([]byte, error) {
 	var tomb uint64 // newest covering tombstone seen so far, 0 for none
 	if v, kind, ok, done := memGet(s.mem.Memtable, key, seq, &tomb); ok || done {
 		sh.memtableHits.Add(1)
@@ -80,7 +81,7 @@ func (db *DB) getFrom(sh *readShard, s *readState, key []byte, seq uint64) ([]by
 		if !f.Overlaps(key, key) {
 			continue
 		}
-		if v, kind, ok, err := db.getFromTable(sh, f, 0, key, seq, &tomb); err != nil || ok {
+		if v, kind, ok, err := db.getFromTable(sh, slot, f, 0, key, seq, &tomb); err != nil || ok {
 			if err != nil {
 				return nil, err
 			}
@@ -92,7 +93,7 @@ func (db *DB) getFrom(sh *readShard, s *readState, key []byte, seq uint64) ([]by
 		if f == nil {
 			continue
 		}
-		if v, kind, ok, err := db.getFromTable(sh, f, level, key, seq, &tomb); err != nil || ok {
+		if v, kind, ok, err := db.getFromTable(sh, slot, f, level, key, seq, &tomb); err != nil || ok {
 			if err != nil {
 				return nil, err
 			}
@@ -106,6 +107,13 @@ func (db *DB) getFrom(sh *readShard, s *readState, key []byte, seq uint64) ([]by
 // point version, or done when a range tombstone (*tomb, updated here)
 // hides key from here down.
 func memGet(m *memtable.Memtable, key []byte, seq uint64, tomb *uint64) (v []byte, kind base.Kind, ok, done bool) {
+	// An empty memtable (the usual one after a flush) answers without its
+	// read lock, whose acquisition writes a line every reader shares.
+	// Entries are counted before the write that added them is visible, so
+	// a memtable empty now holds nothing a read at seq can see.
+	if m.Empty() {
+		return nil, 0, false, false
+	}
 	if rd := m.RangeDels(); rd != nil {
 		*tomb = max(*tomb, rd.MaxSeq(key, seq))
 	}
@@ -132,9 +140,9 @@ func copyValue(v []byte) []byte { return append(make([]byte, 0, len(v)), v...) }
 // newest of its range tombstones that covers key at seq. found with kind
 // KindDelete means "not found, stop here": a point tombstone, or a range
 // tombstone newer than anything the table or an older one holds.
-func (db *DB) getFromTable(sh *readShard, f *manifest.FileMetadata, level int, key []byte, seq uint64, tomb *uint64) ([]byte, base.Kind, bool, error) {
+func (db *DB) getFromTable(sh *readShard, slot int, f *manifest.FileMetadata, level int, key []byte, seq uint64, tomb *uint64) ([]byte, base.Kind, bool, error) {
 	sh.probes[level].Add(1)
-	r, release, err := findTableStats(db.tableCache, f, &sh.levels[level])
+	r, release, err := findTableAt(db.tableCache, slot, f, &sh.levels[level])
 	if errors.Is(err, sstable.ErrTableCacheClosed) {
 		return nil, 0, false, ErrClosed // Close ran while this Get was under way
 	}

@@ -26,8 +26,8 @@ func TestGetLoadsSequenceAfterReadState(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s := db.loadReadState() // a Get's first load ...
-	defer s.unref()
+	s, slot := db.loadReadState() // a Get's first load ...
+	defer s.unref(slot)
 	// ... the Get goroutine is descheduled here ...
 	if err := db.Put(key, []byte("v2")); err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func TestGetLoadsSequenceAfterReadState(t *testing.T) {
 		t.Fatal(err)
 	}
 	seq := db.visibleSeq.Load() // ... and resumes
-	got, err := db.getFrom(db.reads.pick(), s, key, seq)
+	got, err := db.getFrom(db.reads.at(slot), slot, s, key, seq)
 	if err != nil || string(got) != "v2" {
 		t.Fatalf("Get of a key present at every instant = %q, %v; want v2", got, err)
 	}

@@ -26,8 +26,8 @@ func (db *DB) checkTableInvariants(only map[uint64]bool) error {
 	if db.closed.Load() {
 		return ErrClosed
 	}
-	s := db.loadReadState()
-	defer s.unref()
+	s, slot := db.loadReadState()
+	defer s.unref(slot)
 	if err := s.v.CheckInvariants(); err != nil {
 		return fmt.Errorf("%w: %v", errInvariant, err)
 	}

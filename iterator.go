@@ -34,12 +34,13 @@ type IterOptions struct {
 // next move. An Iterator is not safe for concurrent use; Close it to release
 // the tables it pins.
 type Iterator struct {
-	db     *DB
-	vis    *iterator.Visible
-	state  *readState
-	shard  *readShard // where the iterator's work is counted
-	prefix []byte     // IterOptions.Prefix (owned), nil without one
-	err    error
+	db        *DB
+	vis       *iterator.Visible
+	state     *readState
+	stateSlot int        // the slot of state's reference
+	shard     *readShard // where the iterator's work is counted
+	prefix    []byte     // IterOptions.Prefix (owned), nil without one
+	err       error
 	// boundsErr: the bounds are inverted; the iterator holds no position
 	// until SetBounds gives it valid ones.
 	boundsErr error
@@ -65,11 +66,11 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 	if prefix != nil {
 		lower, upper = prefixBounds(prefix, lower, upper)
 	}
-	s := db.loadReadState()
+	s, slot := db.loadReadState()
 	if seq == readNow {
 		seq = db.visibleSeq.Load()
 	}
-	sh := db.reads.pick()
+	sh := db.reads.at(slot)
 	iters := []base.InternalIterator{s.mem.NewIter()}
 	for _, m := range s.imm {
 		iters = append(iters, m.NewIter())
@@ -91,7 +92,7 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 	}
 	vis := iterator.NewVisible(iterator.NewMerging(iters...), seq, lower, upper)
 	vis.SetPrefixExtractor(db.opts.FilterKey)
-	it := &Iterator{db: db, vis: vis, state: s, shard: sh, prefix: prefix}
+	it := &Iterator{db: db, vis: vis, state: s, stateSlot: slot, shard: sh, prefix: prefix}
 	if o != nil {
 		it.boundsErr = checkBounds(o.LowerBound, o.UpperBound)
 	}
@@ -346,6 +347,6 @@ func (it *Iterator) Close() error {
 	if cerr := it.vis.Close(); err == nil {
 		err = cerr
 	}
-	it.state.unref()
+	it.state.unref(it.stateSlot)
 	return err
 }

@@ -13,8 +13,8 @@ import (
 // compression the current version holds.
 func tablesByCompression(t *testing.T, db *DB) map[int]map[Compression]int {
 	t.Helper()
-	s := db.loadReadState()
-	defer s.unref()
+	s, slot := db.loadReadState()
+	defer s.unref(slot)
 	out := map[int]map[Compression]int{}
 	for level := range manifest.NumLevels {
 		for _, f := range s.v.Levels[level] {

@@ -353,8 +353,8 @@ func (db *DB) Metrics() Metrics {
 	if db.closed.Load() {
 		return m
 	}
-	s := db.loadReadState()
-	defer s.unref()
+	s, slot := db.loadReadState()
+	defer s.unref(slot)
 	var fprKeys float64 // sum of keys × theoretical rate
 	for l := range m.Levels {
 		lm := &m.Levels[l]

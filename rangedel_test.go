@@ -136,8 +136,8 @@ func TestDeleteRangeCompactionReclaims(t *testing.T) {
 				t.Fatalf("%d bytes after, %d before: the deleted keys were not dropped", after, before)
 			}
 			// No table keeps a range tombstone: the bottom dropped it.
-			s := db.loadReadState()
-			defer s.unref()
+			s, slot := db.loadReadState()
+			defer s.unref(slot)
 			for _, files := range s.v.Levels {
 				for _, f := range files {
 					r, release, err := findTable(db.tableCache, f)

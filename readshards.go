@@ -1,23 +1,23 @@
 package bloomkv
 
 import (
-	"math/rand/v2"
 	"sync/atomic"
 
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/pslot"
 	"github.com/bloomkv/bloomkv/sstable"
 )
 
-// numReadShards is how many copies of the point-lookup counters there are
-// (a power of two).
-const numReadShards = 8
+// numReadShards is how many copies of the point-lookup counters there are:
+// one for each slot of internal/pslot.
+const numReadShards = pslot.MaxN
 
 // readShards spreads the point-lookup counters over several cache lines.
 // Every Get increments a handful of counters; were they shared, each
 // increment would pull the same cache line from core to core, and readers
-// on two cores would run slower than one. Each Get picks a shard at random
-// (math/rand/v2's global source takes no lock) and counts there; Metrics
-// sums the shards.
+// on two cores would run slower than one. Each Get counts in the shard of
+// the P it runs on (the slot of its read-state reference, pslot.Index), so
+// a shard's lines stay in one core's cache; Metrics sums the shards.
 type readShards [numReadShards]readShard
 
 type readShard struct {
@@ -34,7 +34,7 @@ type readShard struct {
 	_                          [64]byte // keep the next shard's counters off this one's cache lines
 }
 
-// pick returns the shard a Get counts in.
-func (r *readShards) pick() *readShard {
-	return &r[rand.Uint32()&(numReadShards-1)]
+// at returns the shard of pslot slot i.
+func (r *readShards) at(i int) *readShard {
+	return &r[i&(numReadShards-1)]
 }

@@ -24,6 +24,13 @@ func findTable(tc *sstable.TableCache, f *manifest.FileMetadata) (*sstable.Reade
 	return tc.Find(tableIdentity(f))
 }
 
+// findTableAt is findTable for a Get: it takes its reference in slot (the
+// slot of the Get's read-state reference, see sstable.TableCache.FindAt)
+// and counts a table open it causes in stats, with its bytes.
+func findTableAt(tc *sstable.TableCache, slot int, f *manifest.FileMetadata, stats *sstable.ReadStats) (*sstable.Reader, func(), error) {
+	return tc.FindAt(slot, tableIdentity(f), stats)
+}
+
 // findTableStats is findTable for a read that counts its work in stats:
 // a table open it causes is counted there, with its bytes.
 func findTableStats(tc *sstable.TableCache, f *manifest.FileMetadata, stats *sstable.ReadStats) (*sstable.Reader, func(), error) {

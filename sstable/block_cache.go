@@ -5,25 +5,35 @@ import (
 	"sync/atomic"
 
 	"github.com/bloomkv/bloomkv/internal/lru"
+	"github.com/bloomkv/bloomkv/internal/pslot"
 )
 
-// BlockCache is a sharded LRU cache of uncompressed data blocks keyed by
-// (file number, block offset). A block's charge is its uncompressed size.
-// It is safe for concurrent use. Cached blocks are immutable, so a block
-// evicted while a reader still uses it stays valid for that reader.
+// BlockCache is a sharded cache of uncompressed data blocks keyed by (file
+// number, block offset). A block's charge is its uncompressed size. It is
+// safe for concurrent use. Cached blocks are immutable, so a block evicted
+// while a reader still uses it stays valid for that reader.
+//
+// A hit takes no lock and writes no shared cache line: the shard's table
+// is probed lock-free (entryTable), the entry's reference bit is set only
+// if it is clear, and the hit is counted in the calling P's slot
+// (internal/pslot). Readers on several cores then share nothing but read-
+// only lines. Inserts and evictions take the shard's mutex. Eviction is
+// CLOCK, an approximation of LRU: the shard's list keeps insertion order,
+// and the block at its back is evicted unless it was used since it was
+// last looked at, in which case it gets a second chance at the front.
 type BlockCache struct {
 	capacity int64
 	shards   []cacheShard
-	hits     atomic.Uint64
-	misses   atomic.Uint64
+	hits     pslot.Counter
+	misses   pslot.Counter
 	size     atomic.Int64
 	// pinned is the bytes of filters Readers hold pinned, charged here:
-	// cached blocks get the capacity less that.
+	// cached blocks get the capacity less that (filter_cache.go).
 	pinned atomic.Int64
 	// filterBytes is the part of size that is filter blocks;
 	// filterHits and filterMisses count filter lookups.
 	filterBytes              atomic.Int64
-	filterHits, filterMisses atomic.Uint64
+	filterHits, filterMisses pslot.Counter
 }
 
 // minShardCapacity keeps shards large enough to hold a good number of
@@ -36,21 +46,26 @@ const (
 type cacheKey struct{ fileNum, offset uint64 }
 
 type cacheEntry struct {
-	key    cacheKey
-	blk    *block          // a data block, or
-	flt    *residentFilter // a filter block (filter_cache.go)
-	charge int64
-	node   lru.Node[*cacheEntry] // in its shard's lru, guarded by the shard's mu
+	key    cacheKey        // constant
+	blk    *block          // constant: a data block, or
+	flt    *residentFilter // constant: a filter block (filter_cache.go)
+	charge int64           // constant
+	// used is set by a hit (only if clear, so that hits on a popular block
+	// do not keep writing its line) and cleared by the CLOCK hand.
+	used atomic.Bool
+	node lru.Node[*cacheEntry] // in its shard's list, guarded by the shard's mu
 }
 
 type cacheShard struct {
-	mu       sync.Mutex
+	// table is the lock-free lookup side; replaced (under mu) when it is
+	// rebuilt.
+	table    atomic.Pointer[entryTable]
 	capacity int64 // constant after construction
+	mu       sync.Mutex
 	// Guarded by mu:
-	used    int64
-	entries map[cacheKey]*cacheEntry
-	lru     lru.List[*cacheEntry] // the same entries, most recently used first
-	_       [64]byte              // keep neighbouring shards' locks on separate cache lines
+	used int64
+	list lru.List[*cacheEntry] // the entries of table, newest (or second-chanced) first
+	_    [64]byte              // keep neighbouring shards' lines apart
 }
 
 // NewBlockCache returns a cache holding up to capacity bytes of blocks.
@@ -61,43 +76,43 @@ func NewBlockCache(capacity int64) *BlockCache {
 		n *= 2
 	}
 	c := &BlockCache{capacity: max(capacity, 0), shards: make([]cacheShard, n)}
+	c.hits.Init()
+	c.misses.Init()
+	c.filterHits.Init()
+	c.filterMisses.Init()
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.capacity = c.capacity / int64(n)
-		s.entries = make(map[cacheKey]*cacheEntry)
+		s.table.Store(newEntryTable(minTableSlots))
 	}
 	return c
 }
 
-func (c *BlockCache) shard(k cacheKey) *cacheShard {
-	// A multiplicative mix so consecutive offsets of one file spread out.
-	h := (k.fileNum*0x9E3779B97F4A7C15 ^ k.offset) * 0xBF58476D1CE4E5B9
+func (c *BlockCache) shard(h uint64) *cacheShard {
 	return &c.shards[(h>>32)&uint64(len(c.shards)-1)]
 }
 
 // get returns the cached block and counts a hit or a miss. It allocates
-// nothing.
+// nothing and takes no lock.
 func (c *BlockCache) get(fileNum, offset uint64) *block {
 	e := c.lookup(fileNum, offset)
 	if e == nil || e.blk == nil {
-		c.misses.Add(1)
+		c.misses.Add(pslot.Index(), 1)
 		return nil
 	}
-	c.hits.Add(1)
+	c.hits.Add(pslot.Index(), 1)
 	return e.blk
 }
 
-// lookup returns the entry for (fileNum, offset), marking it recently
-// used, or nil.
+// lookup returns the entry for (fileNum, offset), marking it used, or nil.
+// It takes no lock.
 func (c *BlockCache) lookup(fileNum, offset uint64) *cacheEntry {
 	k := cacheKey{fileNum, offset}
-	s := c.shard(k)
-	s.mu.Lock()
-	e := s.entries[k]
-	if e != nil {
-		s.lru.MoveToFront(&e.node)
+	h := hashKey(k)
+	e := c.shard(h).table.Load().find(k, h)
+	if e != nil && !e.used.Load() {
+		e.used.Store(true)
 	}
-	s.mu.Unlock()
 	return e
 }
 
@@ -106,10 +121,10 @@ func (c *BlockCache) lookup(fileNum, offset uint64) *cacheEntry {
 func (c *BlockCache) getFilter(fileNum, offset uint64) *residentFilter {
 	e := c.lookup(fileNum, offset)
 	if e == nil || e.flt == nil {
-		c.filterMisses.Add(1)
+		c.filterMisses.Add(pslot.Index(), 1)
 		return nil
 	}
-	c.filterHits.Add(1)
+	c.filterHits.Add(pslot.Index(), 1)
 	return e.flt
 }
 
@@ -118,42 +133,54 @@ func (c *BlockCache) setFilter(fileNum, offset uint64, f *residentFilter) {
 	c.insert(&cacheEntry{key: cacheKey{fileNum, offset}, flt: f, charge: f.size})
 }
 
-// pin charges (or with a negative n releases) bytes of pinned filters,
-// evicting cached blocks lazily: each shard sheds its share on its next
+// pin charges (or with a negative n releases) bytes of pinned filters.
+// Cached blocks are evicted lazily: each shard sheds its share on its next
 // insert.
 func (c *BlockCache) pin(n int64) { c.pinned.Add(n) }
 
-// set inserts (or replaces) a block, evicting the least recently used
-// blocks of its shard to stay within capacity. A block larger than a shard
-// is not cached.
+// set inserts (or replaces) a block.
 func (c *BlockCache) set(fileNum, offset uint64, b *block) {
 	c.insert(&cacheEntry{key: cacheKey{fileNum, offset}, blk: b, charge: int64(len(b.data))})
 }
 
-// insert adds (or replaces) e, evicting the least recently used entries
-// of its shard to stay within the shard's share of the capacity left
-// after pinned filters. An entry larger than that is not cached.
+// insert adds (or replaces) e, evicting blocks of its shard (CLOCK) to
+// stay within the shard's share of the capacity left after pinned filters.
+// An entry larger than that is not cached.
 func (c *BlockCache) insert(e *cacheEntry) {
-	s := c.shard(e.key)
+	h := hashKey(e.key)
+	s := c.shard(h)
 	limit := s.capacity - c.pinned.Load()/int64(len(c.shards))
 	if e.charge > limit {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old := s.entries[e.key]; old != nil {
+	t := s.table.Load()
+	if old := t.find(e.key, h); old != nil {
 		c.removeLocked(s, old)
 	}
 	e.node.Value = e
-	s.entries[e.key] = e
-	s.lru.PushFront(&e.node)
+	if t.full() {
+		t = t.rebuilt()
+		s.table.Store(t)
+	}
+	t.insert(e, h)
+	s.list.PushFront(&e.node)
 	s.used += e.charge
 	c.size.Add(e.charge)
 	if e.flt != nil {
 		c.filterBytes.Add(e.charge)
 	}
+	// Each entry gets at most two looks: a used one moves to the front
+	// with its bit cleared. The loop ends: at worst the shard empties, and
+	// limit is at least e's charge.
 	for s.used > limit {
-		c.removeLocked(s, s.lru.Back().Value)
+		v := s.list.Back().Value
+		if v.used.Swap(false) {
+			s.list.MoveToFront(&v.node)
+			continue
+		}
+		c.removeLocked(s, v)
 	}
 }
 
@@ -164,7 +191,7 @@ func (c *BlockCache) EvictFile(fileNum uint64) {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		for n := s.lru.Front(); n != nil; {
+		for n := s.list.Front(); n != nil; {
 			next := n.Next()
 			if n.Value.key.fileNum == fileNum {
 				c.removeLocked(s, n.Value)
@@ -177,8 +204,8 @@ func (c *BlockCache) EvictFile(fileNum uint64) {
 
 // removeLocked drops e from the shard. REQUIRES: s.mu held.
 func (c *BlockCache) removeLocked(s *cacheShard, e *cacheEntry) {
-	s.lru.Remove(&e.node)
-	delete(s.entries, e.key)
+	s.list.Remove(&e.node)
+	s.table.Load().delete(e, hashKey(e.key))
 	s.used -= e.charge
 	c.size.Add(-e.charge)
 	if e.flt != nil {
@@ -187,10 +214,10 @@ func (c *BlockCache) removeLocked(s *cacheShard, e *cacheEntry) {
 }
 
 // Hits returns the number of lookups that found their block.
-func (c *BlockCache) Hits() uint64 { return c.hits.Load() }
+func (c *BlockCache) Hits() uint64 { return uint64(c.hits.Sum()) }
 
 // Misses returns the number of lookups that did not.
-func (c *BlockCache) Misses() uint64 { return c.misses.Load() }
+func (c *BlockCache) Misses() uint64 { return uint64(c.misses.Sum()) }
 
 // Size returns the bytes charged to the cache: blocks currently cached
 // and pinned filters.
@@ -204,8 +231,8 @@ func (c *BlockCache) FilterBytes() (cached, pinned int64) {
 
 // FilterHits and FilterMisses count filter lookups by Readers with
 // CacheFilters (pinned filters are not looked up).
-func (c *BlockCache) FilterHits() uint64   { return c.filterHits.Load() }
-func (c *BlockCache) FilterMisses() uint64 { return c.filterMisses.Load() }
+func (c *BlockCache) FilterHits() uint64   { return uint64(c.filterHits.Sum()) }
+func (c *BlockCache) FilterMisses() uint64 { return uint64(c.filterMisses.Sum()) }
 
 // Capacity returns the configured capacity in bytes.
 func (c *BlockCache) Capacity() int64 { return c.capacity }
@@ -216,7 +243,7 @@ func (c *BlockCache) Len() int {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		n += len(s.entries)
+		n += s.table.Load().live
 		s.mu.Unlock()
 	}
 	return n

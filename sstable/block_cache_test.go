@@ -91,12 +91,16 @@ func TestBlockCacheConcurrent(t *testing.T) {
 	for i := range c.shards {
 		s := &c.shards[i]
 		var n int
-		for e := s.lru.Front(); e != nil; e = e.Next() {
+		tab := s.table.Load()
+		for e := s.list.Front(); e != nil; e = e.Next() {
 			sum += e.Value.charge
 			n++
+			if tab.find(e.Value.key, hashKey(e.Value.key)) != e.Value {
+				t.Fatalf("shard %d: listed block (%d, %d) not in the table", i, e.Value.key.fileNum, e.Value.key.offset)
+			}
 		}
-		if n != len(s.entries) || n != s.lru.Len() || s.used > s.capacity {
-			t.Fatalf("shard %d: list %d, map %d, used %d of %d", i, n, len(s.entries), s.used, s.capacity)
+		if n != tab.live || n != s.list.Len() || s.used > s.capacity {
+			t.Fatalf("shard %d: list %d, table %d, used %d of %d", i, n, tab.live, s.used, s.capacity)
 		}
 	}
 	if sum != c.Size() || c.Size() > capacity {

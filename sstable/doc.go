@@ -222,4 +222,9 @@
 //     table, and no more tables open than its capacity or, when holders pin
 //     more, than they pin (tables deleted while held excepted, until
 //     released).
+//   - A Get that hits the table cache and the block cache takes no lock and
+//     writes no cache line shared with Gets on other cores: table
+//     references and hit counters live in per-P slots (internal/pslot), the
+//     block cache is probed lock-free and its CLOCK bit is written only
+//     when clear.
 package sstable

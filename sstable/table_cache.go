@@ -8,6 +8,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/lru"
+	"github.com/bloomkv/bloomkv/internal/pslot"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
@@ -45,7 +46,7 @@ type TableCache struct {
 	// open maps a file number to its entry once the table is open (loaded
 	// without error) and in the LRU list: the lock-free path of Find. Its
 	// writes happen under mu, together with entries'.
-	open sync.Map // uint64 -> *tableEntry
+	open openIndex
 
 	// opens counts the tables opened; reopens those opened before (then
 	// closed to stay within capacity); openBytes what the opens read.
@@ -63,25 +64,51 @@ type TableCache struct {
 	closed bool
 }
 
-// tableEntry is one open (or opening) table. The cache holds one reference
-// while the entry is in its LRU list; every Find holds one until its
-// release. An entry in the list with one reference is idle. A Find adds its
-// reference without the lock (tryRef, only while refs > 0) or under
-// TableCache.mu; to close an idle entry the cache claims it by moving refs
-// from 1 to 0 with a compare-and-swap, after which no Find can take it.
+// tableEntry is one open (or opening) table. The cache keeps it while it
+// is in the LRU list (state entryLive); every Find holds a reference until
+// its release. An entry in the list that no Find holds is idle.
+//
+// # References
+//
+// Every Get finds a table or two, so the holders' count is split over
+// per-P slots (internal/pslot; a Find's release drops its reference in
+// the slot it took it in): readers on several cores take and drop
+// references without writing a shared cache line. The count alone cannot
+// be claimed atomically, so state says who may still take references:
+//
+//   - entryLive: the entry is in the cache. A lock-free Find (tryRef) adds
+//     1 to its slot, then reads state; seeing anything but entryLive it
+//     takes the reference back and goes the locked way. A Find under
+//     TableCache.mu adds its reference there: state changes only under mu.
+//   - entryProbing: trimLocked, under mu, is checking whether the entry is
+//     idle. It sets this, then sums the slots: a Find that added before the
+//     store is in the sum, one that adds after it sees entryProbing and
+//     backs off (Dekker-style, all sequentially consistent atomics). A zero
+//     sum claims the entry (entryDropped, the trimmer closes it); otherwise
+//     it goes back to entryLive. A release during the probe that leaves the
+//     entry idle trims again once the probing trim is done.
+//   - entryDropped: out of the cache for good (claimed idle, evicted, the
+//     cache closed, or a failed open). No new references; the release that
+//     finds the sum zero closes the reader, as does whoever dropped it if
+//     it had no holder then. closeOnce makes it exactly once, and makes a
+//     second closer wait for the first.
 type tableEntry struct {
 	cache   *TableCache // constant
 	fileNum uint64      // constant
-	refs    atomic.Int32
+	holders pslot.Counter
+	state   atomic.Int32 // entryLive, entryProbing or entryDropped
 	// recent is set by a lock-free hit: the LRU list is not reordered
 	// without the lock, so a trim gives a recently used entry a second
 	// chance (moves it to the front) instead (the CLOCK approximation).
 	recent atomic.Bool
 	// loaded is closed once reader and err are set; they never change after.
-	loaded  chan struct{}
-	reader  *Reader
-	err     error
-	release func() // bound once to unref, so Find allocates nothing on a hit
+	loaded chan struct{}
+	reader *Reader
+	err    error
+	// releases[i] drops a reference taken in slot i: bound once per slot
+	// when the entry is made, so that Find allocates nothing on a hit.
+	releases  []func()
+	closeOnce sync.Once
 
 	node lru.Node[*tableEntry] // in TableCache.lru, guarded by TableCache.mu
 	// gone is set, under TableCache.mu, when the cache takes the idle entry
@@ -89,6 +116,13 @@ type tableEntry struct {
 	// and the entry has left entries.
 	gone chan struct{}
 }
+
+// The states of a tableEntry (see there).
+const (
+	entryLive int32 = iota
+	entryProbing
+	entryDropped
+)
 
 // ErrTableCacheClosed is returned by Find after Close.
 var ErrTableCacheClosed = errors.New("bloomkv/sstable: table cache closed")
@@ -116,16 +150,24 @@ func (c *TableCache) Find(id Identity) (*Reader, func(), error) {
 // open in stats.TableOpens and the bytes it read in stats.BytesRead (stats
 // may be nil): a read that re-opens a table pays for it.
 func (c *TableCache) FindWithStats(id Identity, stats *ReadStats) (*Reader, func(), error) {
+	return c.FindAt(pslot.Index(), id, stats)
+}
+
+// FindAt is FindWithStats taking its reference in slot (a pslot.Index()
+// the caller already has: a Get finds several tables with the slot of its
+// read-state reference).
+func (c *TableCache) FindAt(slot int, id Identity, stats *ReadStats) (*Reader, func(), error) {
 	fileNum := id.FileNum
-	// The common case takes no lock: an open table, referenced with one
-	// compare-and-swap. Readers on several cores then share no mutex.
-	if v, ok := c.open.Load(fileNum); ok {
-		e := v.(*tableEntry)
-		if e.tryRef() {
+	slot &= pslot.N - 1
+	// The common case takes no lock and writes no shared cache line: an
+	// open table, referenced in the calling P's slot. Readers on several
+	// cores then share no mutex and no counter.
+	if e := c.open.load(fileNum); e != nil {
+		if e.tryRef(slot) {
 			if !e.recent.Load() {
 				e.recent.Store(true)
 			}
-			return e.reader, e.release, nil
+			return e.reader, e.releases[slot], nil
 		}
 	}
 	c.mu.Lock()
@@ -143,20 +185,18 @@ func (c *TableCache) FindWithStats(id Identity, stats *ReadStats) (*Reader, func
 		return nil, nil, ErrTableCacheClosed
 	}
 	if e != nil {
-		e.refs.Add(1)
+		e.holders.Add(slot, 1) // under mu: e is live, in the LRU list
 		c.lru.MoveToFront(&e.node)
 		c.mu.Unlock()
 		<-e.loaded
 		if e.err != nil {
-			e.unref()
+			e.unref(slot)
 			return nil, nil, e.err
 		}
-		return e.reader, e.release, nil
+		return e.reader, e.releases[slot], nil
 	}
-	e = &tableEntry{cache: c, fileNum: fileNum, loaded: make(chan struct{})}
-	e.release = e.unref
-	e.node.Value = e
-	e.refs.Store(2) // the cache's and ours
+	e = newTableEntry(c, fileNum)
+	e.holders.Add(slot, 1)
 	c.entries[fileNum] = e
 	c.lru.PushFront(&e.node)
 	_, reopen := c.opened[fileNum]
@@ -185,7 +225,7 @@ func (c *TableCache) FindWithStats(id Identity, stats *ReadStats) (*Reader, func
 	if err == nil {
 		c.mu.Lock()
 		if c.entries[fileNum] == e && e.gone == nil && !c.closed {
-			c.open.Store(fileNum, e)
+			c.open.storeLocked(e)
 		}
 		c.mu.Unlock()
 	}
@@ -198,12 +238,24 @@ func (c *TableCache) FindWithStats(id Identity, stats *ReadStats) (*Reader, func
 		}
 		c.mu.Unlock()
 		if drop {
-			e.unref()
+			e.maybeClose()
 		}
-		e.unref()
+		e.unref(slot)
 		return nil, nil, err
 	}
-	return r, e.release, nil
+	return r, e.releases[slot], nil
+}
+
+// newTableEntry returns a live entry for table fileNum, not yet loaded.
+func newTableEntry(c *TableCache, fileNum uint64) *tableEntry {
+	e := &tableEntry{cache: c, fileNum: fileNum, loaded: make(chan struct{})}
+	e.holders.Init()
+	e.releases = make([]func(), pslot.N)
+	for i := range e.releases {
+		e.releases[i] = func() { e.unref(i) }
+	}
+	e.node.Value = e
+	return e
 }
 
 func (c *TableCache) openTable(id Identity) (*Reader, error) {
@@ -226,44 +278,54 @@ func (c *TableCache) openTable(id Identity) (*Reader, error) {
 	return r, nil
 }
 
-// tryRef takes a reference unless the entry was claimed for closing (refs
-// reached zero).
-func (e *tableEntry) tryRef() bool {
-	for {
-		n := e.refs.Load()
-		if n <= 0 {
-			return false
-		}
-		if e.refs.CompareAndSwap(n, n+1) {
-			return true
-		}
+// tryRef takes a reference in slot i, without the cache's lock, unless
+// the entry is no longer live (see tableEntry).
+func (e *tableEntry) tryRef(i int) bool {
+	e.holders.Add(i, 1)
+	if e.state.Load() == entryLive {
+		return true
 	}
+	e.unref(i)
+	return false
 }
 
-// closeReader closes the reader of an entry whose last reference is gone.
+// closeReader closes the reader, once; a concurrent second call returns
+// when the first has closed it. REQUIRES: e is dropped and no one holds
+// it (claimed idle by a trim, or the holders' sum seen zero).
 func (e *tableEntry) closeReader() {
-	if e.reader != nil {
-		e.reader.Close()
-		e.cache.readers.Add(-1)
+	e.closeOnce.Do(func() {
+		if e.reader != nil {
+			e.reader.Close()
+			e.cache.readers.Add(-1)
+		}
+	})
+}
+
+// maybeClose closes the reader of a dropped entry if no one holds it.
+func (e *tableEntry) maybeClose() {
+	if e.holders.Sum() == 0 {
+		e.closeReader()
 	}
 }
 
-// unref drops a reference. The last one closes the reader; one that leaves
-// only the cache's while the cache is over capacity closes the excess.
-func (e *tableEntry) unref() {
-	switch n := e.refs.Add(-1); {
-	case n == 1:
-		// e may now be idle (or evicted with one holder left: then the
-		// trim is merely unneeded). Reading over after the decrement pairs
-		// with trimLocked setting it before reading refs: either the trim
-		// saw e idle or we see over set.
-		if e.cache.over.Load() {
-			e.cache.trim()
-		}
-	case n == 0:
-		e.closeReader()
-	case n < 0:
+// unref drops a reference taken in slot i. The last one of a dropped entry
+// closes the reader; one that leaves a live entry idle while the cache is
+// over capacity closes the excess.
+func (e *tableEntry) unref(i int) {
+	if e.holders.Add(i, -1) < 0 {
 		panic("bloomkv/sstable: table released more often than found")
+	}
+	if e.state.Load() == entryDropped {
+		e.maybeClose()
+		return
+	}
+	// Live, or being probed by a trim that may have summed before this
+	// release. Reading over after the decrement pairs with trimLocked
+	// setting it before probing: either the trim saw e idle or we see over
+	// set and trim again (after the running trim, on mu). The sum is read
+	// only then: the cache is rarely over.
+	if e.cache.over.Load() && e.holders.Sum() == 0 {
+		e.cache.trim()
 	}
 }
 
@@ -283,7 +345,7 @@ func (c *TableCache) closeVictims(victims []*tableEntry) {
 		return
 	}
 	for _, v := range victims {
-		v.closeReader() // trimLocked claimed the last reference
+		v.closeReader() // trimLocked claimed it idle
 	}
 	c.mu.Lock()
 	for _, v := range victims {
@@ -313,7 +375,7 @@ func (c *TableCache) Evict(fileNum uint64) {
 	delete(c.opened, fileNum)
 	c.mu.Unlock()
 	if e != nil {
-		e.unref()
+		e.maybeClose()
 	}
 	if c.opts.Cache != nil {
 		c.opts.Cache.EvictFile(fileNum)
@@ -390,10 +452,10 @@ func (c *TableCache) Close() error {
 		}
 	}
 	clear(c.entries)
-	c.open.Clear()
+	c.open.clearLocked()
 	c.mu.Unlock()
 	for _, e := range all {
-		e.unref()
+		e.maybeClose()
 	}
 	return nil
 }
@@ -422,9 +484,9 @@ func (c *TableCache) trimLocked(victims []*tableEntry) []*tableEntry {
 			c.lru.MoveToFront(&v.node)
 			continue
 		}
-		if v.refs.CompareAndSwap(1, 0) { // idle: claimed, no Find can take it now
+		if v.claimIdle() {
 			c.lru.Remove(&v.node)
-			c.open.Delete(v.fileNum)
+			c.open.deleteLocked(v)
 			v.gone = make(chan struct{})
 			victims = append(victims, v)
 		} else {
@@ -435,11 +497,25 @@ func (c *TableCache) trimLocked(victims []*tableEntry) []*tableEntry {
 	return victims
 }
 
-// removeLocked takes e, which is in the LRU list, out of the cache.
-// REQUIRES: c.mu.
+// claimIdle drops e if no one holds it: no Find can take it afterwards.
+// Otherwise e stays live. REQUIRES: c.mu, e live.
+func (e *tableEntry) claimIdle() bool {
+	e.state.Store(entryProbing)
+	if e.holders.Sum() == 0 {
+		e.state.Store(entryDropped)
+		return true
+	}
+	e.state.Store(entryLive)
+	return false
+}
+
+// removeLocked takes e, which is in the LRU list, out of the cache: it is
+// dropped, and closes with its last holder's release (or the caller's
+// maybeClose if it has none). REQUIRES: c.mu.
 func (c *TableCache) removeLocked(e *tableEntry) {
+	e.state.Store(entryDropped)
 	delete(c.entries, e.fileNum)
-	c.open.Delete(e.fileNum)
+	c.open.deleteLocked(e)
 	c.lru.Remove(&e.node)
 	c.over.Store(c.lru.Len() > c.capacity)
 }

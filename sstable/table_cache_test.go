@@ -20,6 +20,8 @@ type countingFS struct {
 	vfs.FS
 	gate        chan struct{}
 	open, opens atomic.Int64
+	// doubleCloses counts Closes of a file already closed.
+	doubleCloses atomic.Int64
 
 	mu     sync.Mutex
 	byName map[string]int // open files per name, guarded by mu
@@ -57,6 +59,7 @@ func (c *countingFS) Open(name string) (vfs.File, error) {
 
 func (f *countingFile) Close() error {
 	if f.closed.Swap(true) {
+		f.fs.doubleCloses.Add(1)
 		return errors.New("closed twice")
 	}
 	err := f.File.Close()
