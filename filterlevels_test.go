@@ -171,19 +171,30 @@ func TestFilterPerLevelTables(t *testing.T) {
 	}
 }
 
+// absentKey is the i-th absent key fpPerAbsentGet probes in a tree
+// written by writeLevelsTree with n keys: an odd number inside the
+// tables' ranges.
+func absentKey(i, n int) string { return fmt.Sprintf("key%07d", (i*7919)%n*2+1) }
+
 // fpPerAbsentGet returns the filter false positives per Get of probes
-// absent keys (odd numbers, inside the tables' ranges).
+// absent keys (absentKey).
 func fpPerAbsentGet(t *testing.T, db *DB, n, probes int) float64 {
+	t.Helper()
+	return float64(absentGets(t, db, n, probes).FilterFalsePositives) / float64(probes)
+}
+
+// absentGets Gets probes absent keys (absentKey), failing on one found,
+// and returns the Metrics difference.
+func absentGets(t *testing.T, db *DB, n, probes int) Metrics {
 	t.Helper()
 	before := db.Metrics()
 	for i := 0; i < probes; i++ {
-		k := fmt.Sprintf("key%07d", (i*7919)%n*2+1)
+		k := absentKey(i, n)
 		if _, err := db.Get([]byte(k)); err != ErrNotFound {
 			t.Fatalf("absent %s: %v", k, err)
 		}
 	}
-	d := db.Metrics().Sub(before)
-	return float64(d.FilterFalsePositives) / float64(probes)
+	return db.Metrics().Sub(before)
 }
 
 // TestFilterPerLevelBeatsUniform writes a tree with 5 bits per key in
@@ -345,14 +356,7 @@ func TestProbedFractionsMatchGets(t *testing.T) {
 	}
 	s.unref(slot)
 	const probes = 20_000
-	before := db.Metrics()
-	for i := 0; i < probes; i++ {
-		k := fmt.Sprintf("key%07d", (i*7919)%n*2+1)
-		if _, err := db.Get([]byte(k)); err != ErrNotFound {
-			t.Fatalf("absent %s: %v", k, err)
-		}
-	}
-	d := db.Metrics().Sub(before)
+	d := absentGets(t, db, n, probes)
 	checked := 0
 	for l := 1; l < manifest.NumLevels; l++ {
 		if files[l] == 0 {
@@ -424,9 +428,8 @@ func TestFilterPoliciesMatchTheory(t *testing.T) {
 				want[l] += p
 				variance[l] += p * (1 - p)
 			}
-			keyOf := func(i int) string { return fmt.Sprintf("key%07d", (i*7919)%n*2+1) }
 			for i := 0; i < probes; i++ {
-				k := []byte(keyOf(i))
+				k := []byte(absentKey(i, n))
 				for _, f := range v.Levels[0] {
 					if f.Overlaps(k, k) {
 						add(0, f)
@@ -438,9 +441,7 @@ func TestFilterPoliciesMatchTheory(t *testing.T) {
 					}
 				}
 			}
-			before := db.Metrics()
-			fpPerAbsentGet(t, db, n, probes)
-			d := db.Metrics().Sub(before)
+			d := absentGets(t, db, n, probes)
 			checked := 0
 			for l := range want {
 				got := float64(d.Levels[l].FilterFalsePositives)

@@ -391,40 +391,36 @@ func (c *TableCache) OpenCounts() (opens, reopens, bytes uint64) {
 
 // IsOpen reports whether table fileNum is open in the cache now: its
 // index and filter are in memory.
-func (c *TableCache) IsOpen(fileNum uint64) bool {
-	c.mu.Lock()
-	e := c.entries[fileNum]
-	closing := e != nil && e.gone != nil
-	c.mu.Unlock()
-	if e == nil || closing {
-		return false
-	}
-	select {
-	case <-e.loaded:
-		return e.err == nil
-	default:
-		return false
-	}
-}
+func (c *TableCache) IsOpen(fileNum uint64) bool { return c.openReader(fileNum) != nil }
 
 // FilterMemory returns the filter bytes table fileNum's Reader holds in
 // memory (Reader.FilterMemory), or 0 when the table is not open.
 func (c *TableCache) FilterMemory(fileNum uint64) int {
+	if r := c.openReader(fileNum); r != nil {
+		return r.FilterMemory()
+	}
+	return 0
+}
+
+// openReader returns table fileNum's Reader if the cache holds it open
+// now (loaded without error, not being closed), else nil. It takes no
+// reference: the caller may only read what stays valid after a close.
+func (c *TableCache) openReader(fileNum uint64) *Reader {
 	c.mu.Lock()
 	e := c.entries[fileNum]
 	closing := e != nil && e.gone != nil
 	c.mu.Unlock()
 	if e == nil || closing {
-		return 0
+		return nil
 	}
 	select {
 	case <-e.loaded:
 		if e.err == nil {
-			return e.reader.FilterMemory()
+			return e.reader
 		}
 	default:
 	}
-	return 0
+	return nil
 }
 
 // Len returns the number of table Readers open: those the cache holds and
