@@ -50,15 +50,20 @@ func (db *DB) compactionLoop() {
 	failures := 0
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	defer db.stopIdleTimerLocked()
 	for {
+		wanted := func() bool { return db.compactionWantedLocked() || db.idleCompactionDueLocked() }
 		for !db.closing.Load() && (db.mu.compacting || db.mu.manualWaiting > 0 ||
-			(!db.mu.obsoletePending && (db.mu.bgErr != nil || !db.compactionWantedLocked()))) {
+			(!db.mu.obsoletePending && (db.mu.bgErr != nil || !wanted()))) {
+			if !db.mu.compacting && db.mu.bgErr == nil {
+				db.armIdleTimerLocked()
+			}
 			db.mu.bgCond.Wait()
 		}
 		if db.closing.Load() {
 			return
 		}
-		if db.mu.bgErr != nil || !db.compactionWantedLocked() {
+		if db.mu.bgErr != nil || !wanted() {
 			db.mu.Unlock()
 			db.deleteObsoleteFiles(false)
 			db.mu.Lock()
@@ -66,12 +71,19 @@ func (db *DB) compactionLoop() {
 		}
 		v := db.mu.current
 		v.ref()
+		idle := false
 		c := compaction.Pick(v.Version, db.mu.compactPointers, db.compactionOptions())
+		if c == nil && db.idleCompactionDueLocked() {
+			c, idle = db.pickIdleCompactionLocked(v), true
+		}
 		db.mu.compacting = true
 		db.mu.Unlock()
 		var err error
 		if c != nil {
-			err = db.runCompaction(c, v, false)
+			if idle {
+				db.counters.idleCompactions.Add(1)
+			}
+			err = db.runCompaction(c, v, compactionCause{idle: idle})
 		}
 		v.unref()
 		db.deleteObsoleteFiles(false)
@@ -174,7 +186,7 @@ func (db *DB) Compact(start, end []byte) error {
 		for _, c := range cs {
 			if db.closing.Load() {
 				err = ErrClosed
-			} else if err = db.runCompaction(c, v, true); errors.Is(err, errCompactionAborted) {
+			} else if err = db.runCompaction(c, v, compactionCause{manual: true}); errors.Is(err, errCompactionAborted) {
 				err = ErrClosed
 			}
 			if err != nil {
@@ -261,10 +273,12 @@ func (db *DB) tableCompression(f *manifest.FileMetadata) Compression {
 // runCompaction carries out c, picked from version v (referenced by the
 // caller): a trivial move when c allows one, else a merge of its inputs into
 // new tables of c.OutputLevel; then it installs the result.
-func (db *DB) runCompaction(c *compaction.Compaction, v *version, manual bool) (err error) {
+func (db *DB) runCompaction(c *compaction.Compaction, v *version, cause compactionCause) (err error) {
+	manual := cause.manual
 	trivial := !manual && c.IsTrivialMove(db.compactionOptions()) && !db.filterIsStale(v.Version, c.OutputLevel, c.Inputs[0][0]) &&
 		db.tableCompression(c.Inputs[0][0]) == db.opts.compressionAt(c.OutputLevel)
 	info := compactionInfo(c, manual, trivial)
+	info.Idle = cause.idle
 	info.JobID = db.events.nextJobID()
 	db.events.compactionBegin(info)
 	start := time.Now()
@@ -298,6 +312,10 @@ func (db *DB) runCompaction(c *compaction.Compaction, v *version, manual bool) (
 	}
 	return nil
 }
+
+// compactionCause says why a compaction runs: DB.Compact (manual), writes
+// having paused (idle), or neither (a level over its target).
+type compactionCause struct{ manual, idle bool }
 
 // compactionInfo describes c for CompactionBegin.
 func compactionInfo(c *compaction.Compaction, manual, trivial bool) CompactionInfo {

@@ -106,6 +106,9 @@ type DB struct {
 		pendingOutputs  map[uint64]struct{} // files being written
 		// flushPaused (a test hook) keeps immutable memtables unflushed.
 		flushPaused bool
+		// idle: the timer that compacts level 0 once writes pause
+		// (idle_compaction.go).
+		idle idleState
 	}
 	bgWG sync.WaitGroup
 }

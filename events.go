@@ -99,6 +99,9 @@ type CompactionInfo struct {
 	Manual bool
 	// TrivialMove is set when a table moves down a level unchanged.
 	TrivialMove bool
+	// Idle is set for a compaction of level 0 started because no write
+	// arrived for Options.IdleCompactionDelay.
+	Idle bool
 	// FromLevel is the level compacted into ToLevel (equal when Compact
 	// rewrites tables of the bottom level in place).
 	FromLevel, ToLevel int

@@ -63,7 +63,7 @@ func rewriteFilters(t *testing.T, db *DB) {
 		var err error
 		if files := v.Levels[l]; len(files) > 0 {
 			c := &compaction.Compaction{Level: l, OutputLevel: l, Inputs: [2][]*manifest.FileMetadata{files}}
-			err = db.runCompaction(c, v, true)
+			err = db.runCompaction(c, v, compactionCause{manual: true})
 		}
 		v.unref()
 		db.mu.Lock()
@@ -304,35 +304,49 @@ func TestFilterSkipLastLevel(t *testing.T) {
 
 // TestFilterPerLevelGrowingTreeBudget grows a tree under FilterPerLevel
 // with no rewriting afterwards: the memory controller (filterbudget.go)
-// keeps the live tables' filters at the uniform budget within 1%, where
+// keeps the live tables' filters at the uniform budget within 2%, where
 // tables keeping the bits chosen for an earlier shape drifted 10-17% off
-// it, and the tree lets no more absent Gets through than a uniform one
-// grown from the same writes.
+// it, and the tree lets no more absent Gets through than uniform filters
+// would on the same tree.
+//
+// The two trees grow under background compaction, so their shapes differ
+// run to run (0.11 to 0.24 false positives per absent Get for the uniform
+// one alone, from the level-0 tables left at the end). The uniform tree
+// therefore only measures the false-positive rate of one 5-bit filter
+// probe; the per-level tree is held against that rate times the tables
+// its own absent Gets probe.
 func TestFilterPerLevelGrowingTreeBudget(t *testing.T) {
 	const n = 60_000
 	probes := 60_000
 	if testing.Short() {
 		probes = 20_000
 	}
-	var fp [2]float64
+	var fp, probed [2]float64
 	for i, perLevel := range []bool{false, true} {
 		o := levelsOptions()
 		o.FilterBitsPerKey = 5
 		o.FilterPerLevel = perLevel
 		db := writeLevelsTree(t, o, n)
 		mean, mem, keys := levelBits(t, db)
-		fp[i] = fpPerAbsentGet(t, db, n, probes)
-		t.Logf("per-level %v: %.4f bits/key over %d keys, levels' mean bits %v, %.4f false positives per absent Get",
-			perLevel, mem/keys, int(keys), mean, fp[i])
+		d := absentGets(t, db, n, probes)
+		fp[i] = float64(d.FilterFalsePositives) / float64(probes)
+		probed[i] = float64(d.TablesProbed) / float64(probes)
+		t.Logf("per-level %v: %.4f bits/key over %d keys, levels' mean bits %v, %.4f false positives and %.2f tables per absent Get",
+			perLevel, mem/keys, int(keys), mean, fp[i], probed[i])
 		if perLevel {
-			if avg := mem / keys; math.Abs(avg-5)/5 > 0.01 {
-				t.Errorf("grown per-level tree spends %.4f bits/key, want 5 within 1%%", avg)
+			if avg := mem / keys; math.Abs(avg-5)/5 > 0.02 {
+				t.Errorf("grown per-level tree spends %.4f bits/key, want 5 within 2%%", avg)
 			}
 		}
 		db.Close()
 	}
-	if sd := math.Sqrt((fp[0] + fp[1]) / float64(probes)); !(fp[1] < fp[0]+5*sd) {
-		t.Errorf("per-level %.4f false positives per absent Get, uniform %.4f: worse by more than 5 sd (%.4f)", fp[1], fp[0], sd)
+	uniformRate := fp[0] / probed[0]
+	uniformHere := uniformRate * probed[1] // uniform filters on the per-level tree
+	t.Logf("one 5-bit probe: %.4f false positives; uniform filters on the per-level tree: %.4f per absent Get, per-level %.4f",
+		uniformRate, uniformHere, fp[1])
+	if sd := math.Sqrt((fp[0]*probed[1]/probed[0] + uniformHere + fp[1]) / float64(probes)); !(fp[1] < uniformHere+5*sd) {
+		t.Errorf("per-level %.4f false positives per absent Get, uniform filters on the same tree %.4f: worse by more than 5 sd (%.4f)",
+			fp[1], uniformHere, sd)
 	}
 }
 

@@ -45,6 +45,10 @@ type Metrics struct {
 	// Background work.
 	Flushes     uint64
 	Compactions uint64
+	// IdleCompactions counts the compactions of level 0 that ran because
+	// writes paused (Options.IdleCompactionDelay); they are also counted
+	// in Compactions.
+	IdleCompactions uint64
 	// WriteStalls counts writes that had to wait (too many level-0 tables
 	// or immutable memtables); WriteStallTime is the total time they waited.
 	WriteStalls    uint64
@@ -205,6 +209,7 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 	d.IterBytesRead -= earlier.IterBytesRead
 	d.Flushes -= earlier.Flushes
 	d.Compactions -= earlier.Compactions
+	d.IdleCompactions -= earlier.IdleCompactions
 	d.WriteStalls -= earlier.WriteStalls
 	d.WriteStallTime -= earlier.WriteStallTime
 	d.WriteSlowdowns -= earlier.WriteSlowdowns
@@ -277,7 +282,7 @@ func (m Metrics) String() string {
 // dbCounters are the DB's own atomics (the SSTable reader keeps the
 // per-block ones in sstable.ReadStats).
 type dbCounters struct {
-	flushes, compactions                         atomic.Uint64
+	flushes, compactions, idleCompactions        atomic.Uint64
 	writeStalls, writeStallNanos, writeSlowdowns atomic.Uint64
 	userBytes, walBytes, flushBytes              atomic.Uint64
 	walRecords, walSyncs                         atomic.Uint64
@@ -299,6 +304,7 @@ func (db *DB) Metrics() Metrics {
 	}
 	m.Flushes = c.flushes.Load()
 	m.Compactions = c.compactions.Load()
+	m.IdleCompactions = c.idleCompactions.Load()
 	m.WriteStalls = c.writeStalls.Load()
 	m.WriteStallTime = time.Duration(c.writeStallNanos.Load())
 	m.WriteSlowdowns = c.writeSlowdowns.Load()

@@ -11,6 +11,7 @@ import (
 	"os"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/bloomkv/bloomkv/filter"
 	"github.com/bloomkv/bloomkv/vfs"
@@ -357,6 +358,8 @@ func randomizeOptions(rng *rand.Rand, o *Options) {
 	o.FilterVariant = []filter.Variant{filter.VariantStandard, filter.VariantBlocked}[rng.IntN(2)]
 	o.BlockSize = []int{64, 256, 4096}[rng.IntN(3)]
 	o.BlockCacheSize = []int64{-1, 1 << 10, 64 << 10}[rng.IntN(3)]
+	// Idle compactions of level 0 in the mix (TestMain turns them off by default).
+	o.IdleCompactionDelay = []time.Duration{-1, time.Millisecond, 10 * time.Millisecond}[rng.IntN(3)]
 	o.FilterKey, o.FilterKeyName = nil, ""
 	if rng.IntN(2) == 0 {
 		o.FilterKey = func(k []byte) []byte { return k[:min(3, len(k))] }

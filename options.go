@@ -163,6 +163,15 @@ type Options struct {
 	// L0StopWritesThreshold: at this many level-0 tables writes wait until
 	// compaction reduces them (default 12).
 	L0StopWritesThreshold int
+	// IdleCompactionDelay: once no write has been applied for this long,
+	// background compaction moves every level-0 table into level 1, even
+	// below L0CompactionThreshold. A level-0 table left by a burst of
+	// writes overlaps most keys, so it costs every later seek a block read
+	// and every Get a filter probe; while writes go on, waiting for the
+	// threshold batches that work. Default 1 s; negative turns it off (as
+	// does DisableAutomaticCompactions). WaitForCompactions does not wait
+	// for the delay.
+	IdleCompactionDelay time.Duration
 	// MaxImmutableMemtables is the number of full memtables that may wait
 	// for a flush before writes wait (default 2).
 	MaxImmutableMemtables int
@@ -223,6 +232,10 @@ type Options struct {
 
 // withDefaults returns a copy of o (nil allowed) with every zero field set
 // to its default, or an error naming the first invalid field.
+// defaultIdleCompactionDelay is IdleCompactionDelay's default (a variable
+// so that this package's tests can turn the timer off; see TestMain).
+var defaultIdleCompactionDelay = time.Second
+
 func (o *Options) withDefaults() (Options, error) {
 	var r Options
 	if o != nil {
@@ -259,6 +272,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if r.Logger == nil {
 		r.Logger = slog.Default()
+	}
+	if r.IdleCompactionDelay == 0 {
+		r.IdleCompactionDelay = defaultIdleCompactionDelay
 	}
 	if r.WALBufferedDelay == 0 {
 		r.WALBufferedDelay = wal.DefaultBufferedDelay

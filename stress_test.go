@@ -162,6 +162,7 @@ func TestStressConcurrentReadersWritersSnapshots(t *testing.T) {
 	fs := vfs.NewMem()
 	opts := tinyOptions(fs)
 	opts.MaxManifestFileSize = 1 << 10
+	opts.IdleCompactionDelay = time.Millisecond // whenever the writers pause
 	db := mustOpen(t, "/db", opts)
 	var vers stressVersions
 

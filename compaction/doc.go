@@ -20,7 +20,9 @@
 // splitting outputs, the overlapping tables two levels down
 // (grandparents). A single input with nothing to merge below it and little
 // grandparent overlap is a trivial move: the table changes level unchanged.
-// PickRange builds the compaction Compact(start, end) runs level by level.
+// PickRange builds the compaction Compact(start, end) runs level by level,
+// and the one the DB runs when writes pause (every level-0 table into
+// level 1, below the threshold: see Options.IdleCompactionDelay).
 //
 // # The merge filter (iter.go)
 //

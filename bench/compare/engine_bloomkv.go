@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/bloomkv/bloomkv"
 )
@@ -27,6 +28,7 @@ var bloomkvEngine = &engine{
 	settingNotes: func(s *settings) []string {
 		notes := []string{
 			"bloomkv: every setting is its default except WALMode; it keeps each open table's index and filter blocks in memory outside the block cache (Pebble and goleveldb keep theirs in the cache)",
+			"bloomkv: to settle, Flush and WaitForCompactions, then wait until its idle compaction (IdleCompactionDelay, 1 s after the last write) has moved level 0 into level 1",
 		}
 		if s.rowPrefix > 0 {
 			notes = append(notes, fmt.Sprintf("bloomkv: rows: FilterKey = the first %d bytes, so filters hold rows only (FilterWholeKey off, as Pebble's hold only Split prefixes: an absent column of a present row costs a data block in both); SeekPrefixGE for the prefix workloads", s.rowPrefix))
@@ -98,6 +100,17 @@ func (b *bloomkvStore) newIter() (storeIter, error) {
 func (b *bloomkvStore) settle() error {
 	if err := b.db.Flush(); err != nil {
 		return err
+	}
+	if err := b.db.WaitForCompactions(); err != nil {
+		return err
+	}
+	// Level-0 tables left below the compaction threshold are compacted
+	// into level 1 once no write has come for IdleCompactionDelay (1 s by
+	// default): wait for that too, as a reader arriving a second after the
+	// fill would find it done.
+	deadline := time.Now().Add(30 * time.Second)
+	for b.db.Metrics().Levels[0].Files > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
 	}
 	return b.db.WaitForCompactions()
 }

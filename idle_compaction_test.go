@@ -1,0 +1,195 @@
+package bloomkv
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bloomkv/bloomkv/vfs"
+)
+
+// idleTestDB opens a database whose level 0 only an idle compaction
+// empties (the threshold is never reached by these tests).
+func idleTestDB(t *testing.T, delay time.Duration, l *EventListener, more ...func(*Options)) *DB {
+	t.Helper()
+	opts := tinyOptions(vfs.NewMem())
+	opts.MemtableSize = 1 << 20 // one table per putFlush
+	opts.L0CompactionThreshold = 100
+	opts.L0SlowdownWritesThreshold = 200
+	opts.L0StopWritesThreshold = 300
+	opts.IdleCompactionDelay = delay
+	opts.EventListener = l
+	for _, f := range more {
+		f(opts)
+	}
+	return mustOpen(t, "/db", opts)
+}
+
+func putFlush(t *testing.T, db *DB, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		if err := db.Put(fmt.Appendf(nil, "key%05d", i), fmt.Appendf(nil, "value%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIdleCompactionDrainsLevel0: once writes stop, the level-0 tables
+// below the threshold move into level 1, every key stays readable, and
+// the compaction is reported as idle.
+func TestIdleCompactionDrainsLevel0(t *testing.T) {
+	var mu sync.Mutex
+	var idle []CompactionInfo
+	l := &EventListener{CompactionEnd: func(i CompactionInfo) {
+		if i.Idle {
+			mu.Lock()
+			idle = append(idle, i)
+			mu.Unlock()
+		}
+	}}
+	db := idleTestDB(t, 20*time.Millisecond, l)
+	defer db.Close()
+	// Interleaved ranges, so that the tables overlap each other.
+	putFlush(t, db, 0, 300)
+	putFlush(t, db, 150, 450)
+	putFlush(t, db, 100, 200)
+	waitFor(t, "an idle compaction to empty level 0", func() bool {
+		m := db.Metrics()
+		return m.IdleCompactions >= 1 && m.Levels[0].Files == 0
+	})
+	if err := db.WaitForCompactions(); err != nil {
+		t.Fatal(err)
+	}
+	m := db.Metrics()
+	if m.Levels[1].Files+m.Levels[2].Files == 0 {
+		t.Fatalf("level 0 emptied but nothing below it: %+v", m.Levels[:3])
+	}
+	if m.IdleCompactions > m.Compactions {
+		t.Fatalf("IdleCompactions %d > Compactions %d", m.IdleCompactions, m.Compactions)
+	}
+	for i := 0; i < 450; i++ {
+		v, err := db.Get(fmt.Appendf(nil, "key%05d", i))
+		if err != nil || string(v) != fmt.Sprintf("value%d", i) {
+			t.Fatalf("key%05d after the idle compaction: %q, %v", i, v, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(idle) == 0 || idle[0].FromLevel != 0 || idle[0].ToLevel != 1 || idle[0].Err != nil {
+		t.Fatalf("idle compaction events: %+v", idle)
+	}
+	l0Inputs := 0
+	for _, in := range idle[0].Inputs {
+		if in.Level == 0 {
+			l0Inputs++
+		}
+	}
+	if l0Inputs != 3 {
+		t.Fatalf("the idle compaction took %d level-0 tables, want all 3", l0Inputs)
+	}
+}
+
+// TestIdleCompactionWaitsForAPause drives the timer by hand (its real
+// delay is an hour): a write between arming and firing re-arms it; a
+// firing with no write since arming makes the compaction due; a write
+// after the firing cancels a due compaction that has not started.
+func TestIdleCompactionWaitsForAPause(t *testing.T) {
+	db := idleTestDB(t, time.Hour, nil)
+	defer db.Close()
+	putFlush(t, db, 0, 100)
+	armed := func() bool {
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		return db.mu.idle.armed
+	}
+	waitFor(t, "the idle timer to be armed after the flush", armed)
+
+	// A write, then the timer fires: not idle.
+	if err := db.Put([]byte("late"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	db.idleTimerFired()
+	db.mu.Lock()
+	if db.mu.idle.due {
+		db.mu.Unlock()
+		t.Fatal("the compaction is due although a write came after the timer was armed")
+	}
+	db.mu.Unlock()
+	waitFor(t, "the loop to re-arm the timer", armed)
+	if n := db.Metrics().IdleCompactions; n != 0 {
+		t.Fatalf("%d idle compactions while writes went on", n)
+	}
+
+	// Due, then a write before the loop acts on it: cancelled.
+	db.mu.Lock()
+	armedSeq := db.mu.idle.seq
+	db.mu.idle.due, db.mu.idle.seq = true, db.visibleSeq.Load()-1
+	if db.idleCompactionDueLocked() {
+		db.mu.Unlock()
+		t.Fatal("a write after the timer fired did not cancel the idle compaction")
+	}
+	db.mu.idle.seq = armedSeq
+	db.mu.Unlock()
+
+	// No write since arming: the compaction runs.
+	waitFor(t, "the loop to re-arm the timer", armed)
+	db.idleTimerFired()
+	waitFor(t, "the idle compaction", func() bool {
+		m := db.Metrics()
+		return m.IdleCompactions == 1 && m.Levels[0].Files == 0
+	})
+	if v, err := db.Get([]byte("late")); err != nil || string(v) != "v" {
+		t.Fatalf("late: %q, %v", v, err)
+	}
+	// Level 0 is empty: the timer is not re-armed until a flush fills it.
+	if err := db.WaitForCompactions(); err != nil {
+		t.Fatal(err)
+	}
+	if armed() {
+		t.Fatal("the idle timer was armed with level 0 empty")
+	}
+}
+
+// TestIdleCompactionOff: a negative delay and DisableAutomaticCompactions
+// each keep level 0 as it is.
+func TestIdleCompactionOff(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		delay   time.Duration
+		disable bool
+	}{{"negative delay", -1, false}, {"automatic compactions off", time.Millisecond, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := idleTestDB(t, tc.delay, nil, func(o *Options) { o.DisableAutomaticCompactions = tc.disable })
+			defer db.Close()
+			putFlush(t, db, 0, 100)
+			putFlush(t, db, 50, 150)
+			time.Sleep(50 * time.Millisecond)
+			db.mu.Lock()
+			armed := db.mu.idle.armed
+			db.mu.Unlock()
+			if m := db.Metrics(); m.Levels[0].Files != 2 || m.IdleCompactions != 0 || armed {
+				t.Fatalf("level 0 %d tables, %d idle compactions, timer armed %v; want 2, 0, false",
+					m.Levels[0].Files, m.IdleCompactions, armed)
+			}
+		})
+	}
+}
+
+// TestIdleCompactionDefault: the default delay is one second outside this
+// package's tests.
+func TestIdleCompactionDefault(t *testing.T) {
+	saved := defaultIdleCompactionDelay
+	defer func() { defaultIdleCompactionDelay = saved }()
+	defaultIdleCompactionDelay = time.Second
+	o, err := (&Options{}).withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.IdleCompactionDelay != time.Second {
+		t.Fatalf("default IdleCompactionDelay %v, want 1s", o.IdleCompactionDelay)
+	}
+}
