@@ -21,6 +21,9 @@ type block struct {
 	restartsOff int // start of the restart array = end of the entries
 	numRestarts int
 	numEntries  int
+	// prefixes, when set (index blocks of open tables), speed up the
+	// search over restarts (restart_prefixes.go).
+	prefixes *restartPrefixes
 }
 
 // restart returns the offset of restart point i.

@@ -105,15 +105,7 @@ func (it *blockIter) SeekGE(target []byte) bool {
 	}
 	// Find the first restart whose key is >= target; the answer lies after
 	// the restart before it.
-	lo, hi := 0, it.b.numRestarts
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if base.CompareInternal(it.b.restartKey(mid), target) < 0 {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
+	lo := it.b.searchRestarts(target)
 	start := 0
 	if lo > 0 {
 		start = it.b.restart(lo - 1)

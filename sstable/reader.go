@@ -117,6 +117,7 @@ func (r *Reader) open(o ReaderOptions) error {
 	if uint64(r.index.numEntries) != r.props.NumDataBlocks {
 		return indexLoc.corruptf("%d entries for %d data blocks", r.index.numEntries, r.props.NumDataBlocks)
 	}
+	r.index.buildRestartPrefixes()
 
 	if r.props.NumRangeDels > 0 {
 		h := blockHandle{r.props.RangeDelOffset, r.props.RangeDelSize}
@@ -426,7 +427,7 @@ func (r *Reader) OpenBytes() uint64 {
 }
 
 // IndexMemory returns the bytes held in memory for the index block.
-func (r *Reader) IndexMemory() int { return len(r.index.data) }
+func (r *Reader) IndexMemory() int { return len(r.index.data) + r.index.prefixesMemory() }
 
 // FileNum returns the table's file number.
 func (r *Reader) FileNum() uint64 { return r.fileNum }
