@@ -222,6 +222,7 @@ func (db *DB) newTableCache() *sstable.TableCache {
 		FilterKeyName: db.opts.FilterKeyName,
 		DBID:          db.dbID,
 		CacheFilters:  db.opts.CacheFilterBlocks,
+		Mmap:          !db.opts.DisableMmap,
 	})
 }
 

@@ -107,4 +107,8 @@ type ReaderOptions struct {
 	// CacheFilters keeps filter blocks in Cache instead of in each Reader
 	// from Open (filter_cache.go); without a Cache it has no effect.
 	CacheFilters bool
+	// Mmap reads the table through a read-only memory map when its file
+	// supports one (vfs.Mapper), instead of one pread per block
+	// (reader_mmap.go).
+	Mmap bool
 }

@@ -46,6 +46,11 @@ type Reader struct {
 	// filter with (see chooseProbes).
 	getProbe, prefixProbe probe
 
+	// mapped is the file mapped read-only (ReaderOptions.Mmap), nil when
+	// blocks are read with pread; unmap releases it at Close.
+	mapped []byte
+	unmap  func() error
+
 	closed atomic.Bool
 }
 
@@ -73,7 +78,11 @@ const (
 // error Open closes f.
 func Open(f vfs.File, name string, fileNum uint64, size int64, o ReaderOptions) (*Reader, error) {
 	r := &Reader{file: f, name: name, fileNum: fileNum, size: size, cache: o.Cache}
+	if o.Mmap {
+		r.mapFile()
+	}
 	if err := r.open(o); err != nil {
+		r.unmapFile()
 		f.Close()
 		return nil, err
 	}
@@ -231,6 +240,9 @@ func (r *Reader) checkPropertiesAgainstFooter(loc location) error {
 // readAt fills buf from the file at loc.offset; a short read means the file
 // is truncated.
 func (r *Reader) readAt(buf []byte, loc location) error {
+	if r.mapped != nil {
+		return r.readMapped(buf, loc)
+	}
 	n, err := r.file.ReadAt(buf, int64(loc.offset))
 	if n == len(buf) {
 		return nil
@@ -444,5 +456,6 @@ func (r *Reader) Close() error {
 		return fmt.Errorf("bloomkv/sstable: %s: reader already closed", r.name)
 	}
 	r.unpinFilter()
+	r.unmapFile()
 	return r.file.Close()
 }

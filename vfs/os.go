@@ -25,7 +25,13 @@ func (osFS) Create(name string) (File, error) {
 	return osFile{f}, nil
 }
 
-func (osFS) Open(name string) (File, error) { return os.Open(name) }
+func (osFS) Open(name string) (File, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return osReadFile{f}, nil
+}
 
 func (osFS) OpenDir(name string) (File, error) { return openDir(name) }
 
