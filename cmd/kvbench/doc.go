@@ -28,9 +28,10 @@
 //     -seed and the workload's name, so two passes over the same database
 //     (-compare_filters, every -sweep setting) read exactly the same keys.
 //   - Every read workload runs on a settled tree: after the last write the
-//     memtable is flushed and WaitForCompactions has returned, so no
-//     background work runs while reads are timed and every Get is answered
-//     by SSTables.
+//     memtable is flushed, WaitForCompactions has returned and the idle
+//     compaction has moved level 0 into level 1 (unless
+//     -idle_compaction_delay is negative), so no background work runs
+//     while reads are timed and every Get is answered by SSTables.
 //   - Every cost figure is the difference of two DB.Metrics readings taken
 //     around the workload (Metrics.Sub); nothing is modelled. The only
 //     computed figure is the theoretical false-positive rate, printed

@@ -174,6 +174,7 @@ func (s *study) options(bits int, ignoreFilters bool) *bloomkv.Options {
 		TargetFileSize:        s.cfg.targetFileSize,
 		LBaseMaxBytes:         s.cfg.levelBaseBytes,
 		L0CompactionThreshold: s.cfg.l0Trigger,
+		IdleCompactionDelay:   s.cfg.idleDelay,
 	}
 }
 
@@ -303,6 +304,18 @@ func (s *study) settle(db *bloomkv.DB, name string) error {
 	defer stop()
 	if err := db.WaitForCompactions(); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
+	}
+	// Level-0 tables below the threshold move into level 1 once writes
+	// have paused for the idle delay: wait for that too, so that no
+	// background work runs while reads are timed.
+	if s.cfg.idleDelay >= 0 {
+		deadline := time.Now().Add(max(s.cfg.idleDelay, time.Second) + time.Minute)
+		for db.Metrics().Levels[0].Files > 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := db.WaitForCompactions(); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
 	}
 	return nil
 }
