@@ -146,47 +146,77 @@ func (b *block) validateEntries(loc location) error {
 	var key []byte // the previous entry's key, then this one's
 	nextRestart := 0
 	off := 0
-	for off < b.restartsOff {
-		e, ok := b.entryAt(off)
-		if !ok {
-			return loc.corruptf("entry at block offset %d overruns the entries", off)
-		}
-		atRestart := nextRestart < b.numRestarts && b.restart(nextRestart) == off
-		if atRestart {
-			nextRestart++
-			if e.shared != 0 {
-				return loc.corruptf("restart entry at block offset %d shares %d bytes", off, e.shared)
+	d, end := b.data, b.restartsOff
+	for off < end {
+		var e entry
+		if off+3 <= end && (d[off]|d[off+1]|d[off+2])&0x80 == 0 {
+			// The usual header: three one-byte varints.
+			e.shared, e.unshared = int(d[off]), int(d[off+1])
+			e.keyStart = off + 3
+			e.valueStart = e.keyStart + e.unshared
+			e.next = e.valueStart + int(d[off+2])
+			if e.next > end {
+				return loc.corruptf("entry at block offset %d overruns the entries", off)
 			}
-		} else if nextRestart < b.numRestarts && b.restart(nextRestart) < off {
-			return loc.corruptf("restart point %d (%d) is not at an entry boundary", nextRestart, b.restart(nextRestart))
+		} else {
+			var ok bool
+			if e, ok = b.entryAt(off); !ok {
+				return loc.corruptf("entry at block offset %d overruns the entries", off)
+			}
+		}
+		if nextRestart < b.numRestarts {
+			switch r := b.restart(nextRestart); {
+			case r == off:
+				nextRestart++
+				if e.shared != 0 {
+					return loc.corruptf("restart entry at block offset %d shares %d bytes", off, e.shared)
+				}
+			case r < off:
+				return loc.corruptf("restart point %d (%d) is not at an entry boundary", nextRestart, r)
+			}
 		}
 		if e.shared > len(key) {
 			return loc.corruptf("entry at block offset %d shares %d bytes of a %d-byte previous key", off, e.shared, len(key))
 		}
-		unshared := b.data[e.keyStart:e.valueStart]
-		if e.shared+len(unshared) < base.TrailerLen {
-			return loc.corruptf("entry at block offset %d: key of %d bytes is too short for an internal key", off, e.shared+len(unshared))
+		unshared := d[e.keyStart:e.valueStart]
+		klen := e.shared + len(unshared)
+		if klen < base.TrailerLen {
+			return loc.corruptf("entry at block offset %d: key of %d bytes is too short for an internal key", off, klen)
 		}
-		if b.numEntries > 0 && compareWithSuccessor(key, e.shared, unshared) >= 0 {
+		if b.numEntries > 0 && !sortsAfter(key, e.shared, unshared) {
 			cur := append(key[:e.shared:e.shared], unshared...)
 			return loc.corruptf("entry at block offset %d: key %s does not sort after %s", off, base.FormatInternalKey(cur), base.FormatInternalKey(key))
 		}
 		key = append(key[:e.shared], unshared...)
 		if loc.kind == kindData {
-			if _, _, _, ok := base.ParseInternalKey(key); !ok {
+			if k := base.Kind(key[klen-base.TrailerLen]); k != base.KindSet && k != base.KindDelete {
 				return loc.corruptf("entry at block offset %d: key %s has an invalid kind", off, base.FormatInternalKey(key))
 			}
 		}
 		b.numEntries++
 		off = e.next
 	}
-	if off != b.restartsOff {
-		return loc.corruptf("entries end at %d, past the restart array at %d", off, b.restartsOff)
+	if off != end {
+		return loc.corruptf("entries end at %d, past the restart array at %d", off, end)
 	}
 	if nextRestart != b.numRestarts && b.numEntries > 0 {
 		return loc.corruptf("restart point %d (%d) is not at an entry boundary", nextRestart, b.restart(nextRestart))
 	}
 	return nil
+}
+
+// sortsAfter reports whether prev[:shared] + unshared sorts strictly after
+// prev. A writer shares the longest common prefix, so the byte after it
+// differs and usually decides inside both user keys; anything else takes
+// compareWithSuccessor.
+func sortsAfter(prev []byte, shared int, unshared []byte) bool {
+	if len(unshared) > base.TrailerLen && shared < len(prev)-base.TrailerLen {
+		// The byte at shared lies in both user keys.
+		if a, b := prev[shared], unshared[0]; a != b {
+			return a < b
+		}
+	}
+	return compareWithSuccessor(prev, shared, unshared) < 0
 }
 
 // compareWithSuccessor is base.CompareInternal(prev, next) for the internal
