@@ -199,6 +199,11 @@ type atomicCounter struct{ n atomic.Uint64 }
 func (c *atomicCounter) next() uint64 { return c.n.Add(1) }
 
 func BenchmarkGetMissParallel(b *testing.B) { benchmarkGetParallel(b, false, nil) }
+
+// BenchmarkGetHitParallel reads present keys with the default 8 MiB block
+// cache, which holds about a third of the tree: most Gets read and decode
+// a block, as in bench/compare's readrandom.
+func BenchmarkGetHitParallel(b *testing.B) { benchmarkGetParallel(b, true, nil) }
 func BenchmarkGetHitCachedParallel(b *testing.B) {
 	benchmarkGetParallel(b, true, &Options{BlockCacheSize: 256 << 20})
 }

@@ -19,12 +19,23 @@ import (
 // compaction is due only if the sequence number has not moved since.
 // While writes continue the timer re-arms at most once per delay.
 
+// idleMaxRewrite bounds what an idle compaction may rewrite of level 1
+// per byte of level 0 it moves down. A small flush (an application that
+// calls Flush after a few writes) overlapping all of level 1 would
+// otherwise cost a rewrite of level 1 per flush; such a table waits for
+// the threshold like any other. After a fill, level 0 is a few memtables
+// and level 1 about 10 MiB: 1-3 bytes per byte.
+const idleMaxRewrite = 10
+
 // idleState is the idle-compaction timer's state, under db.mu.
 type idleState struct {
 	armed bool
 	seq   uint64 // visibleSeq when the timer was armed
 	due   bool   // the delay passed with no write and level 0 non-empty
 	timer *time.Timer
+	// declined is the version whose level 0 was judged not worth an idle
+	// compaction: the timer is not armed again until the tree changes.
+	declined *version
 }
 
 // idleCompactionEnabled reports whether the DB compacts level 0 when idle.
@@ -36,7 +47,8 @@ func (db *DB) idleCompactionEnabled() bool {
 // is not already running. REQUIRES: db.mu held.
 func (db *DB) armIdleTimerLocked() {
 	st := &db.mu.idle
-	if !db.idleCompactionEnabled() || st.armed || st.due || len(db.mu.current.Levels[0]) == 0 {
+	if !db.idleCompactionEnabled() || st.armed || st.due || len(db.mu.current.Levels[0]) == 0 ||
+		st.declined == db.mu.current {
 		return
 	}
 	st.armed = true
@@ -87,8 +99,18 @@ func (db *DB) idleCompactionDueLocked() bool {
 }
 
 // pickIdleCompactionLocked returns the compaction of every level-0 table
-// into level 1 and clears the due mark. REQUIRES: db.mu held.
+// into level 1, or nil when it would rewrite more than idleMaxRewrite
+// bytes of level 1 per byte of level 0; it clears the due mark.
+// REQUIRES: db.mu held; v is db.mu.current.
 func (db *DB) pickIdleCompactionLocked(v *version) *compaction.Compaction {
 	db.mu.idle.due = false
-	return compaction.PickRange(v.Version, 0, nil, nil)
+	c := compaction.PickRange(v.Version, 0, nil, nil)
+	if c == nil {
+		return nil
+	}
+	if compaction.TotalSize(c.Inputs[1]) > idleMaxRewrite*compaction.TotalSize(c.Inputs[0]) {
+		db.mu.idle.declined = v
+		return nil
+	}
+	return c
 }

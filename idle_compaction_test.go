@@ -26,6 +26,27 @@ func idleTestDB(t *testing.T, delay time.Duration, l *EventListener, more ...fun
 	return mustOpen(t, "/db", opts)
 }
 
+// fireIdleTimer fires the idle timer by hand once it is armed with the
+// current sequence number (it may have been armed before the last writes;
+// firing that one would only re-arm it).
+func fireIdleTimer(t *testing.T, db *DB) {
+	t.Helper()
+	for {
+		db.mu.Lock()
+		current := db.mu.idle.armed && db.mu.idle.seq == db.visibleSeq.Load()
+		db.mu.Unlock()
+		db.idleTimerFired()
+		if current {
+			return
+		}
+		waitFor(t, "the idle timer to be armed again", func() bool {
+			db.mu.Lock()
+			defer db.mu.Unlock()
+			return db.mu.idle.armed
+		})
+	}
+}
+
 func putFlush(t *testing.T, db *DB, from, to int) {
 	t.Helper()
 	for i := from; i < to; i++ {
@@ -51,12 +72,15 @@ func TestIdleCompactionDrainsLevel0(t *testing.T) {
 			mu.Unlock()
 		}
 	}}
-	db := idleTestDB(t, 20*time.Millisecond, l)
+	// The timer is fired by hand once the three tables exist (a real one
+	// could fire between two flushes on a loaded machine).
+	db := idleTestDB(t, time.Hour, l)
 	defer db.Close()
 	// Interleaved ranges, so that the tables overlap each other.
 	putFlush(t, db, 0, 300)
 	putFlush(t, db, 150, 450)
 	putFlush(t, db, 100, 200)
+	fireIdleTimer(t, db)
 	waitFor(t, "an idle compaction to empty level 0", func() bool {
 		m := db.Metrics()
 		return m.IdleCompactions >= 1 && m.Levels[0].Files == 0
@@ -91,6 +115,19 @@ func TestIdleCompactionDrainsLevel0(t *testing.T) {
 	if l0Inputs != 3 {
 		t.Fatalf("the idle compaction took %d level-0 tables, want all 3", l0Inputs)
 	}
+}
+
+// TestIdleCompactionRealTimer: with a real 5 ms delay, level 0 empties
+// on its own once the writes stop.
+func TestIdleCompactionRealTimer(t *testing.T) {
+	db := idleTestDB(t, 5*time.Millisecond, nil)
+	defer db.Close()
+	putFlush(t, db, 0, 200)
+	putFlush(t, db, 100, 300)
+	waitFor(t, "level 0 to empty", func() bool {
+		m := db.Metrics()
+		return m.IdleCompactions >= 1 && m.Levels[0].Files == 0
+	})
 }
 
 // TestIdleCompactionWaitsForAPause drives the timer by hand (its real
@@ -192,4 +229,44 @@ func TestIdleCompactionDefault(t *testing.T) {
 	if o.IdleCompactionDelay != time.Second {
 		t.Fatalf("default IdleCompactionDelay %v, want 1s", o.IdleCompactionDelay)
 	}
+}
+
+// TestIdleCompactionDeclinesSmallFlush: a small level-0 table over a large
+// level 1 waits for the threshold (an idle compaction would rewrite level
+// 1 for a few keys), and the timer stays off until the tree changes; a
+// larger flush then is compacted.
+func TestIdleCompactionDeclinesSmallFlush(t *testing.T) {
+	db := idleTestDB(t, 10*time.Millisecond, nil, func(o *Options) {
+		o.LBaseMaxBytes = 4 << 20
+		o.TargetFileSize = 4 << 20 // level 1 is one table
+	})
+	defer db.Close()
+	putFlush(t, db, 0, 3000)
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if m := db.Metrics(); m.Levels[0].Files != 0 || m.Levels[1].Files != 1 {
+		t.Fatalf("after Compact: level 0 %d, level 1 %d tables; want 0 and 1", m.Levels[0].Files, m.Levels[1].Files)
+	}
+	putFlush(t, db, 1500, 1502) // two keys
+	l1 := db.Metrics().Levels[1].Bytes
+	waitFor(t, "the idle timer to fire and decline", func() bool {
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		return db.mu.idle.declined == db.mu.current && !db.mu.idle.armed
+	})
+	time.Sleep(50 * time.Millisecond) // five delays: no re-arming, no compaction
+	db.mu.Lock()
+	armed := db.mu.idle.armed
+	db.mu.Unlock()
+	if m := db.Metrics(); m.IdleCompactions != 0 || m.Levels[0].Files != 1 || armed {
+		t.Fatalf("small flush over %d B of level 1: %d idle compactions, level 0 %d tables, timer armed %v; want 0, 1, false",
+			l1, m.IdleCompactions, m.Levels[0].Files, armed)
+	}
+
+	putFlush(t, db, 0, 3000) // as large as level 1
+	waitFor(t, "the idle compaction of the larger flush", func() bool {
+		m := db.Metrics()
+		return m.IdleCompactions == 1 && m.Levels[0].Files == 0
+	})
 }
