@@ -28,6 +28,7 @@ var bloomkvEngine = &engine{
 	settingNotes: func(s *settings) []string {
 		notes := []string{
 			"bloomkv: every setting is its default except WALMode; it keeps each open table's index and filter blocks in memory outside the block cache (Pebble and goleveldb keep theirs in the cache)",
+			"bloomkv: reads open tables through read-only memory maps (a copy per block instead of a pread; Options.DisableMmap turns it off); Pebble and goleveldb pread",
 			"bloomkv: to settle, Flush and WaitForCompactions, then wait until its idle compaction (IdleCompactionDelay, 1 s after the last write) has moved level 0 into level 1",
 		}
 		if s.rowPrefix > 0 {
