@@ -55,6 +55,14 @@ func uvarintAt(data []byte, p, end int) (v uint64, next int) {
 // inside the entry area. It checks bounds only, not the shared length.
 func (b *block) entryAt(off int) (e entry, ok bool) {
 	end := b.restartsOff
+	if d := b.data; off+3 <= end && (d[off]|d[off+1]|d[off+2])&0x80 == 0 {
+		// The usual header: three one-byte varints.
+		e.shared, e.unshared = int(d[off]), int(d[off+1])
+		e.keyStart = off + 3
+		e.valueStart = e.keyStart + e.unshared
+		e.next = e.valueStart + int(d[off+2])
+		return e, e.next <= end
+	}
 	shared, p := uvarintAt(b.data, off, end)
 	if p < 0 {
 		return entry{}, false
@@ -150,7 +158,8 @@ func (b *block) validateEntries(loc location) error {
 	for off < end {
 		var e entry
 		if off+3 <= end && (d[off]|d[off+1]|d[off+2])&0x80 == 0 {
-			// The usual header: three one-byte varints.
+			// The usual header, inline (entryAt's fast path, without the
+			// call: this loop runs for every entry of every block read).
 			e.shared, e.unshared = int(d[off]), int(d[off+1])
 			e.keyStart = off + 3
 			e.valueStart = e.keyStart + e.unshared
