@@ -18,6 +18,9 @@ type tableIter struct {
 	data      blockIter
 	err       error
 	closed    bool
+	// keyArr backs the block iterators' key buffers while keys fit, so a
+	// short scan does not allocate them (tableIter is never copied).
+	keyArr [2][48]byte
 }
 
 // NewIter returns an iterator over the whole table, in both directions.
@@ -31,6 +34,7 @@ func (r *Reader) NewIter(fillCache bool) base.InternalIterator {
 // cache or the file) and the bytes it reads from the file in stats.
 func (r *Reader) NewIterWithStats(fillCache bool, stats *ReadStats) base.InternalIterator {
 	it := &tableIter{r: r, fillCache: fillCache, stats: stats}
+	it.index.key, it.data.key = it.keyArr[0][:0], it.keyArr[1][:0]
 	it.index.init(r.index)
 	return it
 }

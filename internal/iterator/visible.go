@@ -38,6 +38,9 @@ type Visible struct {
 	// for search keys. Reused across moves so steady-state moves allocate
 	// nothing.
 	keyBuf, valBuf, skipKey, seekKey []byte
+	// seekArr and skipArr back seekKey and skipKey while keys fit, so a
+	// short scan does not allocate them (a Visible is never copied).
+	seekArr, skipArr [48]byte
 
 	// Prefix iteration (SeekPrefixGE): while inPrefix, only user keys whose
 	// prefixOf is prefix are shown; the iterator stops at the prefix's edges.
@@ -178,6 +181,7 @@ func NewVisible(inner base.InternalIterator, seq uint64, lower, upper []byte) *V
 		seq = base.MaxSeq
 	}
 	v := &Visible{inner: inner, seq: seq}
+	v.seekKey, v.skipKey = v.seekArr[:0], v.skipArr[:0]
 	if lower != nil {
 		v.lower = append([]byte{}, lower...)
 	}
