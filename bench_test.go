@@ -49,6 +49,7 @@ func benchmarkGet(b *testing.B, hit bool, opts *Options) {
 	before := db.Metrics()
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPUTime()
 	for i := 0; i < b.N; i++ {
 		idx := 2 * rng.Uint64N(benchKeys)
 		if !hit {
@@ -60,13 +61,20 @@ func benchmarkGet(b *testing.B, hit bool, opts *Options) {
 		}
 	}
 	b.StopTimer()
+	if cpu := processCPUTime() - cpu0; cpu > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
 	d := db.Metrics().Sub(before)
 	b.ReportMetric(float64(d.DataBlockReads)/float64(b.N), "blocks/op")
 	b.ReportMetric(float64(d.TablesProbed)/float64(b.N), "tables/op")
 }
 
-func BenchmarkGetHit(b *testing.B)  { benchmarkGet(b, true, nil) }
-func BenchmarkGetMiss(b *testing.B) { benchmarkGet(b, false, nil) }
+func BenchmarkGetHit(b *testing.B) { benchmarkGet(b, true, nil) }
+
+// BenchmarkGetHitPread is BenchmarkGetHit reading blocks with pread
+// instead of copying them out of memory-mapped tables.
+func BenchmarkGetHitPread(b *testing.B) { benchmarkGet(b, true, &Options{DisableMmap: true}) }
+func BenchmarkGetMiss(b *testing.B)     { benchmarkGet(b, false, nil) }
 func BenchmarkGetMissNoFilter(b *testing.B) {
 	benchmarkGet(b, false, &Options{IgnoreFilters: true})
 }
