@@ -14,6 +14,7 @@ type tableIter struct {
 	r         *Reader
 	fillCache bool
 	stats     *ReadStats // data blocks and bytes the iterator reads; may be nil
+	ra        *readahead // compaction inputs: blocks come from it (readahead.go)
 	index     blockIter
 	data      blockIter
 	err       error
@@ -42,7 +43,12 @@ func (it *tableIter) loadBlock() bool {
 	h, err := it.r.dataHandle(it.index.Key(), it.index.Value())
 	if err == nil {
 		var b *block
-		if b, err = it.r.dataBlock(h, it.fillCache, it.stats); err == nil {
+		if it.ra != nil {
+			b, err = it.ra.dataBlock(h)
+		} else {
+			b, err = it.r.dataBlock(h, it.fillCache, it.stats)
+		}
+		if err == nil {
 			it.data.init(b)
 			return true
 		}
@@ -163,5 +169,8 @@ func (it *tableIter) Close() error {
 	it.closed = true
 	it.index.clear()
 	it.data.clear()
+	if it.ra != nil {
+		it.ra.release()
+	}
 	return it.err
 }
