@@ -11,8 +11,15 @@ import (
 // reads at once. A compaction visits every block of its inputs in file
 // order, and one pread per ~4 KiB block cost a system call, a pooled read
 // buffer and a fresh decompression buffer each; a 2 MiB table now costs
-// eight reads and one buffer of each kind.
+// about a dozen reads and one buffer of each kind.
 const compactionReadahead = 256 << 10
+
+// initialReadahead is the first window of an input; each refill doubles
+// it up to the full size. A compaction positions every input at once (a
+// manual one over a whole level may have thousands), and most of them wait
+// a long time before the merge reaches them: they hold a small window, not
+// 256 KiB each.
+const initialReadahead = 8 << 10
 
 // readaheadWindows recycles the windows of finished compaction inputs.
 var readaheadWindows = sync.Pool{New: func() any { return new([]byte) }}
@@ -28,7 +35,8 @@ var readaheadWindows = sync.Pool{New: func() any { return new([]byte) }}
 // move), and the table iterator drops its block before it loads another.
 type readahead struct {
 	r      *Reader
-	size   int     // bytes read per refill (at least one whole block)
+	max    int     // the largest refill
+	next   int     // bytes the next refill reads (at least one whole block)
 	window *[]byte // pooled; the file's bytes from off
 	off    uint64
 	dec    []byte // snappy output buffer, reused block to block
@@ -43,7 +51,7 @@ func (r *Reader) NewCompactionIter() base.InternalIterator {
 }
 
 func (r *Reader) newReadaheadIter(size int) *tableIter {
-	it := &tableIter{r: r, ra: &readahead{r: r, size: size}}
+	it := &tableIter{r: r, ra: &readahead{r: r, max: size, next: min(size, initialReadahead)}}
 	it.index.init(r.index)
 	return it
 }
@@ -74,12 +82,13 @@ func (ra *readahead) dataBlock(h blockHandle) (*block, error) {
 	return decodeBlock(raw, loc)
 }
 
-// fill reads the window starting at off: ra.size bytes, or the n bytes of
+// fill reads the window starting at off: ra.next bytes, or the n bytes of
 // the block there if it is larger, but never past the data blocks (the
 // caller's handle was checked to lie among them).
 func (ra *readahead) fill(off, n uint64) error {
-	end := min(off+uint64(max(ra.size, 1)), ra.r.props.DataSize)
+	end := min(off+uint64(max(ra.next, 1)), ra.r.props.DataSize)
 	end = max(end, off+n)
+	ra.next = min(2*ra.next, ra.max)
 	if ra.window == nil {
 		ra.window = readaheadWindows.Get().(*[]byte)
 	}
@@ -97,7 +106,9 @@ func (ra *readahead) fill(off, n uint64) error {
 }
 
 // release returns the window to the pool; the blocks served from it are
-// invalid from here on.
+// invalid from here on. The table iterator calls it when it runs off
+// either end, so that finished inputs of a long compaction hold nothing; a
+// later block read takes a window again.
 func (ra *readahead) release() {
 	if ra.window == nil {
 		return

@@ -162,3 +162,54 @@ func TestReadaheadWindowReuse(t *testing.T) {
 	}
 	_ = it.Close()
 }
+
+// TestReadaheadWindowGrowth: an input positioned but not yet read holds a
+// small window (a compaction positions all its inputs at once), the
+// window doubles as the scan goes on up to the full size, and an input
+// scanned to its end holds none.
+func TestReadaheadWindowGrowth(t *testing.T) {
+	_, es := readaheadTable(t, SnappyCompression)
+	big := make([]kv, 0, 4*len(es))
+	for i := 0; i < 4; i++ {
+		big = append(big, es...)
+	}
+	// Make the table larger than a full window: distinct keys per copy.
+	for i := range big {
+		k := append([]byte{byte(i / len(es))}, big[i].key...)
+		big[i] = kv{k, big[i].value}
+	}
+	sortEntries(big)
+	data, _ := buildTable(t, big, WriterOptions{Compression: SnappyCompression, BlockSize: 512})
+	r := mustOpenBytes(t, data, ReaderOptions{})
+	defer r.Close()
+	if r.props.DataSize < 2*compactionReadahead {
+		t.Fatalf("data of %d bytes: the test needs more than two full windows", r.props.DataSize)
+	}
+	it := r.newReadaheadIter(compactionReadahead)
+	if !it.First() {
+		t.Fatal(it.Error())
+	}
+	if n := len(*it.ra.window); n > initialReadahead {
+		t.Fatalf("first window %d bytes, want at most %d", n, initialReadahead)
+	}
+	largest := 0
+	n := 1
+	for it.Next() {
+		largest = max(largest, len(*it.ra.window))
+		n++
+	}
+	if err := it.Error(); err != nil || n != len(big) {
+		t.Fatalf("scanned %d of %d entries: %v", n, len(big), err)
+	}
+	if largest != compactionReadahead {
+		t.Fatalf("largest window %d bytes, want %d", largest, compactionReadahead)
+	}
+	if it.ra.window != nil {
+		t.Fatal("an input scanned to its end still holds its window")
+	}
+	// Repositioned after the end, it reads again.
+	if !it.Last() || it.Key() == nil {
+		t.Fatalf("Last after the end: %v", it.Error())
+	}
+	_ = it.Close()
+}

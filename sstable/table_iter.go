@@ -63,7 +63,7 @@ func (it *tableIter) loadBlock() bool {
 func (it *tableIter) forward(ok bool) bool {
 	for !ok {
 		if !it.index.Next() || !it.loadBlock() {
-			it.data.clear()
+			it.exhausted()
 			return false
 		}
 		ok = it.data.First()
@@ -71,11 +71,20 @@ func (it *tableIter) forward(ok bool) bool {
 	return true
 }
 
+// exhausted drops the block (and a readahead window) when the iterator
+// runs off an end of the table.
+func (it *tableIter) exhausted() {
+	it.data.clear()
+	if it.ra != nil {
+		it.ra.release()
+	}
+}
+
 // backward is forward's mirror image.
 func (it *tableIter) backward(ok bool) bool {
 	for !ok {
 		if !it.index.Prev() || !it.loadBlock() {
-			it.data.clear()
+			it.exhausted()
 			return false
 		}
 		ok = it.data.Last()
