@@ -359,7 +359,7 @@ func (db *DB) executeCompaction(c *compaction.Compaction, v *version) (*compacti
 				}
 				return out, 0, fmt.Errorf("bloomkv: compaction: %w", err)
 			}
-			iters = append(iters, &releasingIter{InternalIterator: r.NewIter(false), release: release})
+			iters = append(iters, &releasingIter{InternalIterator: r.NewCompactionIter(), release: release})
 			rds = append(rds, r.RangeDels())
 			bytesIn += f.Size
 		}

@@ -295,6 +295,13 @@ func (r *Reader) readBlock(h blockHandle, kind blockKind) ([]byte, error) {
 // decodeBlockContents checks a stored block with its trailer and returns
 // the uncompressed bytes (aliasing buf when the block is stored raw).
 func decodeBlockContents(buf []byte, loc location) ([]byte, error) {
+	return decodeBlockContentsInto(nil, buf, loc)
+}
+
+// decodeBlockContentsInto is decodeBlockContents decompressing a snappy
+// block into dst when dst has the capacity (compaction reads reuse one
+// buffer from block to block; see readahead.go).
+func decodeBlockContentsInto(dst, buf []byte, loc location) ([]byte, error) {
 	if len(buf) < blockTrailerLen {
 		return nil, loc.corruptf("%d bytes cannot hold a block trailer", len(buf))
 	}
@@ -315,7 +322,10 @@ func decodeBlockContents(buf []byte, loc location) ([]byte, error) {
 		if dlen > maxSnappyExpansion*len(stored)+64 {
 			return nil, loc.corruptf("snappy block of %d bytes claims %d uncompressed", len(stored), dlen)
 		}
-		out, err := snappy.Decode(make([]byte, dlen), stored)
+		if cap(dst) < dlen {
+			dst = make([]byte, dlen)
+		}
+		out, err := snappy.Decode(dst[:dlen], stored)
 		if err != nil {
 			return nil, loc.corruptf("snappy: %v", err)
 		}

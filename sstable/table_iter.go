@@ -14,6 +14,7 @@ type tableIter struct {
 	r         *Reader
 	fillCache bool
 	stats     *ReadStats // data blocks and bytes the iterator reads; may be nil
+	ra        *readahead // compaction inputs: blocks come from it (readahead.go)
 	index     blockIter
 	data      blockIter
 	err       error
@@ -46,7 +47,12 @@ func (it *tableIter) loadBlock() bool {
 	h, err := it.r.dataHandle(it.index.Key(), it.index.Value())
 	if err == nil {
 		var b *block
-		if b, err = it.r.dataBlock(h, it.fillCache, it.stats); err == nil {
+		if it.ra != nil {
+			b, err = it.ra.dataBlock(h)
+		} else {
+			b, err = it.r.dataBlock(h, it.fillCache, it.stats)
+		}
+		if err == nil {
 			it.data.init(b)
 			return true
 		}
@@ -61,7 +67,7 @@ func (it *tableIter) loadBlock() bool {
 func (it *tableIter) forward(ok bool) bool {
 	for !ok {
 		if !it.index.Next() || !it.loadBlock() {
-			it.data.clear()
+			it.exhausted()
 			return false
 		}
 		ok = it.data.First()
@@ -69,11 +75,20 @@ func (it *tableIter) forward(ok bool) bool {
 	return true
 }
 
+// exhausted drops the block (and a readahead window) when the iterator
+// runs off an end of the table.
+func (it *tableIter) exhausted() {
+	it.data.clear()
+	if it.ra != nil {
+		it.ra.release()
+	}
+}
+
 // backward is forward's mirror image.
 func (it *tableIter) backward(ok bool) bool {
 	for !ok {
 		if !it.index.Prev() || !it.loadBlock() {
-			it.data.clear()
+			it.exhausted()
 			return false
 		}
 		ok = it.data.Last()
@@ -167,5 +182,8 @@ func (it *tableIter) Close() error {
 	it.closed = true
 	it.index.clear()
 	it.data.clear()
+	if it.ra != nil {
+		it.ra.release()
+	}
 	return it.err
 }

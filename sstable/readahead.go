@@ -1,0 +1,121 @@
+package sstable
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+)
+
+// compactionReadahead is how many bytes of data blocks a compaction input
+// reads at once. A compaction visits every block of its inputs in file
+// order, and one pread per ~4 KiB block cost a system call, a pooled read
+// buffer and a fresh decompression buffer each; a 2 MiB table now costs
+// about a dozen reads and one buffer of each kind.
+const compactionReadahead = 256 << 10
+
+// initialReadahead is the first window of an input; each refill doubles
+// it up to the full size. A compaction positions every input at once (a
+// manual one over a whole level may have thousands), and most of them wait
+// a long time before the merge reaches them: they hold a small window, not
+// 256 KiB each.
+const initialReadahead = 8 << 10
+
+// readaheadWindows recycles the windows of finished compaction inputs.
+var readaheadWindows = sync.Pool{New: func() any { return new([]byte) }}
+
+// readahead serves the data blocks of one table iterator from a window of
+// the file read ahead of it. Blocks are checked (checksum, then
+// decodeBlock) exactly as Reader.dataBlock checks them; they bypass the
+// block cache in both directions, which a compaction would not fill anyway.
+//
+// A block it returns is valid until the next call (or release): a raw block
+// aliases the window and a compressed one the reused decompression buffer.
+// That is the iterator contract already (Key and Value until the next
+// move), and the table iterator drops its block before it loads another.
+type readahead struct {
+	r      *Reader
+	max    int     // the largest refill
+	next   int     // bytes the next refill reads (at least one whole block)
+	window *[]byte // pooled; the file's bytes from off
+	off    uint64
+	dec    []byte // snappy output buffer, reused block to block
+}
+
+// NewCompactionIter returns a forward-and-backward iterator over the whole
+// table like NewIter(false), for a compaction: it reads the data blocks in
+// large sequential windows and reuses its buffers, and it neither reads
+// nor fills the block cache.
+func (r *Reader) NewCompactionIter() base.InternalIterator {
+	return r.newReadaheadIter(compactionReadahead)
+}
+
+func (r *Reader) newReadaheadIter(size int) *tableIter {
+	it := &tableIter{r: r, ra: &readahead{r: r, max: size, next: min(size, initialReadahead)}}
+	it.index.init(r.index)
+	return it
+}
+
+// dataBlock returns the data block at h, refilling the window when h is
+// not wholly inside it.
+func (ra *readahead) dataBlock(h blockHandle) (*block, error) {
+	r := ra.r
+	if r.closed.Load() {
+		return nil, fmt.Errorf("bloomkv/sstable: %s: reader is closed", r.name)
+	}
+	n := h.size + blockTrailerLen
+	if ra.window == nil || h.offset < ra.off || h.offset+n > ra.off+uint64(len(*ra.window)) {
+		if err := ra.fill(h.offset, n); err != nil {
+			return nil, err
+		}
+	}
+	start := h.offset - ra.off
+	stored := (*ra.window)[start : start+n]
+	loc := location{r.name, kindData, h.offset}
+	raw, err := decodeBlockContentsInto(ra.dec, stored, loc)
+	if err != nil {
+		return nil, err
+	}
+	if stored[h.size] != blockTypeRaw {
+		ra.dec = raw[:0] // decompressed: keep the (possibly grown) buffer
+	}
+	return decodeBlock(raw, loc)
+}
+
+// fill reads the window starting at off: ra.next bytes, or the n bytes of
+// the block there if it is larger, but never past the data blocks (the
+// caller's handle was checked to lie among them).
+func (ra *readahead) fill(off, n uint64) error {
+	end := min(off+uint64(max(ra.next, 1)), ra.r.props.DataSize)
+	end = max(end, off+n)
+	ra.next = min(2*ra.next, ra.max)
+	if ra.window == nil {
+		ra.window = readaheadWindows.Get().(*[]byte)
+	}
+	want := int(end - off)
+	if cap(*ra.window) < want {
+		*ra.window = make([]byte, want)
+	}
+	*ra.window = (*ra.window)[:want]
+	ra.off = off
+	if err := ra.r.readAt(*ra.window, location{ra.r.name, kindData, off}); err != nil {
+		*ra.window = (*ra.window)[:0] // nothing valid: the next call reads again
+		return err
+	}
+	return nil
+}
+
+// release returns the window to the pool; the blocks served from it are
+// invalid from here on. The table iterator calls it when it runs off
+// either end, so that finished inputs of a long compaction hold nothing; a
+// later block read takes a window again.
+func (ra *readahead) release() {
+	if ra.window == nil {
+		return
+	}
+	if cap(*ra.window) <= 2*compactionReadahead { // do not pool one huge block's window
+		*ra.window = (*ra.window)[:0]
+		readaheadWindows.Put(ra.window)
+	}
+	ra.window, ra.dec = nil, nil
+}
