@@ -51,8 +51,8 @@ func (db *DB) compactionLoop() {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	defer db.stopIdleTimerLocked()
+	wanted := func() bool { return db.compactionWantedLocked() || db.idleCompactionDueLocked() }
 	for {
-		wanted := func() bool { return db.compactionWantedLocked() || db.idleCompactionDueLocked() }
 		for !db.closing.Load() && (db.mu.compacting || db.mu.manualWaiting > 0 ||
 			(!db.mu.obsoletePending && (db.mu.bgErr != nil || !wanted()))) {
 			if !db.mu.compacting && db.mu.bgErr == nil {

@@ -160,6 +160,8 @@ func (b *block) validateEntries(loc location) error {
 		if off+3 <= end && (d[off]|d[off+1]|d[off+2])&0x80 == 0 {
 			// The usual header, inline (entryAt's fast path, without the
 			// call: this loop runs for every entry of every block read).
+			// Sharing one inlined helper with entryAt measured 25-50%
+			// slower in BenchmarkDecodeBlock, so the lines stay twice.
 			e.shared, e.unshared = int(d[off]), int(d[off+1])
 			e.keyStart = off + 3
 			e.valueStart = e.keyStart + e.unshared

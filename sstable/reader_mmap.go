@@ -51,10 +51,11 @@ func (r *Reader) unmapFile() {
 
 // readMapped fills buf from the mapping at loc.offset.
 func (r *Reader) readMapped(buf []byte, loc location) (err error) {
+	size := uint64(len(r.mapped))
 	end := loc.offset + uint64(len(buf))
-	if end > uint64(len(r.mapped)) || end < loc.offset {
-		n := max(0, len(r.mapped)-int(min(loc.offset, uint64(len(r.mapped)))))
-		return loc.corruptf("truncated: read %d of %d bytes", min(n, len(buf)), len(buf))
+	if end > size || end < loc.offset {
+		have := size - min(loc.offset, size) // what pread would have returned
+		return loc.corruptf("truncated: read %d of %d bytes", min(have, uint64(len(buf))), len(buf))
 	}
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
