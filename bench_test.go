@@ -81,6 +81,10 @@ func BenchmarkGetMissNoFilter(b *testing.B) {
 
 func BenchmarkPut(b *testing.B) { benchmarkPut(b, nil) }
 
+// BenchmarkPutWriteCalls is BenchmarkPut handing each write to the log with
+// a write call instead of copying it into the memory-mapped log.
+func BenchmarkPutWriteCalls(b *testing.B) { benchmarkPut(b, &Options{DisableMmap: true}) }
+
 // BenchmarkPutBuffered is BenchmarkPut in WALBuffered mode (the mode
 // bench/compare sets against Pebble's NoSync).
 func BenchmarkPutBuffered(b *testing.B) { benchmarkPut(b, &Options{WALMode: WALBuffered}) }

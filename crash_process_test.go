@@ -26,15 +26,18 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
@@ -85,7 +88,13 @@ func TestCrashProcessChild(t *testing.T) {
 		fmt.Fprintf(os.Stderr, "child: Open: %v\n", err)
 		os.Exit(3)
 	}
-	fmt.Fprintf(os.Stdout, "ready\n")
+	// "ready mapped": the log Open started is memory-mapped (reserved
+	// ahead of its records), so the kill tests the mapped log.
+	if newestLogReserved(t, dir) {
+		fmt.Fprintf(os.Stdout, "ready mapped\n")
+	} else {
+		fmt.Fprintf(os.Stdout, "ready\n")
+	}
 	// A safety net: never outlive a parent that failed to kill us.
 	deadline := time.Now().Add(30 * time.Second)
 	for id := start; time.Now().Before(deadline); id++ {
@@ -106,6 +115,7 @@ type crashChildRun struct {
 	// before the kill: in WALBuffered it must have reached the log.
 	settledAck int
 	ready      bool
+	mapped     bool // the log Open started was memory-mapped
 	killedLate bool // killed after Open returned
 	stderr     string
 }
@@ -142,8 +152,8 @@ func runCrashChild(t *testing.T, dir string, start int, mode WALMode, early bool
 			line := sc.Text()
 			mu.Lock()
 			switch {
-			case line == "ready":
-				run.ready = true
+			case line == "ready" || line == "ready mapped":
+				run.ready, run.mapped = true, line == "ready mapped"
 				close(ready)
 			case strings.HasPrefix(line, "ack "):
 				id, err := strconv.Atoi(line[4:])
@@ -224,6 +234,7 @@ func TestCrashProcessKill(t *testing.T) {
 	}
 	began := time.Now()
 	next, totalAcks, late, duringOpen := 1, 0, 0, 0
+	writeThroughLate, mappedTails := 0, 0
 	for cycle := 0; cycle < cycles; cycle++ {
 		if time.Since(began) > budget {
 			t.Logf("time budget spent after %d cycles", cycle)
@@ -251,6 +262,18 @@ func TestCrashProcessKill(t *testing.T) {
 		} else {
 			duringOpen++
 		}
+		if mode == WALWriteThrough && run.killedLate {
+			if logsMapped && !run.mapped {
+				t.Fatalf("cycle %d: the write-through child's log was not memory-mapped", cycle)
+			}
+			// A kill leaves the newest log reserved to a window
+			// boundary unless it landed while a switch had sealed
+			// the old log and not yet reserved the new one.
+			writeThroughLate++
+			if newestLogReserved(t, dir) {
+				mappedTails++
+			}
+		}
 
 		db, err := Open(dir, crashProcessOptions(WALWriteThrough))
 		if err != nil {
@@ -275,8 +298,37 @@ func TestCrashProcessKill(t *testing.T) {
 		t.Logf("cycle %d: %s early=%v killed after %v: %d acks, recovered 1..%d", cycle, mode, early, delay, acks, p)
 		next = p + 1
 	}
-	t.Logf("%d kills after Open returned, %d before (during recovery), %d batches acknowledged", late, duringOpen, totalAcks)
+	t.Logf("%d kills after Open returned, %d before (during recovery), %d batches acknowledged; %d of %d write-through kills left a mapped log's reserved space",
+		late, duringOpen, totalAcks, mappedTails, writeThroughLate)
 	if totalAcks == 0 || late == 0 {
 		t.Fatalf("the children acknowledged %d batches in %d late kills: nothing was tested", totalAcks, late)
 	}
+}
+
+// logsMapped: this system writes write-through logs through a memory map
+// (vfs.WritableMapper: 64-bit Linux).
+const logsMapped = runtime.GOOS == "linux" && math.MaxInt != math.MaxInt32
+
+// newestLogReserved reports whether the newest non-empty log in dir ends in
+// space reserved to a window boundary (a mapped log's, cut by a kill).
+func newestLogReserved(t *testing.T, dir string) bool {
+	t.Helper()
+	names, err := vfs.Default.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var newest uint64
+	var size int64
+	for _, name := range names {
+		ft, num, ok := base.ParseFilename(name)
+		if !ok || ft != base.FileTypeLog || num < newest {
+			continue
+		}
+		fi, err := vfs.Default.Stat(vfs.Default.PathJoin(dir, name))
+		if err != nil || fi.Size() == 0 {
+			continue
+		}
+		newest, size = num, fi.Size()
+	}
+	return size > 0 && size%(64<<10) == 0
 }

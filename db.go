@@ -169,7 +169,7 @@ func (db *DB) Close() error {
 	}
 	logSynced := false
 	if db.mu.log != nil && db.mu.bgErr == nil {
-		err := db.mu.log.Sync()
+		err := db.mu.log.Seal()
 		keep(err)
 		if logSynced = err == nil && db.opts.WALMode != WALDisabled; logSynced {
 			db.mu.syncedSeq = db.mu.lastSeq

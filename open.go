@@ -193,6 +193,7 @@ func (db *DB) recover() error {
 	if err != nil {
 		return fmt.Errorf("bloomkv: create log %s: %w", logName, err)
 	}
+	logWriter := wal.NewWriter(logFile, db.walWriterOptions()) // a mapped log reserves its space now
 	db.events.walCreated(WALCreateInfo{Path: logName, FileNum: logNum})
 	// The new log's directory entry is made durable by logAndApply before
 	// the manifest names it, and before any write is acknowledged into it.
@@ -205,10 +206,10 @@ func (db *DB) recover() error {
 	err = db.logAndApply(edit, causeRecovery)
 	db.manifestMu.Unlock()
 	if err != nil {
-		_ = logFile.Close()
+		_ = logWriter.Close()
 		return err
 	}
-	db.mu.log = wal.NewWriter(logFile, db.walWriterOptions())
+	db.mu.log = logWriter
 	db.visibleSeq.Store(db.mu.lastSeq)
 	db.moveDroppedLogs(plan)
 	return nil

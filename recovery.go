@@ -33,7 +33,9 @@ const (
 	// WALRecoverAbsoluteConsistency accepts no damage at all, a torn tail
 	// included: Open fails unless every log reads cleanly to its end. A
 	// database closed with Close always satisfies it; one whose process
-	// was killed mid-write may not.
+	// was killed mid-write may not. The space a memory-mapped log reserves
+	// ahead of its records (zeros after the newest log's last record) is
+	// not damage, in this mode or any other.
 	WALRecoverAbsoluteConsistency = wal.AbsoluteConsistency
 	// WALRecoverPointInTime stops at the first damage of any kind (in any
 	// log, or a gap in the sequence numbers) and keeps every write before

@@ -9,8 +9,10 @@ type WALMode = wal.Mode
 
 const (
 	// WALWriteThrough (the default): each write reaches the operating
-	// system (one write call, no fsync) before it returns, so it survives a
-	// crash of the process (kill -9); with the machine it may be lost.
+	// system (no fsync) before it returns, so it survives a crash of the
+	// process (kill -9); with the machine it may be lost. On 64-bit Linux
+	// the write is copied into a shared memory map of the log, elsewhere
+	// (or with Options.DisableMmap) handed over with one write call.
 	WALWriteThrough = wal.ModeWriteThrough
 	// WALBuffered: writes wait in memory and reach the operating system
 	// within Options.WALBufferedDelay (or once 64 KiB wait). A crash of the
@@ -30,5 +32,5 @@ const (
 
 // walWriterOptions configures each log the database writes.
 func (db *DB) walWriterOptions() wal.WriterOptions {
-	return wal.WriterOptions{Mode: db.opts.WALMode, BufferedDelay: db.opts.WALBufferedDelay}
+	return wal.WriterOptions{Mode: db.opts.WALMode, BufferedDelay: db.opts.WALBufferedDelay, MapLog: !db.opts.DisableMmap}
 }

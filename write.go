@@ -420,8 +420,11 @@ func (db *DB) switchMemtableLocked() error {
 	num, err := db.allocFileNum(false, causeLogSwitch)
 	if err == nil {
 		name = db.path(base.FileTypeLog, num)
-		if err = oldLog.Sync(); err != nil {
-			err = fmt.Errorf("bloomkv: sync write-ahead log before switching: %w", err)
+		// Seal: sync it, and cut a mapped log back to its records, so
+		// that it ends exactly after its last record as recovery
+		// requires of every log but the newest.
+		if err = oldLog.Seal(); err != nil {
+			err = fmt.Errorf("bloomkv: seal write-ahead log before switching: %w", err)
 			db.mu.Lock()
 			// After a failed fsync the kernel may have dropped the dirty
 			// pages: the log's contents are unknown. Stop writes.
@@ -430,8 +433,14 @@ func (db *DB) switchMemtableLocked() error {
 		}
 	}
 	var f vfs.File
+	var newLog *wal.Writer
 	if err == nil {
 		f, err = db.fs.Create(name)
+		if err == nil {
+			// The writer first: a mapped log reserves its space now,
+			// so a crash from here on finds the new log reserved.
+			newLog = wal.NewWriter(f, db.walWriterOptions())
+		}
 		if err == nil && db.opts.WALMode != WALDisabled {
 			// Make the new log's directory entry durable before a synced
 			// write (any write in WALSync, any with WriteOptions.Sync) is
@@ -449,8 +458,8 @@ func (db *DB) switchMemtableLocked() error {
 	}
 	db.mu.Lock()
 	if err != nil {
-		if f != nil {
-			_ = f.Close()
+		if newLog != nil {
+			_ = newLog.Close()
 			_ = db.fs.Remove(name)
 		}
 		return err
@@ -462,7 +471,7 @@ func (db *DB) switchMemtableLocked() error {
 	db.mu.mem.lastSeq = sealedSeq
 	db.mu.imm = append(db.mu.imm, db.mu.mem)
 	db.mu.mem = db.newMemTableLocked(num)
-	db.mu.log = wal.NewWriter(f, db.walWriterOptions())
+	db.mu.log = newLog
 	db.updateReadStateLocked()
 	db.mu.bgCond.Broadcast()
 	return nil

@@ -8,8 +8,8 @@
 // # The logs of a database
 //
 // A database writes one log at a time, NNNNNN.log, numbered from the same
-// counter as every other file. When the memtable fills, the engine syncs the
-// log, then starts the next: so a log is complete and durable before a newer
+// counter as every other file. When the memtable fills, the engine seals the
+// log (Writer.Seal: cut back to its records, synced), then starts the next: so a log is complete and durable before a newer
 // one takes a write, and only the newest log can ever have a torn tail.
 // Every write has a sequence number; the writes of the live logs (those at
 // or after the manifest's log number) follow each other without a gap,
@@ -31,6 +31,13 @@
 //     malformed record -- ends recovery there: every record before it is
 //     kept, everything after it (the rest of that log, every later log) is
 //     dropped, and reported in the result.
+//
+// In every mode the newest non-empty log may end in reserved space: zeros
+// after its last record that a memory-mapped writer reserved and never
+// used (see internal/record). They are counted in LogResult.Reserved, not
+// dropped. Every older log was sealed -- cut back to its records and
+// synced -- before the next was created, so reserved space in one is
+// corruption.
 //
 // An empty log after the newest non-empty one holds nothing and says
 // nothing about the end of the log before it (a recovery that failed after

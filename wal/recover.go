@@ -78,6 +78,13 @@ type LogResult struct {
 	KeepEnd int64
 	// TornTail: the dropped bytes are a torn tail the mode accepts.
 	TornTail bool
+	// Reserved counts the zero bytes after KeepEnd that the log's writer
+	// reserved ahead of its records and never used (a log written through
+	// a memory map, cut short by a crash): not damage, and not dropped.
+	// Only the newest log may end in them.
+	Reserved int64
+	// reservedOK: this is the newest log, which may end in reserved space.
+	reservedOK bool
 	// Err is the damage that stopped reading this log (point in time, or
 	// KeepGoing), nil otherwise.
 	Err error
@@ -114,8 +121,9 @@ func (e *SequenceError) Error() string {
 
 func (e *SequenceError) Unwrap() error { return base.ErrCorruption }
 
-// Dropped returns how many bytes of the log were not kept.
-func (r *LogResult) Dropped() int64 { return r.Size - r.KeepEnd }
+// Dropped returns how many bytes of the log were not kept, reserved space
+// aside.
+func (r *LogResult) Dropped() int64 { return r.Size - r.KeepEnd - r.Reserved }
 
 // Result is the outcome of Check.
 type Result struct {
@@ -152,6 +160,7 @@ func Check(o Options, logs []Log) (*Result, error) {
 		lr := &res.Logs[i]
 		*lr = LogResult{Log: l, KeepEnd: l.Size}
 		lr.Strict = o.Mode != TolerateTornTail || i < newest
+		lr.reservedOK = i == newest
 		if c.stopped {
 			lr.KeepEnd = 0
 			continue
@@ -275,11 +284,17 @@ func readLog(fs vfs.FS, lr *LogResult, limit int, rec func(*record.Reader, []byt
 	if lr.Strict {
 		r.SetStrict()
 	}
+	if lr.reservedOK {
+		r.AllowReservedTail()
+	}
 	for n := 0; limit < 0 || n < limit; n++ {
 		b, err := r.Next()
 		if err == io.EOF {
 			if torn, off := r.TornTail(); torn {
 				lr.KeepEnd, lr.TornTail = off, true
+			}
+			if reserved, off := r.Reserved(); reserved {
+				lr.KeepEnd, lr.Reserved = off, lr.Size-off
 			}
 			return nil
 		}

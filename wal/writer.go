@@ -67,6 +67,13 @@ type WriterOptions struct {
 	// writer waiting; started early, that fsync finds little left to write.
 	// 0 means DefaultWritebackBytes, negative never.
 	WritebackBytes int
+	// MapLog: in ModeWriteThrough, store records through a shared memory
+	// map of the file instead of one write call each, where the file
+	// supports it (vfs.WritableMapper: 64-bit Linux). The promise is the
+	// same -- a record is in the operating system's hands when Append
+	// returns -- at the cost of a memory copy instead of a system call.
+	// See mapped.go.
+	MapLog bool
 }
 
 // Writer appends records to one log file according to its Mode. It is safe
@@ -85,6 +92,9 @@ type Writer struct {
 	// those below writebackFrom.
 	written, writebackFrom int64
 	writebackIdle          atomic.Bool // no writeback hint in flight
+	// mapped, when not nil, receives the records instead of file
+	// (MapLog). guarded by mu.
+	mapped *mappedFile
 	// err is sticky: once a write or sync failed, the log's tail is
 	// unknown and every later call fails.
 	err    error
@@ -107,6 +117,20 @@ func NewWriter(f vfs.File, o WriterOptions) *Writer {
 	}
 	w := &Writer{opts: o, file: f}
 	w.writebackIdle.Store(true)
+	if o.MapLog && o.Mode == ModeWriteThrough {
+		mf, err := newMappedFile(f)
+		switch {
+		case err == nil:
+			w.mapped = mf
+		case !errors.Is(err, errMapUnsupported):
+			// Space may have been reserved before mapping failed: give
+			// it back, since a log written with write calls must end
+			// after its last record. If that fails too, refuse writes.
+			if terr := f.(vfs.WritableMapper).Truncate(0); terr != nil {
+				w.err = fmt.Errorf("bloomkv/wal: map log: %w; undo its reservation: %w", err, terr)
+			}
+		}
+	}
 	w.rw = record.NewWriter(bufferedFile{w})
 	return w
 }
@@ -174,6 +198,30 @@ func (w *Writer) Sync() error {
 	return w.syncLocked()
 }
 
+// Seal ends the log: it hands every buffered record to the operating
+// system, gives back the space reserved ahead of the records (a mapped
+// log; see mapped.go) so that the file ends exactly after its last record,
+// and fsyncs. The database seals a log before it starts the next one,
+// since recovery reads every log but the newest strictly. Appending after
+// Seal works (a switch that failed after sealing goes on with this log):
+// a mapped log reserves space again.
+func (w *Writer) Seal() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usableLocked(); err != nil {
+		return err
+	}
+	if err := w.flushLocked(); err != nil {
+		return err
+	}
+	if w.mapped != nil {
+		if err := w.mapped.seal(); err != nil {
+			return w.failLocked(fmt.Errorf("bloomkv/wal: seal mapped log: %w", err))
+		}
+	}
+	return w.syncLocked()
+}
+
 // Size returns the bytes appended so far, buffered ones included.
 func (w *Writer) Size() int64 {
 	w.mu.Lock()
@@ -192,6 +240,13 @@ func (w *Writer) Close() error {
 	var err error
 	if w.err == nil {
 		err = w.flushLocked()
+	}
+	if w.mapped != nil {
+		// Cut the file back to its records (a no-op when sealed
+		// already), without an fsync.
+		if serr := w.mapped.seal(); serr != nil && err == nil {
+			err = fmt.Errorf("bloomkv/wal: close mapped log: %w", serr)
+		}
 	}
 	w.closed = true
 	if w.timer != nil {
@@ -300,7 +355,13 @@ func (b bufferedFile) Write(p []byte) (int, error) {
 		b.w.pending = append(b.w.pending, p...)
 		return len(p), nil
 	}
-	n, err := b.w.file.Write(p)
+	var n int
+	var err error
+	if b.w.mapped != nil {
+		n, err = b.w.mapped.Write(p)
+	} else {
+		n, err = b.w.file.Write(p)
+	}
 	b.w.wroteLocked(n)
 	return n, err
 }

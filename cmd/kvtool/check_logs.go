@@ -25,6 +25,10 @@ type logResult struct {
 	LastSeq  uint64 `json:"last_seq,omitempty"`
 	// TornTailOffset is where a dropped torn tail began, when there was one.
 	TornTailOffset *int64 `json:"torn_tail_offset,omitempty"`
+	// ReservedBytes are the zeros after the last record of the newest log
+	// that its writer reserved and never used (a memory-mapped log of a
+	// database that is open or crashed): not damage, nothing lost.
+	ReservedBytes int64 `json:"reserved_bytes,omitempty"`
 	// Status is "ok", "torn tail", "corrupt" or "foreign" (listed as
 	// foreign, or numbered past the manifest's next file number: never
 	// read).
@@ -192,6 +196,11 @@ func reportLog(f dirFile, lr *wal.LogResult, st *logStats, live, opens bool, out
 		} else {
 			out.add(sev, f.name, "%v", lr.Err)
 		}
+	}
+	if lr.Reserved > 0 {
+		res.ReservedBytes = lr.Reserved
+		out.notef(f.name, "ends in %d bytes of space reserved ahead of its records at offset %d (a memory-mapped log of a database that is open or was not closed): unused, nothing lost",
+			lr.Reserved, lr.KeepEnd)
 	}
 	if lr.TornTail {
 		// checkLogs notes it, once it knows whether the tail held writes

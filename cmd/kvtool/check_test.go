@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -275,15 +277,45 @@ func TestCheckLogTornTail(t *testing.T) {
 	dir := crashImage(t)
 	logs := filesOfType(t, dir, base.FileTypeLog)
 	path := filepath.Join(dir, logs[len(logs)-1])
-	size := fileSize(t, path)
-	if err := os.Truncate(path, size-5); err != nil {
+	code, out, _ := runTool(t, "check", dir)
+	if code != exitOK {
+		t.Fatalf("an open database's image: check exited %d:\n%s", code, out)
+	}
+	if logsMapped {
+		wantFinding(t, out, "NOTE", logs[len(logs)-1], "space reserved ahead of its records", "nothing lost")
+	}
+	if err := os.Truncate(path, recordsEnd(t, path)-5); err != nil {
 		t.Fatal(err)
 	}
-	code, out, _ := runTool(t, "check", dir)
+	code, out, _ = runTool(t, "check", dir)
 	if code != exitOK {
 		t.Fatalf("a torn log tail is not an error, but check exited %d:\n%s", code, out)
 	}
 	wantFinding(t, out, "NOTE", logs[len(logs)-1], "torn tail")
+}
+
+// logsMapped: the engine writes write-through logs through a memory map
+// on this system (64-bit Linux), so an open database's newest log ends in
+// reserved space.
+const logsMapped = runtime.GOOS == "linux" && math.MaxInt != math.MaxInt32
+
+// recordsEnd returns where the records of the log at path end: before any
+// space a memory-mapped log reserved ahead of them.
+func recordsEnd(t testing.TB, path string) int64 {
+	t.Helper()
+	f, err := vfs.Default.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := record.NewReader(f, path)
+	r.AllowReservedTail()
+	for {
+		if _, err := r.Next(); err != nil {
+			break
+		}
+	}
+	return r.EndOfLastRecord()
 }
 
 // crashImage returns a copy of a database taken while it was open, with
@@ -404,7 +436,13 @@ func writeLiveLog(t *testing.T, dir string, recs ...[]byte) string {
 func TestCheckSequenceInsideLog(t *testing.T) {
 	dir := crashImage(t)
 	logs := filesOfType(t, dir, base.FileTypeLog)
-	last := lastLogSeq(t, filepath.Join(dir, logs[len(logs)-1]))
+	// Sealed, as the engine seals a log before it starts the next: cut
+	// back to its records.
+	lastPath := filepath.Join(dir, logs[len(logs)-1])
+	if err := os.Truncate(lastPath, recordsEnd(t, lastPath)); err != nil {
+		t.Fatal(err)
+	}
+	last := lastLogSeq(t, lastPath)
 	put := func(seq uint64, key string) []byte { return encodeBatch(seq, []testBatchOp{{key: key, value: "v"}}) }
 	del := func(seq uint64, key string) []byte { return encodeBatch(seq, []testBatchOp{{del: true, key: key}}) }
 	name := writeLiveLog(t, dir, put(last+1, "a"), put(last+4, "b"), del(last+2, "c"), put(last+3, "d"))
@@ -497,7 +535,13 @@ func wantOpenRefuses(t testing.TB, dir string) {
 func TestCheckSequenceGap(t *testing.T) {
 	dir := crashImage(t)
 	logs := filesOfType(t, dir, base.FileTypeLog)
-	last := lastLogSeq(t, filepath.Join(dir, logs[len(logs)-1]))
+	// Sealed, as the engine seals a log before it starts the next: cut
+	// back to its records.
+	lastPath := filepath.Join(dir, logs[len(logs)-1])
+	if err := os.Truncate(lastPath, recordsEnd(t, lastPath)); err != nil {
+		t.Fatal(err)
+	}
+	last := lastLogSeq(t, lastPath)
 	state := replayCurrent(t, dir)
 	newer := base.MakeFilename(base.FileTypeLog, state.NextFileNum-1)
 	writeBatchLog(t, filepath.Join(dir, newer), last+5, "gap")

@@ -96,6 +96,20 @@
 // payload itself embeds intact fragments (a log stored as a value) can make
 // a torn tail look like corruption: the reader errs on the side of an error.
 //
+// # Reserved space
+//
+// A log written through a memory map is made longer than its records
+// ahead of them (the writer reserves space, zero-filled, and cuts the file
+// back when it seals the log), so a crash leaves the newest log ending in
+// zeros that were never written. A reader told so (AllowReservedTail)
+// reads zeros from the end of the last whole record to the end of the file
+// as a clean end, strict or not, and reports them through Reserved, not
+// TornTail. The zeros must start outside a record (after a whole record,
+// possibly after its block padding) and run to the end of the file; any
+// other byte makes the tail torn or corrupt by the rules above. Zeros after
+// the last record cannot tell reserved space from unsynced records that a
+// power loss zeroed; those were never promised to survive one.
+//
 // A strict reader (SetStrict) takes nothing for a torn tail: a log must end
 // exactly after its last whole record. Log recovery (package wal) reads
 // every log but the newest strictly (older logs were synced before a newer

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,9 @@ type Reader struct {
 	name string    // constant after construction; used in errors
 	// strict: no damage is taken for a torn tail (see SetStrict).
 	strict bool
+	// reservedOK: zeros from the end of the last record to the end of the
+	// file are unused space (see AllowReservedTail).
+	reservedOK bool
 
 	// block holds the bytes of the current block read so far: BlockSize of
 	// them, or fewer for the file's last block.
@@ -37,6 +41,10 @@ type Reader struct {
 
 	torn       bool
 	tornOffset int64
+	// reserved: the file ended in reserved space starting at
+	// reservedOffset (the end of the last record).
+	reserved       bool
+	reservedOffset int64
 }
 
 // NewReader reads records from r; name is used in error messages.
@@ -50,6 +58,21 @@ func NewReader(r io.Reader, name string) *Reader {
 // closed before a newer one took a write), and every log when asked for
 // absolute consistency. Call it before the first Next.
 func (r *Reader) SetStrict() { r.strict = true }
+
+// AllowReservedTail lets the log end in space its writer reserved but never
+// used: every byte from the end of the last whole record to the end of the
+// file zero (a log written through a memory map is extended ahead of its
+// records; see vfs.WritableMapper). That is a clean end, in strict mode
+// too, reported by Reserved rather than TornTail. Recovery allows it in the
+// newest log only: a writer cuts every other log back to its records
+// before a newer one takes a write. Call it before the first Next.
+func (r *Reader) AllowReservedTail() { r.reservedOK = true }
+
+// Reserved reports whether the log ended in reserved space, and where it
+// begins: the end of the last whole record.
+func (r *Reader) Reserved() (reserved bool, offset int64) {
+	return r.reserved, r.reservedOffset
+}
 
 // EndOfLastRecord returns the offset just past the last record Next
 // returned (0 before the first): everything from there on was not read as
@@ -109,40 +132,40 @@ func (r *Reader) next() ([]byte, error) {
 		if avail == 0 {
 			// The file ends at this fragment boundary.
 			if inRecord {
-				return nil, r.stop(at, "record is missing its last fragment")
+				return nil, r.stopIn(inRecord, at, "record is missing its last fragment")
 			}
 			return nil, io.EOF
 		}
 		if avail < headerSize {
-			return nil, r.stop(at, fmt.Sprintf("truncated fragment header (%d of %d bytes)", avail, headerSize))
+			return nil, r.stopIn(inRecord, at, fmt.Sprintf("truncated fragment header (%d of %d bytes)", avail, headerSize))
 		}
 		h := parseHeader(r.block[r.pos:])
 		end := r.pos + headerSize + h.length
 		switch {
 		case !h.typ.valid():
-			return nil, r.stop(at, fmt.Sprintf("invalid fragment type %d", h.typ))
+			return nil, r.stopIn(inRecord, at, fmt.Sprintf("invalid fragment type %d", h.typ))
 		case end > BlockSize:
-			return nil, r.stop(at, fmt.Sprintf("fragment length %d crosses the block boundary", h.length))
+			return nil, r.stopIn(inRecord, at, fmt.Sprintf("fragment length %d crosses the block boundary", h.length))
 		case end > len(r.block):
-			return nil, r.stop(at, fmt.Sprintf("truncated fragment payload (%d of %d bytes)", len(r.block)-r.pos-headerSize, h.length))
+			return nil, r.stopIn(inRecord, at, fmt.Sprintf("truncated fragment payload (%d of %d bytes)", len(r.block)-r.pos-headerSize, h.length))
 		}
 		payload := r.block[r.pos+headerSize : end]
 		if fragmentChecksum(h.typ, payload) != h.checksum {
-			return nil, r.stop(at, "checksum mismatch")
+			return nil, r.stopIn(inRecord, at, "checksum mismatch")
 		}
 		// The fragment is intact; check it fits the writer's layout.
 		if (h.typ == typeFirst || h.typ == typeMiddle) && end != BlockSize {
-			return nil, r.stop(at, fmt.Sprintf("%s fragment does not fill its block", h.typ))
+			return nil, r.stopIn(inRecord, at, fmt.Sprintf("%s fragment does not fill its block", h.typ))
 		}
 		if (h.typ == typeMiddle || h.typ == typeLast) && r.pos != 0 {
-			return nil, r.stop(at, fmt.Sprintf("%s fragment does not start a block", h.typ))
+			return nil, r.stopIn(inRecord, at, fmt.Sprintf("%s fragment does not start a block", h.typ))
 		}
 		startsRecord := h.typ == typeFull || h.typ == typeFirst
 		if startsRecord && inRecord {
-			return nil, r.stop(at, fmt.Sprintf("record at offset %d is missing its last fragment", start))
+			return nil, r.stopIn(inRecord, at, fmt.Sprintf("record at offset %d is missing its last fragment", start))
 		}
 		if !startsRecord && !inRecord {
-			return nil, r.stop(at, fmt.Sprintf("%s fragment without a first fragment", h.typ))
+			return nil, r.stopIn(inRecord, at, fmt.Sprintf("%s fragment without a first fragment", h.typ))
 		}
 		r.pos = end
 		switch h.typ {
@@ -209,6 +232,71 @@ func (r *Reader) readBlock() error {
 		return fmt.Errorf("bloomkv/record: %s: read at offset %d: %w", r.name, r.blockStart+int64(n), err)
 	}
 	return nil
+}
+
+// stopIn is stop for a fragment at offset at that the reader cannot
+// accept, inRecord saying whether it is inside a record. Outside one, every
+// byte from the end of the last record to at is zero (block padding, which
+// skipPadding checked), so when reserved space is allowed and nothing but
+// zeros follows either, the log ends there cleanly.
+func (r *Reader) stopIn(inRecord bool, at int64, reason string) error {
+	if !r.reservedOK || inRecord {
+		return r.stop(at, reason)
+	}
+	zeros, intact, err := r.scanRest(at)
+	switch {
+	case err != nil:
+		return err
+	case zeros:
+		r.reserved, r.reservedOffset = true, r.recordEnd
+		return io.EOF
+	case r.strict:
+		return &CorruptionError{File: r.name, Offset: at, Reason: reason}
+	case intact:
+		return &CorruptionError{File: r.name, Offset: at, Reason: reason, IntactAfter: true}
+	}
+	r.torn, r.tornOffset = true, r.recordEnd
+	return io.EOF
+}
+
+// scanRest reads the rest of the file from offset at (in the current block)
+// and reports whether every byte of it is zero, and whether an intact
+// fragment starts anywhere in it.
+func (r *Reader) scanRest(at int64) (zeros, intact bool, err error) {
+	zeros = true
+	from := int(at - r.blockStart)
+	for {
+		rest := r.block[min(from, len(r.block)):]
+		if zeros && !allZero(rest) {
+			zeros = false
+		}
+		if !zeros && intactFragmentIn(r.block, from) {
+			return false, true, nil
+		}
+		if err := r.readBlock(); err != nil {
+			return false, false, err
+		}
+		if len(r.block) == 0 {
+			return zeros, false, nil
+		}
+		from = 0
+	}
+}
+
+// allZero reports whether b holds only zero bytes.
+func allZero(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b) != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // stop ends reading at a fragment the reader cannot accept, at offset at.
