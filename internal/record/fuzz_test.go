@@ -49,6 +49,19 @@ func FuzzDamagedLog(f *testing.F) {
 			t.Fatalf("unexpected error kind: %v", res.err)
 		}
 		checkPrefix(t, res.recs, recs)
+		// Allowing reserved space changes what the tail means, never
+		// which records come back: a prefix, and reserved space is
+		// zeros to the end.
+		for _, strict := range []bool{false, true} {
+			rr, reserved, at := readReserved(data, strict)
+			if rr.err != nil && !errors.Is(rr.err, base.ErrCorruption) {
+				t.Fatalf("reserved allowed (strict %v): unexpected error kind: %v", strict, rr.err)
+			}
+			checkPrefix(t, rr.recs, recs)
+			if reserved && (at > int64(len(data)) || !allZero(data[at:])) {
+				t.Fatalf("reserved from %d of %d bytes, but not all zeros", at, len(data))
+			}
+		}
 	})
 }
 
