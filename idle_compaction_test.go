@@ -101,6 +101,12 @@ func TestIdleCompactionDrainsLevel0(t *testing.T) {
 			t.Fatalf("key%05d after the idle compaction: %q, %v", i, v, err)
 		}
 	}
+	// Events are delivered on their own goroutine: wait for this one.
+	waitFor(t, "the idle compaction's event", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(idle) > 0
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	if len(idle) == 0 || idle[0].FromLevel != 0 || idle[0].ToLevel != 1 || idle[0].Err != nil {
