@@ -8,7 +8,8 @@ type durability int
 
 const (
 	// writeThrough: the write reached the operating system (a write call,
-	// no fsync): it survives kill -9, not a machine crash.
+	// or for bloomkv on 64-bit Linux a copy into its memory-mapped log; no
+	// fsync): it survives kill -9, not a machine crash.
 	writeThrough durability = iota
 	// buffered: the write is in the process's memory and reaches the
 	// operating system soon after (bloomkv within 1 ms, Pebble as soon as

@@ -16,7 +16,7 @@ var bloomkvEngine = &engine{
 	mode: func(d durability) (string, bool) {
 		switch d {
 		case writeThrough:
-			return "WALMode: WALWriteThrough", true
+			return "WALMode: WALWriteThrough (on 64-bit Linux each write is copied into the memory-mapped log, in the page cache when Put returns, as a write call would put it)", true
 		case buffered:
 			return "WALMode: WALBuffered (WALBufferedDelay 1 ms)", true
 		case synced:
@@ -28,7 +28,7 @@ var bloomkvEngine = &engine{
 	settingNotes: func(s *settings) []string {
 		notes := []string{
 			"bloomkv: every setting is its default except WALMode; it keeps each open table's index and filter blocks in memory outside the block cache (Pebble and goleveldb keep theirs in the cache)",
-			"bloomkv: reads open tables through read-only memory maps (a copy per block instead of a pread; Options.DisableMmap turns it off); Pebble and goleveldb pread",
+			"bloomkv: reads open tables through read-only memory maps (a copy per block instead of a pread) and, write-through on 64-bit Linux, writes its log through a shared memory map (a copy per write instead of a write call); Options.DisableMmap turns both off; Pebble and goleveldb pread and write",
 			"bloomkv: to settle, Flush and WaitForCompactions, then wait until its idle compaction (IdleCompactionDelay, 1 s after the last write) has moved level 0 into level 1",
 		}
 		if s.rowPrefix > 0 {
