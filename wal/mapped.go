@@ -38,6 +38,9 @@ const (
 	// reserved space ends on a block boundary.
 	mapWindowMin = 256 << 10
 	mapWindowMax = 4 << 20
+	// mapWindowLeast is the smallest window tried when reserving a
+	// bigger one fails (a nearly full disk).
+	mapWindowLeast = 64 << 10
 )
 
 // mappedFile writes a log's bytes through memory-mapped windows.
@@ -73,23 +76,34 @@ func newMappedFile(f vfs.File) (*mappedFile, error) {
 
 // advance replaces the used-up (or, after seal, missing) window with the
 // next one, starting at the page that holds the next byte, and reserves
-// its space first.
+// its space first. When the window cannot be reserved whole (a nearly full
+// disk), smaller ones are tried, and at worst the window covers just what
+// is reserved already.
 func (m *mappedFile) advance() error {
 	if err := m.release(); err != nil {
 		return err
 	}
 	start := m.written - m.written%int64(os.Getpagesize())
 	size := m.next
-	end := start + size
-	if end > m.reserved {
-		if err := m.mapper.Reserve(end); err != nil {
-			return fmt.Errorf("reserve %d bytes: %w", end, err)
+	for start+size > m.reserved {
+		err := m.mapper.Reserve(start + size)
+		if err == nil {
+			m.reserved = start + size
+			break
 		}
-		m.reserved = end
+		if size > mapWindowLeast && start+size/2 > m.written {
+			size /= 2
+			m.next = size
+			continue
+		}
+		if m.reserved <= m.written {
+			return fmt.Errorf("reserve %d bytes: %w", start+size, err)
+		}
+		size = m.reserved - start
 	}
 	data, unmap, err := m.mapper.MapWritable(start, size)
 	if err != nil {
-		return fmt.Errorf("map bytes %d-%d: %w", start, end, err)
+		return fmt.Errorf("map bytes %d-%d: %w", start, start+size, err)
 	}
 	m.window, m.unmap, m.winStart = data, unmap, start
 	m.next = min(2*size, mapWindowMax)
@@ -123,6 +137,16 @@ func (m *mappedFile) Write(p []byte) (n int, err error) {
 			err = fmt.Errorf("storing at offset %d through the memory map (file cut short?): %v", m.written, re)
 		}
 	}()
+	if need := m.written + int64(len(p)); need > m.reserved {
+		// Reserve all of p before storing any of it, so that a full
+		// disk fails the write whole rather than leave part of a
+		// record behind.
+		end := (need + mapWindowLeast - 1) / mapWindowLeast * mapWindowLeast
+		if err := m.mapper.Reserve(end); err != nil {
+			return 0, fmt.Errorf("reserve %d bytes: %w", end, err)
+		}
+		m.reserved = end
+	}
 	for len(p) > 0 {
 		if m.window == nil || m.written == m.winStart+int64(len(m.window)) {
 			if err := m.advance(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -223,5 +224,67 @@ func TestMappedLogNotOnOtherFiles(t *testing.T) {
 			t.Fatalf("%s log was mapped", mode)
 		}
 		w.Close()
+	}
+}
+
+// smallDisk is an OS file whose reservations fail past limit bytes, as on
+// a nearly full disk.
+type smallDisk struct {
+	vfs.File
+	limit int64
+}
+
+func (d smallDisk) Reserve(size int64) error {
+	if size > d.limit {
+		return syscall.ENOSPC
+	}
+	return d.File.(vfs.WritableMapper).Reserve(size)
+}
+
+func (d smallDisk) MapWritable(off, n int64) ([]byte, func() error, error) {
+	return d.File.(vfs.WritableMapper).MapWritable(off, n)
+}
+
+func (d smallDisk) Truncate(size int64) error { return d.File.(vfs.WritableMapper).Truncate(size) }
+
+// TestMappedLogNearlyFullDisk: when a window cannot be reserved whole, a
+// smaller one is tried, so the log fills the space there is (to within the
+// smallest window) before Append fails; the failure is an error, and the
+// records before it read back.
+func TestMappedLogNearlyFullDisk(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "000001.log")
+	f, err := vfs.Default.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.(vfs.WritableMapper); !ok {
+		f.Close()
+		t.Skip("logs are not memory-mapped on this system")
+	}
+	const limit = 700 << 10 // 256 KiB, then 512 KiB does not fit
+	w := NewWriter(smallDisk{f, limit}, WriterOptions{Mode: ModeWriteThrough, MapLog: true, WritebackBytes: -1})
+	if w.mapped == nil {
+		t.Fatal("not mapped")
+	}
+	rng := rand.New(rand.NewPCG(6, 6))
+	var n int
+	for ; ; n++ {
+		if err := w.Append(sizedRec(rng, uint64(n+1), 1000), false); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("append %d: %v, want ENOSPC", n, err)
+			}
+			break
+		}
+	}
+	if used := w.Size(); used < limit-mapWindowLeast || used > limit {
+		t.Fatalf("log stopped at %d bytes with %d reservable: want within %d of it", used, limit, mapWindowLeast)
+	}
+	_ = w.Close()
+	res, err := checkLogs(AbsoluteConsistency, path)
+	if err != nil {
+		t.Fatalf("after the failure: %v", err)
+	}
+	if res.Logs[0].Records != n {
+		t.Fatalf("after the failure: %v; %d records read, %d appended", err, res.Logs[0].Records, n)
 	}
 }
