@@ -264,7 +264,8 @@ func TestMappedLogNearlyFullDisk(t *testing.T) {
 	const limit = 700 << 10 // 256 KiB, then 512 KiB does not fit
 	w := NewWriter(smallDisk{f, limit}, WriterOptions{Mode: ModeWriteThrough, MapLog: true, WritebackBytes: -1})
 	if w.mapped == nil {
-		t.Fatal("not mapped")
+		w.Close()
+		t.Skip("logs are not memory-mapped on this system (32-bit)")
 	}
 	rng := rand.New(rand.NewPCG(6, 6))
 	var n int
