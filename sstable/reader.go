@@ -262,13 +262,17 @@ const maxSnappyExpansion = 24
 // readBlock reads a block and its trailer, verifies the checksum and
 // returns the uncompressed contents (a fresh buffer the caller owns).
 //
-// The stored bytes are read into a pooled buffer: a compressed block is
+// A mapped table's blocks are decoded in place (reader_mmap.go). Otherwise
+// the stored bytes are read into a pooled buffer: a compressed block is
 // decompressed into a fresh one anyway, so the read buffer is garbage the
 // moment it is decoded (a profile of random Gets spent 16% of the read path
 // allocating and zeroing it). A block stored raw is copied out of the pool.
 func (r *Reader) readBlock(h blockHandle, kind blockKind) ([]byte, error) {
 	loc := location{r.name, kind, h.offset}
 	n := h.size + blockTrailerLen
+	if r.mapped != nil {
+		return r.readBlockMapped(loc, n)
+	}
 	if n > maxPooledRead {
 		buf := make([]byte, n)
 		if err := r.readAt(buf, loc); err != nil {
