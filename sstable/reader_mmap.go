@@ -95,9 +95,9 @@ func (r *Reader) readMapped(buf []byte, loc location) (err error) {
 	return nil
 }
 
-// readBlockMapped is readBlock for a mapped table: the n stored bytes
+// readBlockMapped is readBlockInto for a mapped table: the n stored bytes
 // (block and trailer) at loc are verified and decoded where they lie.
-func (r *Reader) readBlockMapped(loc location, n uint64) (out []byte, err error) {
+func (r *Reader) readBlockMapped(dst []byte, loc location, n uint64) (out []byte, err error) {
 	stored, err := r.mappedRange(loc, n)
 	if err != nil {
 		return nil, err
@@ -113,12 +113,12 @@ func (r *Reader) readBlockMapped(loc location, n uint64) (out []byte, err error)
 		// fault would not be recovered: give it a copy.
 		stored = bytes.Clone(stored)
 	}
-	out, err = decodeBlockContents(stored, loc)
+	out, err = decodeBlockContentsInto(dst, stored, loc)
 	if err != nil {
 		return nil, err
 	}
 	if len(out) > 0 && &out[0] == &stored[0] { // stored raw: out aliases the mapping
-		out = bytes.Clone(out)
+		out = append(dst[:0], out...)
 	}
 	return out, nil
 }
