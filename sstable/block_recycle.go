@@ -7,11 +7,12 @@ import (
 
 // Recycling the buffers of decoded data blocks.
 //
-// A Get that misses the block cache decodes a block of a few KiB. Into a
-// fresh buffer, that is an allocation, its zeroing and garbage for the GC
-// per miss; with two readers the collector runs on the cores they need
-// (it was what kept two readers below 1.8x one). Instead the buffer of a
-// block the cache evicted is reused, once nobody reads the block any more.
+// A Get that misses the block cache decodes a block of a few KiB. Decoded
+// into a fresh buffer, every miss costs an allocation, its zeroing and
+// garbage for the GC; with two readers the collector runs on the cores
+// they need (it was what kept two readers below 1.8x one). Instead the
+// buffer of a block the cache evicted is reused, once nobody reads the
+// block any more.
 //
 // Who may still read a block is counted in block.refs: its creator, the
 // cache while the block is in it, and every Get that acquired it from the
@@ -27,7 +28,8 @@ import (
 // count for its own.
 //
 // A holder that cannot say when it is done (iterators, whose keys and
-// values callers hold until the next move, and Reader.Get's callers) sets
+// values callers hold until the next move, and callers of Reader.Get and
+// GetSeq, whose values alias the block for as long as they like) sets
 // keptBit instead of counting: the count then never reaches zero and the
 // block is left to the garbage collector. So code that does not opt in to
 // releasing is safe by default.
@@ -41,7 +43,9 @@ const keptBit = 1 << 30
 
 // maxPooledBlock is the largest decoded block whose buffer is recycled:
 // data blocks are a few KiB, and an unusually large one would pin its size
-// in the pool.
+// in the pool. A buffer may hold a smaller block than the one it was made
+// for, and the cache charges the block's length, not the capacity: with
+// one block size per tree the two stay close.
 const maxPooledBlock = 64 << 10
 
 // blockBuffers holds the buffers of recycled blocks.
