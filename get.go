@@ -158,17 +158,22 @@ func (db *DB) getFromTable(sh *readShard, slot int, f *manifest.FileMetadata, le
 			return nil, 0, false, fmt.Errorf("bloomkv: get: %w", err)
 		}
 	}
-	v, kind, vseq, ok, err := r.GetSeq(key, seq, !db.opts.IgnoreFilters, &sh.levels[level])
+	// The value aliases a block that held keeps from being recycled (its
+	// buffer reused for another block): copy it out, then release.
+	v, kind, vseq, ok, held, err := r.GetSeqHeld(key, seq, !db.opts.IgnoreFilters, &sh.levels[level])
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("bloomkv: get: %w", err)
 	}
 	if *tomb != 0 && (!ok || vseq < *tomb) {
+		held.Release()
 		return nil, base.KindDelete, true, nil
 	}
 	if ok && kind == base.KindSet {
-		// The value aliases a cached block; copy before release.
-		return copyValue(v), kind, true, nil
+		v = copyValue(v)
+		held.Release()
+		return v, kind, true, nil
 	}
+	held.Release()
 	return nil, kind, ok, nil
 }
 

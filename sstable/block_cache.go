@@ -10,14 +10,18 @@ import (
 
 // BlockCache is a sharded cache of uncompressed data blocks keyed by (file
 // number, block offset). A block's charge is its uncompressed size. It is
-// safe for concurrent use. Cached blocks are immutable, so a block evicted
-// while a reader still uses it stays valid for that reader.
+// safe for concurrent use. Cached blocks are immutable, and a block evicted
+// while a reader still uses it stays valid for that reader: the cache holds
+// a reference to each block it holds, and a block's buffer is recycled
+// only when the last reference is released (block_recycle.go).
 //
-// A hit takes no lock and writes no shared cache line: the shard's table
-// is probed lock-free (entryTable), the entry's reference bit is set only
-// if it is clear, and the hit is counted in the calling P's slot
-// (internal/pslot). Readers on several cores then share nothing but read-
-// only lines. Inserts and evictions take the shard's mutex. Eviction is
+// A hit takes no lock and writes no cache line but the block's own: the
+// shard's table is probed lock-free (entryTable), the entry's reference
+// bit is set only if it is clear, and the hit is counted in the calling
+// P's slot (internal/pslot). A caller that releases the block (a Get)
+// writes its reference count, so only readers of the same block at the
+// same time share a written line; a kept reference (iterators) writes it
+// once per block. Inserts and evictions take the shard's mutex. Eviction is
 // CLOCK, an approximation of LRU: the shard's list keeps insertion order,
 // and the block at its back is evicted unless it was used since it was
 // last looked at, in which case it gets a second chance at the front.
@@ -92,11 +96,18 @@ func (c *BlockCache) shard(h uint64) *cacheShard {
 	return &c.shards[(h>>32)&uint64(len(c.shards)-1)]
 }
 
-// get returns the cached block and counts a hit or a miss. It allocates
-// nothing and takes no lock.
+// get returns the cached block, kept (never recycled), and counts a hit
+// or a miss. It allocates nothing and takes no lock.
 func (c *BlockCache) get(fileNum, offset uint64) *block {
+	return c.acquire(fileNum, offset, false)
+}
+
+// acquire is get taking a counted reference (released by the caller) or a
+// kept one. A block found in the table whose buffer is being recycled (it
+// was evicted and released meanwhile) counts as a miss.
+func (c *BlockCache) acquire(fileNum, offset uint64, counted bool) *block {
 	e := c.lookup(fileNum, offset)
-	if e == nil || e.blk == nil {
+	if e == nil || e.blk == nil || !e.blk.acquire(counted) {
 		c.misses.Add(pslot.Index(), 1)
 		return nil
 	}
@@ -138,7 +149,8 @@ func (c *BlockCache) setFilter(fileNum, offset uint64, f *residentFilter) {
 // insert.
 func (c *BlockCache) pin(n int64) { c.pinned.Add(n) }
 
-// set inserts (or replaces) a block.
+// set inserts (or replaces) a block, which the caller holds a reference
+// to; the cache takes one of its own while the block is in it.
 func (c *BlockCache) set(fileNum, offset uint64, b *block) {
 	c.insert(&cacheEntry{key: cacheKey{fileNum, offset}, blk: b, charge: int64(len(b.data))})
 }
@@ -160,6 +172,9 @@ func (c *BlockCache) insert(e *cacheEntry) {
 		c.removeLocked(s, old)
 	}
 	e.node.Value = e
+	if e.blk != nil {
+		e.blk.addRef() // before any reader can find it
+	}
 	if t.full() {
 		t = t.rebuilt()
 		s.table.Store(t)
@@ -210,6 +225,12 @@ func (c *BlockCache) removeLocked(s *cacheShard, e *cacheEntry) {
 	c.size.Add(-e.charge)
 	if e.flt != nil {
 		c.filterBytes.Add(-e.charge)
+	}
+	if e.blk != nil {
+		// After the entry left the table: a later lookup cannot find it,
+		// and one that found it earlier fails to acquire once the count
+		// is zero.
+		e.blk.release()
 	}
 }
 

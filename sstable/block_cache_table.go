@@ -13,9 +13,10 @@ import "sync/atomic"
 //     entry or none.
 //   - A reader compares keys, so it never returns another key's entry; it
 //     may return an entry the writer just deleted, or miss one just
-//     inserted. Both are harmless for a cache of immutable blocks: a block
-//     stays valid for whoever holds it (the garbage collector keeps it),
-//     and a miss reads the block from the file.
+//     inserted. Both are harmless: a block stays valid for whoever acquired
+//     it, an entry whose block was released by everyone meanwhile fails to
+//     acquire (block_recycle.go) and counts as a miss, and a miss reads the
+//     block from the file.
 //   - Probing stops at an empty slot, and at least half the slots are
 //     empty (deleted slots count as used), so every probe ends. A table
 //     outgrown or cluttered with deleted slots is rebuilt as a new table

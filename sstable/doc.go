@@ -215,16 +215,24 @@
 //     data blocks are immutable once decoded, so the block cache and any
 //     number of iterators share them, and a value returned by Get stays
 //     valid (aliasing its block) even after the block leaves the cache.
+//     A value returned by GetSeqHeld is valid until its BlockRef is
+//     released: a data block's buffer is reused for another block only
+//     once the cache has evicted it and every holder has released it, and
+//     holders that never release (iterators, Get) keep it from reuse.
 //   - A Get served from the block cache allocates nothing (beyond what a
-//     FilterKey extractor may), nor does a TableCache.Find that hits.
+//     FilterKey extractor may), nor does a TableCache.Find that hits. A
+//     GetSeqHeld that reads its block from the file decodes it into the
+//     buffer of a block the cache evicted.
 //   - The table cache closes a Reader only after the cache and every holder
 //     have released it. It keeps one Reader, so one file descriptor, per
 //     table, and no more tables open than its capacity or, when holders pin
 //     more, than they pin (tables deleted while held excepted, until
 //     released).
 //   - A Get that hits the table cache and the block cache takes no lock and
-//     writes no cache line shared with Gets on other cores: table
-//     references and hit counters live in per-P slots (internal/pslot), the
-//     block cache is probed lock-free and its CLOCK bit is written only
-//     when clear.
+//     writes no cache line shared with Gets on other cores, but for the
+//     reference count of the block it reads (GetSeqHeld; only Gets reading
+//     the same block at the same time share that line): table references
+//     and hit counters live in per-P slots (internal/pslot), the block
+//     cache is probed lock-free and its CLOCK bit is written only when
+//     clear.
 package sstable

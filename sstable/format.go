@@ -35,8 +35,18 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // block bytes followed by the type byte.
 func blockChecksum(stored []byte, typ byte) uint32 {
 	c := crc32.Update(0, castagnoli, stored)
-	return crc32.Update(c, castagnoli, []byte{typ})
+	return crc32.Update(c, castagnoli, byteValues[int(typ):int(typ)+1])
 }
+
+// byteValues holds each byte value at its own index. A slice of it feeds
+// the type byte to crc32 without allocating: a []byte{typ} literal escapes
+// into crc32's assembly, one heap allocation per block read or written.
+var byteValues = func() (a [256]byte) {
+	for i := range a {
+		a[i] = byte(i)
+	}
+	return a
+}()
 
 // blockHandle locates a block in the file. size excludes the 5-byte trailer.
 type blockHandle struct {

@@ -1,10 +1,10 @@
 package sstable
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync/atomic"
 
 	"github.com/golang/snappy"
@@ -261,20 +261,33 @@ const maxSnappyExpansion = 24
 
 // readBlock reads a block and its trailer, verifies the checksum and
 // returns the uncompressed contents (a fresh buffer the caller owns).
-//
-// The stored bytes are read into a pooled buffer: a compressed block is
-// decompressed into a fresh one anyway, so the read buffer is garbage the
-// moment it is decoded (a profile of random Gets spent 16% of the read path
-// allocating and zeroing it). A block stored raw is copied out of the pool.
 func (r *Reader) readBlock(h blockHandle, kind blockKind) ([]byte, error) {
+	return r.readBlockInto(nil, h, kind)
+}
+
+// readBlockInto is readBlock putting the contents in dst when it has the
+// capacity (a recycled data-block buffer, block_recycle.go), else in a
+// fresh buffer. The result never aliases the file's mapping or a pooled
+// read buffer.
+//
+// A mapped table's blocks are decoded in place (reader_mmap.go). Otherwise
+// the stored bytes are read into a pooled buffer: a compressed block is
+// decompressed into another buffer anyway, so the read buffer is garbage
+// the moment it is decoded (a profile of random Gets spent 16% of the read
+// path allocating and zeroing it). A block stored raw is copied out of the
+// pool.
+func (r *Reader) readBlockInto(dst []byte, h blockHandle, kind blockKind) ([]byte, error) {
 	loc := location{r.name, kind, h.offset}
 	n := h.size + blockTrailerLen
+	if r.mapped != nil {
+		return r.readBlockMapped(dst, loc, n)
+	}
 	if n > maxPooledRead {
 		buf := make([]byte, n)
 		if err := r.readAt(buf, loc); err != nil {
 			return nil, err
 		}
-		return decodeBlockContents(buf, loc)
+		return decodeBlockContentsInto(dst, buf, loc) // buf is fresh: raw may alias it
 	}
 	scratch := getReadBuffer(int(n))
 	defer putReadBuffer(scratch)
@@ -282,12 +295,12 @@ func (r *Reader) readBlock(h blockHandle, kind blockKind) ([]byte, error) {
 	if err := r.readAt(buf, loc); err != nil {
 		return nil, err
 	}
-	out, err := decodeBlockContents(buf, loc)
+	out, err := decodeBlockContentsInto(dst, buf, loc)
 	if err != nil {
 		return nil, err
 	}
 	if len(out) > 0 && &out[0] == &buf[0] { // stored raw: out aliases the pooled buffer
-		out = bytes.Clone(out)
+		out = append(dst[:0], out...)
 	}
 	return out, nil
 }
@@ -323,7 +336,10 @@ func decodeBlockContentsInto(dst, buf []byte, loc location) ([]byte, error) {
 			return nil, loc.corruptf("snappy block of %d bytes claims %d uncompressed", len(stored), dlen)
 		}
 		if cap(dst) < dlen {
-			dst = make([]byte, dlen)
+			// Grow rounds the capacity up to the allocator's size class
+			// (memory the allocation takes anyway), so that a recycled
+			// buffer fits a later block a little larger than this one.
+			dst = slices.Grow(dst[:0], dlen)
 		}
 		out, err := snappy.Decode(dst[:dlen], stored)
 		if err != nil {
@@ -338,8 +354,16 @@ func decodeBlockContentsInto(dst, buf []byte, loc location) ([]byte, error) {
 
 // dataBlock returns the data block at h, from the cache when it holds it.
 // fill says whether a block read from the file enters the cache. stats,
-// when not nil, counts the work.
+// when not nil, counts the work. The block is never recycled: it stays
+// valid for as long as the caller holds it.
 func (r *Reader) dataBlock(h blockHandle, fill bool, stats *ReadStats) (*block, error) {
+	return r.loadDataBlock(h, fill, stats, false)
+}
+
+// loadDataBlock is dataBlock with the caller's reference counted (to be
+// released with block.release, letting the buffer be recycled) or kept
+// (never recycled).
+func (r *Reader) loadDataBlock(h blockHandle, fill bool, stats *ReadStats, counted bool) (*block, error) {
 	if r.closed.Load() {
 		return nil, fmt.Errorf("bloomkv/sstable: %s: reader is closed", r.name)
 	}
@@ -347,7 +371,7 @@ func (r *Reader) dataBlock(h blockHandle, fill bool, stats *ReadStats) (*block, 
 		stats.DataBlockReads.Add(1)
 	}
 	if r.cache != nil {
-		if b := r.cache.get(r.fileNum, h.offset); b != nil {
+		if b := r.cache.acquire(r.fileNum, h.offset, counted); b != nil {
 			if stats != nil {
 				stats.BlockCacheHits.Add(1)
 			}
@@ -357,17 +381,21 @@ func (r *Reader) dataBlock(h blockHandle, fill bool, stats *ReadStats) (*block, 
 			stats.BlockCacheMisses.Add(1)
 		}
 	}
-	raw, err := r.readBlock(h, kindData)
+	p := getBlockBuffer()
+	raw, err := r.readBlockInto(*p, h, kindData)
 	if stats != nil {
 		stats.BytesRead.Add(h.size + blockTrailerLen)
 	}
 	if err != nil {
+		putBlockBuffer(p)
 		return nil, err
 	}
 	b, err := decodeBlock(raw, location{r.name, kindData, h.offset})
 	if err != nil {
+		putBlockBuffer(p)
 		return nil, err
 	}
+	b.adoptBuffer(p, counted)
 	if r.cache != nil && fill {
 		r.cache.set(r.fileNum, h.offset, b)
 	}

@@ -32,6 +32,23 @@ func (r *Reader) Get(ukey []byte, seq uint64, useFilter bool, stats *ReadStats) 
 // looks at point entries only: the caller consults RangeDels, which the
 // filter says nothing about.
 func (r *Reader) GetSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStats) (value []byte, kind base.Kind, vseq uint64, found bool, err error) {
+	value, kind, vseq, found, _, err = r.getSeq(ukey, seq, useFilter, stats, false)
+	return value, kind, vseq, found, err
+}
+
+// GetSeqHeld is GetSeq for a caller that copies the value out and then
+// calls held.Release, which lets the block's buffer be reused for another
+// block once the cache has evicted it (a cache-miss Get then allocates no
+// block). The value is valid only until the Release; held is the zero
+// BlockRef when nothing is found or on error, and Release is still fine.
+func (r *Reader) GetSeqHeld(ukey []byte, seq uint64, useFilter bool, stats *ReadStats) (value []byte, kind base.Kind, vseq uint64, found bool, held BlockRef, err error) {
+	return r.getSeq(ukey, seq, useFilter, stats, true)
+}
+
+// getSeq is GetSeq, with the blocks it reads counted (each released before
+// it moves on, the one holding the value returned in held) or kept (never
+// recycled: the value stays valid as long as the caller holds it).
+func (r *Reader) getSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStats, counted bool) (value []byte, kind base.Kind, vseq uint64, found bool, held BlockRef, err error) {
 	filtered := false
 	if useFilter && r.getProbe != probeNone {
 		fk := ukey
@@ -40,13 +57,13 @@ func (r *Reader) GetSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStat
 		}
 		flt, err := r.filterBlock(stats)
 		if err != nil {
-			return nil, 0, 0, false, err
+			return nil, 0, 0, false, BlockRef{}, err
 		}
 		if !flt.MayContain(fk) {
 			if stats != nil {
 				stats.FilterNegatives.Add(1)
 			}
-			return nil, 0, 0, false, nil
+			return nil, 0, 0, false, BlockRef{}, nil
 		}
 		filtered = true
 	}
@@ -68,11 +85,11 @@ func (r *Reader) GetSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStat
 	for first := true; valid; first = false {
 		h, err := r.dataHandle(st.index.Key(), st.index.Value())
 		if err != nil {
-			return nil, 0, 0, false, err
+			return nil, 0, 0, false, BlockRef{}, err
 		}
-		b, err := r.dataBlock(h, true, stats)
+		b, err := r.loadDataBlock(h, true, stats, counted)
 		if err != nil {
-			return nil, 0, 0, false, err
+			return nil, 0, 0, false, BlockRef{}, err
 		}
 		st.data.init(b)
 		// The first key >= search is in this block or starts the next one.
@@ -91,7 +108,11 @@ func (r *Reader) GetSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStat
 			sawKey = true
 			t := base.Trailer(k)
 			if t>>8 <= seq {
-				return st.data.Value(), base.Kind(t & 0xFF), t >> 8, true, nil
+				value = st.data.Value()
+				if counted {
+					held = BlockRef{b}
+				}
+				return value, base.Kind(t & 0xFF), t >> 8, true, held, nil
 			}
 		}
 		// The next block can hold versions of ukey only if this block's
@@ -103,9 +124,13 @@ func (r *Reader) GetSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStat
 		} else {
 			valid = false
 		}
+		st.data.clear()
+		if counted {
+			b.release()
+		}
 	}
 	if filtered && !sawKey && stats != nil {
 		stats.FilterFalsePositives.Add(1)
 	}
-	return nil, 0, 0, false, nil
+	return nil, 0, 0, false, BlockRef{}, nil
 }

@@ -35,7 +35,7 @@ func TestRestartPrefixesSearchAgrees(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		plain := *b
+		plain := &block{data: b.data, restartsOff: b.restartsOff, numRestarts: b.numRestarts, numEntries: b.numEntries}
 		b.buildRestartPrefixes()
 		if b.prefixes == nil {
 			t.Fatal("no prefixes built")
