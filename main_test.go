@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"os"
 	"testing"
+
+	"github.com/bloomkv/bloomkv/sstable"
 )
 
 func TestMain(m *testing.M) {
@@ -15,6 +17,9 @@ func TestMain(m *testing.M) {
 	// tests of idle compaction, and the stress and crash tests that want
 	// it in the mix, set Options.IdleCompactionDelay themselves.
 	defaultIdleCompactionDelay = -1
+	// A Get that read a block after releasing it (its buffer recycled for
+	// another block) then sees garbage, not a plausible stale value.
+	sstable.PoisonRecycledBlocks(true)
 	// Torn tails dropped by the many crash tests are reported at Info;
 	// keep warnings visible.
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))

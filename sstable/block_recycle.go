@@ -164,3 +164,16 @@ func (h BlockRef) Release() {
 		h.b.release()
 	}
 }
+
+// PoisonRecycledBlocks makes every block buffer going back to the pool be
+// overwritten (on) or left alone (off), as the invariants build tag does:
+// a read of a block after its release then returns garbage a test notices.
+// It is for the tests of the packages above this one (the database's own
+// TestMain turns it on); call it only while no reader runs.
+func PoisonRecycledBlocks(on bool) {
+	if on {
+		recycleHook = poison
+	} else {
+		recycleHook = nil
+	}
+}
