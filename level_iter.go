@@ -45,7 +45,7 @@ func (l *levelIter) open(i int) bool {
 	if r == nil {
 		return false
 	}
-	l.iter, l.close = r.NewIterWithStats(true, l.stats), release
+	l.iter, l.close = r.NewIterReleasing(true, l.stats), release
 	return true
 }
 
@@ -159,7 +159,7 @@ func (l *levelIter) SeekPrefixGE(prefix, ikey []byte) bool {
 			l.index = len(l.files)
 			return false
 		}
-		l.iter, l.close = r.NewIterWithStats(true, l.stats), release
+		l.iter, l.close = r.NewIterReleasing(true, l.stats), release
 		ok := l.skipForward(l.iter.SeekGE(ikey))
 		if filtered && l.stats != nil && (!ok || !bytes.Equal(l.prefix(base.UserKey(l.iter.Key())), prefix)) {
 			l.stats.FilterFalsePositives.Add(1)

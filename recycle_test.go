@@ -114,7 +114,9 @@ func TestRecycledBlocksConcurrent(t *testing.T) {
 						break
 					}
 				}
-				prevKey, prevValue = append(prevKey[:0], it.Key()...), it.Value()
+				// Copied: Key and Value are valid only until the next
+				// move, and a block the iterator leaves may be recycled.
+				prevKey, prevValue = append(prevKey[:0], it.Key()...), append(prevValue[:0], it.Value()...)
 			}
 			if err := it.Close(); err != nil {
 				fail(err)

@@ -18,10 +18,10 @@ import (
 // A hit takes no lock and writes no cache line but the block's own: the
 // shard's table is probed lock-free (entryTable), the entry's reference
 // bit is set only if it is clear, and the hit is counted in the calling
-// P's slot (internal/pslot). A caller that releases the block (a Get)
-// writes its reference count, so only readers of the same block at the
-// same time share a written line; a kept reference (iterators) writes it
-// once per block. Inserts and evictions take the shard's mutex. Eviction is
+// P's slot (internal/pslot). A caller that releases the block (a Get, a
+// releasing iterator) writes its reference count, so only readers of the
+// same block at the same time share a written line; a kept reference
+// (other iterators) writes it once per block. Inserts and evictions take the shard's mutex. Eviction is
 // CLOCK, an approximation of LRU: the shard's list keeps insertion order,
 // and the block at its back is evicted unless it was used since it was
 // last looked at, in which case it gets a second chance at the front.

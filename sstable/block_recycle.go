@@ -27,10 +27,12 @@ import (
 // block struct, so such a late reader cannot mistake another block's
 // count for its own.
 //
-// A holder that cannot say when it is done (iterators, whose keys and
-// values callers hold until the next move, and callers of Reader.Get and
-// GetSeq, whose values alias the block for as long as they like) sets
-// keptBit instead of counting: the count then never reaches zero and the
+// Holders that release: Gets (Reader.GetSeqHeld) once the value is
+// copied, and iterators made with NewIterReleasing (the database's own
+// iterators, whose keys and values are valid only until the next move) as
+// they leave each block. A holder that cannot say when it is done (other
+// iterators, callers of Reader.Get and GetSeq, whose values alias the
+// block for as long as they like) sets keptBit instead of counting: the count then never reaches zero and the
 // block is left to the garbage collector. So code that does not opt in to
 // releasing is safe by default.
 //

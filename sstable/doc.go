@@ -216,9 +216,11 @@
 //     number of iterators share them, and a value returned by Get stays
 //     valid (aliasing its block) even after the block leaves the cache.
 //     A value returned by GetSeqHeld is valid until its BlockRef is
-//     released: a data block's buffer is reused for another block only
-//     once the cache has evicted it and every holder has released it, and
-//     holders that never release (iterators, Get) keep it from reuse.
+//     released, and a key or value of an iterator made with
+//     NewIterReleasing until its next move or Close: a data block's buffer
+//     is reused for another block only once the cache has evicted it and
+//     every holder has released it, and holders that never release (other
+//     iterators, Get) keep it from reuse.
 //   - A Get served from the block cache allocates nothing (beyond what a
 //     FilterKey extractor may), nor does a TableCache.Find that hits. A
 //     GetSeqHeld that reads its block from the file decodes it into the

@@ -19,6 +19,12 @@ type tableIter struct {
 	data      blockIter
 	err       error
 	closed    bool
+	// counted: the iterator holds a counted reference to cur, the block
+	// data walks, and releases it when it leaves the block, so that the
+	// block's buffer can be recycled (NewIterReleasing). Otherwise blocks
+	// are kept: never recycled, left to the garbage collector.
+	counted bool
+	cur     *block
 	// keyArr backs the block iterators' key buffers while keys fit, so a
 	// short scan does not allocate them (tableIter is never copied).
 	keyArr [2][48]byte
@@ -40,7 +46,31 @@ func (r *Reader) NewIterWithStats(fillCache bool, stats *ReadStats) base.Interna
 	return it
 }
 
+// NewIterReleasing is NewIterWithStats for a caller that uses each key and
+// value only until the iterator's next move or Close (the public
+// Iterator's contract): the iterator releases each data block as it leaves
+// it, so that the block's buffer can be reused for another block once the
+// cache has evicted it (block_recycle.go). A caller that keeps a key or
+// value across a move must use NewIter.
+func (r *Reader) NewIterReleasing(fillCache bool, stats *ReadStats) base.InternalIterator {
+	it := r.NewIterWithStats(fillCache, stats).(*tableIter)
+	it.counted = true
+	return it
+}
+
 var _ base.InternalIterator = (*tableIter)(nil)
+
+// clearData drops the data block: the block iterator forgets it, then a
+// counted reference is released.
+func (it *tableIter) clearData() {
+	it.data.clear()
+	if it.cur != nil {
+		if it.counted {
+			it.cur.release()
+		}
+		it.cur = nil
+	}
+}
 
 // loadBlock points the data iterator at the block the index iterator is on.
 func (it *tableIter) loadBlock() bool {
@@ -50,15 +80,17 @@ func (it *tableIter) loadBlock() bool {
 		if it.ra != nil {
 			b, err = it.ra.dataBlock(h)
 		} else {
-			b, err = it.r.dataBlock(h, it.fillCache, it.stats)
+			b, err = it.r.loadDataBlock(h, it.fillCache, it.stats, it.counted)
 		}
 		if err == nil {
+			it.clearData() // the block being left, released
 			it.data.init(b)
+			it.cur = b
 			return true
 		}
 	}
 	it.err = err
-	it.data.clear()
+	it.clearData()
 	return false
 }
 
@@ -78,7 +110,7 @@ func (it *tableIter) forward(ok bool) bool {
 // exhausted drops the block (and a readahead window) when the iterator
 // runs off an end of the table.
 func (it *tableIter) exhausted() {
-	it.data.clear()
+	it.clearData()
 	if it.ra != nil {
 		it.ra.release()
 	}
@@ -102,7 +134,7 @@ func (it *tableIter) usable() bool {
 		it.err = fmt.Errorf("bloomkv/sstable: %s: iterator used after Close", it.r.name)
 	}
 	if it.err != nil {
-		it.data.clear()
+		it.clearData()
 		return false
 	}
 	return true
@@ -115,7 +147,7 @@ func (it *tableIter) SeekGE(ikey []byte) bool {
 	// The first block whose index key is >= ikey holds the answer, or the
 	// answer starts the next block.
 	if !it.index.SeekGE(ikey) || !it.loadBlock() {
-		it.data.clear()
+		it.clearData()
 		return false
 	}
 	return it.forward(it.data.SeekGE(ikey))
@@ -128,7 +160,7 @@ func (it *tableIter) SeekLT(ikey []byte) bool {
 	// Every block before the first one whose index key is >= ikey holds only
 	// keys < ikey, so the answer is in that block or the one before it.
 	if !it.index.SeekGE(ikey) && !it.index.Last() {
-		it.data.clear()
+		it.clearData()
 		return false
 	}
 	if !it.loadBlock() {
@@ -142,7 +174,7 @@ func (it *tableIter) First() bool {
 		return false
 	}
 	if !it.index.First() || !it.loadBlock() {
-		it.data.clear()
+		it.clearData()
 		return false
 	}
 	return it.forward(it.data.First())
@@ -153,7 +185,7 @@ func (it *tableIter) Last() bool {
 		return false
 	}
 	if !it.index.Last() || !it.loadBlock() {
-		it.data.clear()
+		it.clearData()
 		return false
 	}
 	return it.backward(it.data.Last())
@@ -181,7 +213,7 @@ func (it *tableIter) Error() error  { return it.err }
 func (it *tableIter) Close() error {
 	it.closed = true
 	it.index.clear()
-	it.data.clear()
+	it.clearData()
 	if it.ra != nil {
 		it.ra.release()
 	}
