@@ -299,7 +299,9 @@ func (it *Iterator) Key() []byte {
 	return it.vis.Key()
 }
 
-// Value returns the current value, valid until the next move.
+// Value returns the current value, valid until the next move: the block
+// it points into may be reused for another block once the iterator has
+// left it, so copy a value you keep.
 func (it *Iterator) Value() []byte {
 	if !it.Valid() {
 		return nil
