@@ -41,21 +41,7 @@ func (f osFile) MapWritable(off, n int64) ([]byte, func() error, error) {
 	if math.MaxInt == math.MaxInt32 || n <= 0 || n > math.MaxInt {
 		return nil, nil, errors.ErrUnsupported
 	}
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return nil, nil, err
-	}
-	var data []byte
-	var merr error
-	if err := rc.Control(func(fd uintptr) {
-		data, merr = unix.Mmap(int(fd), off, int(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	}); err != nil {
-		return nil, nil, err
-	}
-	if merr != nil {
-		return nil, nil, merr
-	}
-	return data, func() error { return unix.Munmap(data) }, nil
+	return mmapFile(f.File, off, n, unix.PROT_READ|unix.PROT_WRITE)
 }
 
 // Truncate implements WritableMapper.

@@ -16,6 +16,12 @@ func mapFile(f *os.File, size int64) ([]byte, func() error, error) {
 	if math.MaxInt == math.MaxInt32 {
 		return nil, nil, errors.ErrUnsupported
 	}
+	return mmapFile(f, 0, size, unix.PROT_READ)
+}
+
+// mmapFile maps [off, off+n) of f shared with protection prot (read-only
+// tables here, writable logs in logmap_linux.go).
+func mmapFile(f *os.File, off, n int64, prot int) ([]byte, func() error, error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return nil, nil, err
@@ -23,7 +29,7 @@ func mapFile(f *os.File, size int64) ([]byte, func() error, error) {
 	var data []byte
 	var merr error
 	if err := rc.Control(func(fd uintptr) {
-		data, merr = unix.Mmap(int(fd), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+		data, merr = unix.Mmap(int(fd), off, int(n), prot, unix.MAP_SHARED)
 	}); err != nil {
 		return nil, nil, err
 	}

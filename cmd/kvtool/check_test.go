@@ -302,6 +302,12 @@ const logsMapped = runtime.GOOS == "linux" && math.MaxInt != math.MaxInt32
 // recordsEnd returns where the records of the log at path end: before any
 // space a memory-mapped log reserved ahead of them.
 func recordsEnd(t testing.TB, path string) int64 {
+	return eachLogRecord(t, path, func(*record.Reader, []byte) {}).EndOfLastRecord()
+}
+
+// eachLogRecord calls fn with every whole record of the log at path (its
+// reserved space, if any, ends it cleanly) and returns the reader.
+func eachLogRecord(t testing.TB, path string, fn func(r *record.Reader, rec []byte)) *record.Reader {
 	t.Helper()
 	f, err := vfs.Default.Open(path)
 	if err != nil {
@@ -311,11 +317,12 @@ func recordsEnd(t testing.TB, path string) int64 {
 	r := record.NewReader(f, path)
 	r.AllowReservedTail()
 	for {
-		if _, err := r.Next(); err != nil {
-			break
+		rec, err := r.Next()
+		if err != nil {
+			return r
 		}
+		fn(r, rec)
 	}
-	return r.EndOfLastRecord()
 }
 
 // crashImage returns a copy of a database taken while it was open, with
@@ -570,24 +577,14 @@ func replayCurrent(t testing.TB, dir string) *manifest.State {
 // lastLogSeq returns the last sequence of the whole records of a log.
 func lastLogSeq(t testing.TB, path string) uint64 {
 	t.Helper()
-	f, err := vfs.Default.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r := record.NewReader(f, path)
 	var last uint64
-	for {
-		rec, err := r.Next()
-		if err != nil {
-			break
-		}
+	eachLogRecord(t, path, func(r *record.Reader, rec []byte) {
 		s, err := decodeBatch(rec, path, r.RecordOffset())
 		if err != nil {
 			t.Fatal(err)
 		}
 		last = s.seq + uint64(s.count) - 1
-	}
+	})
 	return last
 }
 

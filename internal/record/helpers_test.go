@@ -64,7 +64,11 @@ type readResult struct {
 }
 
 func readAll(data []byte, name string) readResult {
-	r := NewReader(bytes.NewReader(data), name)
+	return readWith(NewReader(bytes.NewReader(data), name))
+}
+
+// readWith reads every record r yields and returns what it produced.
+func readWith(r *Reader) readResult {
 	var res readResult
 	for {
 		rec, err := r.Next()

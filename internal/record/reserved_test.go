@@ -3,7 +3,6 @@ package record
 import (
 	"bytes"
 	"errors"
-	"io"
 	"math/rand/v2"
 	"testing"
 )
@@ -16,18 +15,7 @@ func readReserved(data []byte, strict bool) (res readResult, reserved bool, at i
 	if strict {
 		r.SetStrict()
 	}
-	for {
-		rec, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			res.err = err
-			break
-		}
-		res.recs = append(res.recs, bytes.Clone(rec))
-	}
-	res.torn, res.tornOffset = r.TornTail()
+	res = readWith(r)
 	reserved, at = r.Reserved()
 	return res, reserved, at
 }
