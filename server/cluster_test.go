@@ -278,9 +278,17 @@ func TestClusterFailover(t *testing.T) {
 	// The old leader restarts, catches up, and its state was installed
 	// from a snapshot.
 	old := cl.restart(li)
+	of, _ := old.logs.FirstIndex()
+	ol, _ := old.logs.LastIndex()
 	waitCaughtUp(t, old, newLeader)
 	if m := old.FSM().Metrics(); m.Restores == 0 {
-		t.Fatalf("the restarted node caught up without a snapshot install: %+v", m)
+		var bounds []string
+		for i, n := range cl.nodes {
+			f, _ := n.logs.FirstIndex()
+			l, _ := n.logs.LastIndex()
+			bounds = append(bounds, fmt.Sprintf("%s(%d): log %d-%d leader=%v", cl.cfgs[i].ID, i, f, l, n.IsLeader()))
+		}
+		t.Fatalf("the restarted node caught up without a snapshot install: %+v; oldLast %d, restarted log %d-%d; li %d ni %d; %v", m, oldLast, of, ol, li, ni, bounds)
 	}
 	oc := staleClient(t, old.Addr())
 	checkKeys(t, oc, "the restarted node", acked)

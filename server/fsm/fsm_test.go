@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -404,6 +405,43 @@ func TestSnapshotRestore(t *testing.T) {
 	// A snapshot of the restored state has the same bytes.
 	if again := snapshotBytes(t, dst.f); !bytes.Equal(again, snap) {
 		t.Fatal("snapshot of the restored state differs")
+	}
+}
+
+// TestRestoreCountedBeforeApplied: a reader that sees the restored applied
+// index also sees the restore counted (a follower waiting to catch up, then
+// asking whether it did so through a snapshot, must not see the index
+// without the count). The watcher spins on the other core; each round is
+// one chance to land between the two updates if they were in the wrong
+// order.
+func TestRestoreCountedBeforeApplied(t *testing.T) {
+	src := newMachine(t)
+	src.apply(put("a", "1"), put("b", "2"))
+	snap := snapshotBytes(t, src.f)
+	want := src.f.Applied()
+	for round := range 20 {
+		dst := newMachine(t)
+		done := make(chan struct{})
+		var bad error
+		go func() {
+			defer close(done)
+			for {
+				if dst.f.Applied() >= want {
+					if m := dst.f.Metrics(); m.Restores == 0 {
+						bad = fmt.Errorf("round %d: applied %d seen before the restore was counted: %+v", round, want, m)
+					}
+					return
+				}
+				runtime.Gosched()
+			}
+		}()
+		if err := dst.f.Restore(io.NopCloser(bytes.NewReader(snap))); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		if bad != nil {
+			t.Fatal(bad)
+		}
 	}
 }
 

@@ -205,8 +205,10 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.dbSeq = seq
 	f.stateMu.Unlock()
 	f.cache.reset()
-	f.setApplied(applied)
+	// Counted before the applied index moves: whoever sees the new index
+	// (a follower's catch-up check, a test) must also see the restore.
 	f.restores.Add(1)
+	f.setApplied(applied)
 	if old != nil {
 		old.retire(true)
 	}
