@@ -22,6 +22,10 @@ type levelIter struct {
 	iter  base.InternalIterator
 	close func()
 	err   error
+	// spare is the iterator of the table closed last, reinitialized for
+	// the next one (sstable.Reader.ReuseIterReleasing) so that moving to
+	// another table, as nearly every seek does, allocates nothing.
+	spare base.InternalIterator
 
 	// stats counts the iterator work in this level's tables and probes the
 	// tables prefix seeks consider; both may be nil.
@@ -45,7 +49,8 @@ func (l *levelIter) open(i int) bool {
 	if r == nil {
 		return false
 	}
-	l.iter, l.close = r.NewIterReleasing(true, l.stats), release
+	l.iter, l.close = r.ReuseIterReleasing(l.spare, true, l.stats), release
+	l.spare = nil
 	return true
 }
 
@@ -74,6 +79,7 @@ func (l *levelIter) closeCurrent() {
 			l.err = err
 		}
 		l.close()
+		l.spare = l.iter
 		l.iter, l.close = nil, nil
 	}
 }
@@ -159,7 +165,8 @@ func (l *levelIter) SeekPrefixGE(prefix, ikey []byte) bool {
 			l.index = len(l.files)
 			return false
 		}
-		l.iter, l.close = r.NewIterReleasing(true, l.stats), release
+		l.iter, l.close = r.ReuseIterReleasing(l.spare, true, l.stats), release
+		l.spare = nil
 		ok := l.skipForward(l.iter.SeekGE(ikey))
 		if filtered && l.stats != nil && (!ok || !bytes.Equal(l.prefix(base.UserKey(l.iter.Key())), prefix)) {
 			l.stats.FilterFalsePositives.Add(1)
@@ -225,5 +232,6 @@ func (l *levelIter) Error() error  { return l.err }
 
 func (l *levelIter) Close() error {
 	l.closeCurrent()
+	l.spare = nil
 	return l.err
 }

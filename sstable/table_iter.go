@@ -58,6 +58,33 @@ func (r *Reader) NewIterReleasing(fillCache bool, stats *ReadStats) base.Interna
 	return it
 }
 
+// ReuseIterReleasing is NewIterReleasing that reinitializes prev for r
+// instead of allocating, when prev is an iterator NewIterReleasing or
+// ReuseIterReleasing returned and its caller has closed it and holds no
+// other reference to it. Otherwise (prev nil, still open, or another kind)
+// it allocates. A database iterator walking a level opens one table after
+// another; reusing the closed one took the iterator's allocation out of
+// every seek.
+func (r *Reader) ReuseIterReleasing(prev base.InternalIterator, fillCache bool, stats *ReadStats) base.InternalIterator {
+	it, ok := prev.(*tableIter)
+	if !ok || !it.closed || !it.counted || it.ra != nil {
+		return r.NewIterReleasing(fillCache, stats)
+	}
+	// Keep key buffers that outgrew keyArr: the next table's keys are
+	// likely as long.
+	ik, dk := it.index.key[:0], it.data.key[:0]
+	*it = tableIter{r: r, fillCache: fillCache, stats: stats, counted: true}
+	it.index.key, it.data.key = it.keyArr[0][:0], it.keyArr[1][:0]
+	if cap(ik) > len(it.keyArr[0]) {
+		it.index.key = ik
+	}
+	if cap(dk) > len(it.keyArr[1]) {
+		it.data.key = dk
+	}
+	it.index.init(r.index)
+	return it
+}
+
 var _ base.InternalIterator = (*tableIter)(nil)
 
 // clearData drops the data block: the block iterator forgets it, then a
