@@ -51,7 +51,9 @@ func (db *DB) compactionLoop() {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	defer db.stopIdleTimerLocked()
-	wanted := func() bool { return db.compactionWantedLocked() || db.idleCompactionDueLocked() }
+	wanted := func() bool {
+		return db.compactionWantedLocked() || db.idleCompactionDueLocked() || db.readCompactionDueLocked()
+	}
 	for {
 		for !db.closing.Load() && (db.mu.compacting || db.mu.manualWaiting > 0 ||
 			(!db.mu.obsoletePending && (db.mu.bgErr != nil || !wanted()))) {
@@ -71,19 +73,25 @@ func (db *DB) compactionLoop() {
 		}
 		v := db.mu.current
 		v.ref()
-		idle := false
+		var cause compactionCause
 		c := compaction.Pick(v.Version, db.mu.compactPointers, db.compactionOptions())
 		if c == nil && db.idleCompactionDueLocked() {
-			c, idle = db.pickIdleCompactionLocked(v), true
+			c, cause.idle = db.pickIdleCompactionLocked(v), true
+		}
+		if c == nil && db.readCompactionDueLocked() {
+			c, cause.idle, cause.read = db.pickReadCompactionLocked(v), false, true
 		}
 		db.mu.compacting = true
 		db.mu.Unlock()
 		var err error
 		if c != nil {
-			if idle {
+			switch {
+			case cause.idle:
 				db.counters.idleCompactions.Add(1)
+			case cause.read:
+				db.counters.readCompactions.Add(1)
 			}
-			err = db.runCompaction(c, v, compactionCause{idle: idle})
+			err = db.runCompaction(c, v, cause)
 		}
 		v.unref()
 		db.deleteObsoleteFiles(false)
@@ -278,7 +286,7 @@ func (db *DB) runCompaction(c *compaction.Compaction, v *version, cause compacti
 	trivial := !manual && c.IsTrivialMove(db.compactionOptions()) && !db.filterIsStale(v.Version, c.OutputLevel, c.Inputs[0][0]) &&
 		db.tableCompression(c.Inputs[0][0]) == db.opts.compressionAt(c.OutputLevel)
 	info := compactionInfo(c, manual, trivial)
-	info.Idle = cause.idle
+	info.Idle, info.ReadTriggered = cause.idle, cause.read
 	info.JobID = db.events.nextJobID()
 	db.events.compactionBegin(info)
 	start := time.Now()
@@ -314,8 +322,9 @@ func (db *DB) runCompaction(c *compaction.Compaction, v *version, cause compacti
 }
 
 // compactionCause says why a compaction runs: DB.Compact (manual), writes
-// having paused (idle), or neither (a level over its target).
-type compactionCause struct{ manual, idle bool }
+// having paused (idle), reads having paid for a table (read), or none of
+// those (a level over its target).
+type compactionCause struct{ manual, idle, read bool }
 
 // compactionInfo describes c for CompactionBegin.
 func compactionInfo(c *compaction.Compaction, manual, trivial bool) CompactionInfo {

@@ -109,6 +109,9 @@ type DB struct {
 		// idle: the timer that compacts level 0 once writes pause
 		// (idle_compaction.go).
 		idle idleState
+		// readCompactions: tables reads paid for often enough to merge
+		// into the level below, oldest first (read_compaction.go).
+		readCompactions []readCandidate
 	}
 	bgWG sync.WaitGroup
 }

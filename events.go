@@ -102,6 +102,10 @@ type CompactionInfo struct {
 	// Idle is set for a compaction of level 0 started because no write
 	// arrived for Options.IdleCompactionDelay.
 	Idle bool
+	// ReadTriggered is set for a compaction of one table into the level
+	// below, started because seeks kept reading it and a deeper level for
+	// the same keys (Options.DisableReadCompactions).
+	ReadTriggered bool
 	// FromLevel is the level compacted into ToLevel (equal when Compact
 	// rewrites tables of the bottom level in place).
 	FromLevel, ToLevel int

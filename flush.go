@@ -135,7 +135,7 @@ func (db *DB) WaitForCompactions() error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	for db.mu.bgErr == nil && !db.closing.Load() &&
-		(len(db.mu.imm) > 0 || db.mu.flushing || db.mu.compacting || db.compactionWantedLocked()) {
+		(len(db.mu.imm) > 0 || db.mu.flushing || db.mu.compacting || db.compactionWantedLocked() || db.readCompactionDueLocked()) {
 		db.mu.bgCond.Wait()
 	}
 	if db.mu.bgErr != nil {

@@ -88,10 +88,21 @@ func (db *DB) getFrom(sh *readShard, slot int, s *readState, key []byte, seq uin
 			return valueOrNotFound(v, kind)
 		}
 	}
+	// passed is the first table of levels >= 1 that did not answer, to be
+	// charged a read when a deeper one is consulted (read_compaction.go).
+	var passed *manifest.FileMetadata
+	passedLevel, charged := 0, false
 	for level := 1; level < manifest.NumLevels; level++ {
 		f := findFile(s.v.Levels[level], key)
 		if f == nil {
 			continue
+		}
+		if passed != nil && !charged {
+			db.chargeRead(passedLevel, passed, getCharge)
+			charged = true
+		}
+		if passed == nil {
+			passed, passedLevel = f, level
 		}
 		if v, kind, ok, err := db.getFromTable(sh, slot, f, level, key, seq, &tomb); err != nil || ok {
 			if err != nil {

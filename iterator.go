@@ -37,10 +37,13 @@ type Iterator struct {
 	db        *DB
 	vis       *iterator.Visible
 	state     *readState
-	stateSlot int        // the slot of state's reference
-	shard     *readShard // where the iterator's work is counted
-	prefix    []byte     // IterOptions.Prefix (owned), nil without one
-	err       error
+	stateSlot int // the slot of state's reference
+	// levels are the iterators of levels 1 and deeper, shallowest first,
+	// whose seeks read_compaction.go looks at.
+	levels []*levelIter
+	shard  *readShard // where the iterator's work is counted
+	prefix []byte     // IterOptions.Prefix (owned), nil without one
+	err    error
 	// boundsErr: the bounds are inverted; the iterator holds no position
 	// until SetBounds gives it valid ones.
 	boundsErr error
@@ -77,6 +80,7 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 	}
 	level := func(l int, files []*manifest.FileMetadata) *levelIter {
 		li := newLevelIter(db.tableCache, files)
+		li.level = l
 		li.stats, li.probes, li.prefixOf = &sh.iterLevels[l], &sh.iterProbes[l], db.opts.FilterKey
 		li.ignoreFilters = db.opts.IgnoreFilters
 		return li
@@ -85,14 +89,17 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 	for _, f := range s.v.Levels[0] {
 		iters = append(iters, level(0, []*manifest.FileMetadata{f}))
 	}
+	var sorted []*levelIter
 	for l := 1; l < len(s.v.Levels); l++ {
 		if len(s.v.Levels[l]) > 0 {
-			iters = append(iters, level(l, s.v.Levels[l]))
+			li := level(l, s.v.Levels[l])
+			iters = append(iters, li)
+			sorted = append(sorted, li)
 		}
 	}
 	vis := iterator.NewVisible(iterator.NewMerging(iters...), seq, lower, upper)
 	vis.SetPrefixExtractor(db.opts.FilterKey)
-	it := &Iterator{db: db, vis: vis, state: s, stateSlot: slot, shard: sh, prefix: prefix}
+	it := &Iterator{db: db, vis: vis, state: s, stateSlot: slot, shard: sh, prefix: prefix, levels: sorted}
 	if o != nil {
 		it.boundsErr = checkBounds(o.LowerBound, o.UpperBound)
 	}
@@ -233,7 +240,9 @@ func (it *Iterator) SeekGE(key []byte) bool {
 		it.shard.iterPrefixSeeks.Add(1)
 		return it.vis.SeekPrefixRangeGE(it.prefix, key)
 	}
-	return it.vis.SeekGE(key)
+	ok := it.vis.SeekGE(key)
+	it.db.chargeSeek(it.levels)
+	return ok
 }
 
 // SeekPrefixGE moves to the first key >= max(key, LowerBound) below

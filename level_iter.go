@@ -17,6 +17,7 @@ import (
 // keeping at most one open.
 type levelIter struct {
 	tc    *sstable.TableCache
+	level int
 	files []*manifest.FileMetadata
 	index int // file of iter; -1 or len(files) when outside
 	iter  base.InternalIterator
@@ -36,6 +37,10 @@ type levelIter struct {
 	// ignoreFilters (Options.IgnoreFilters): prefix seeks do not consult
 	// filters, so their cost without filters can be measured.
 	ignoreFilters bool
+	// seekFile is the table whose key range held the target of the last
+	// SeekGE, nil when the target fell between tables or outside them
+	// (read_compaction.go charges it when a deeper level held it too).
+	seekFile *manifest.FileMetadata
 }
 
 func newLevelIter(tc *sstable.TableCache, files []*manifest.FileMetadata) *levelIter {
@@ -127,6 +132,10 @@ func (l *levelIter) SeekGE(ikey []byte) bool {
 	i := sort.Search(len(l.files), func(i int) bool {
 		return base.CompareInternal(l.files[i].Largest, ikey) >= 0
 	})
+	l.seekFile = nil
+	if i < len(l.files) && base.CompareInternal(l.files[i].Smallest, ikey) <= 0 {
+		l.seekFile = l.files[i]
+	}
 	if !l.open(i) {
 		return false
 	}

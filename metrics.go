@@ -49,6 +49,10 @@ type Metrics struct {
 	// writes paused (Options.IdleCompactionDelay); they are also counted
 	// in Compactions.
 	IdleCompactions uint64
+	// ReadCompactions counts the compactions that ran because seeks kept
+	// reading a table and a deeper one for the same keys
+	// (Options.DisableReadCompactions); also counted in Compactions.
+	ReadCompactions uint64
 	// WriteStalls counts writes that had to wait (too many level-0 tables
 	// or immutable memtables); WriteStallTime is the total time they waited.
 	WriteStalls    uint64
@@ -210,6 +214,7 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 	d.Flushes -= earlier.Flushes
 	d.Compactions -= earlier.Compactions
 	d.IdleCompactions -= earlier.IdleCompactions
+	d.ReadCompactions -= earlier.ReadCompactions
 	d.WriteStalls -= earlier.WriteStalls
 	d.WriteStallTime -= earlier.WriteStallTime
 	d.WriteSlowdowns -= earlier.WriteSlowdowns
@@ -283,6 +288,7 @@ func (m Metrics) String() string {
 // per-block ones in sstable.ReadStats).
 type dbCounters struct {
 	flushes, compactions, idleCompactions        atomic.Uint64
+	readCompactions                              atomic.Uint64
 	writeStalls, writeStallNanos, writeSlowdowns atomic.Uint64
 	userBytes, walBytes, flushBytes              atomic.Uint64
 	walRecords, walSyncs                         atomic.Uint64
@@ -305,6 +311,7 @@ func (db *DB) Metrics() Metrics {
 	m.Flushes = c.flushes.Load()
 	m.Compactions = c.compactions.Load()
 	m.IdleCompactions = c.idleCompactions.Load()
+	m.ReadCompactions = c.readCompactions.Load()
 	m.WriteStalls = c.writeStalls.Load()
 	m.WriteStallTime = time.Duration(c.writeStallNanos.Load())
 	m.WriteSlowdowns = c.writeSlowdowns.Load()

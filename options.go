@@ -209,6 +209,15 @@ type Options struct {
 	// DisableAutomaticCompactions stops background compactions (flushes still
 	// happen). Compact still works. For tests and studies.
 	DisableAutomaticCompactions bool
+	// DisableReadCompactions stops read-triggered compactions. By default,
+	// when reads keep passing through a table of one level (1 and deeper)
+	// on their way to a deeper level's table for the same keys -- iterator
+	// seeks that read a block in both, Gets that consulted it in vain --
+	// background compaction merges the table into the level below once it
+	// has been charged about one read per 16 KiB of its size (at least
+	// 100): later reads there then touch one table fewer. Metrics.
+	// ReadCompactions counts them; CompactionInfo.ReadTriggered marks them.
+	DisableReadCompactions bool
 
 	// WALRecovery says what Open does with damage in the write-ahead logs
 	// (default WALRecoverTolerateTornTail; see WALRecoveryMode).

@@ -51,6 +51,7 @@ type config struct {
 	levelBaseBytes   int64          // -max_bytes_for_level_base
 	l0Trigger        int            // -level0_file_num_compaction_trigger
 	idleDelay        time.Duration  // -idle_compaction_delay
+	readCompactions  bool           // -read_compactions
 	compression      string         // -compression
 	filterVariant    filter.Variant // -filter_variant
 	filterBits       float64        // -filter_bits; 0 = -bloom_bits
@@ -115,6 +116,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.Int64Var(&c.targetFileSize, "target_file_size_base", 0, "compaction output table size in bytes (0 = engine default, 2 MiB)")
 	fs.Int64Var(&c.levelBaseBytes, "max_bytes_for_level_base", 0, "size target of level 1 in bytes (0 = engine default, 10 MiB); small values give small data sets a deep tree")
 	fs.IntVar(&c.l0Trigger, "level0_file_num_compaction_trigger", 0, "level-0 tables that trigger a compaction (0 = engine default, 4)")
+	fs.BoolVar(&c.readCompactions, "read_compactions", false, "let reads trigger compactions (Options.DisableReadCompactions false, the engine default); off by default so that every workload reads the tree the fill left and the filter settings compared read the same tree")
 	fs.DurationVar(&c.idleDelay, "idle_compaction_delay", 0, "compact level 0 into level 1 once writes have paused this long (Options.IdleCompactionDelay; 0 = engine default, 1s; negative = never, to study trees that keep level-0 tables); the settle step waits for it")
 	fs.StringVar(&compression, "compression", "snappy", "data block compression: snappy or none")
 	fs.StringVar(&variant, "filter_variant", "standard", "filter block layout: standard, blocked (each key's probes in one 64-byte cache line: faster, a somewhat higher FP rate) or fuse (binary fuse, 8-bit fingerprints: 0.39% in about 9-10 bits/key, sized by its keys alone)")

@@ -175,6 +175,9 @@ func (s *study) options(bits int, ignoreFilters bool) *bloomkv.Options {
 		LBaseMaxBytes:         s.cfg.levelBaseBytes,
 		L0CompactionThreshold: s.cfg.l0Trigger,
 		IdleCompactionDelay:   s.cfg.idleDelay,
+		// Studies compare filter settings on the tree the fill left:
+		// reads must not reshape it (-read_compactions allows it).
+		DisableReadCompactions: !s.cfg.readCompactions,
 	}
 }
 

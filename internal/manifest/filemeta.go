@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 )
@@ -11,8 +12,9 @@ import (
 const NumLevels = 7
 
 // FileMetadata describes one SSTable. Once part of a Version it is never
-// modified: versions share FileMetadata values, and the root package owns
-// the file's lifetime.
+// modified, except for its read charges (an atomic counter, not part of
+// the manifest): versions share FileMetadata values, and the root package
+// owns the file's lifetime.
 type FileMetadata struct {
 	FileNum uint64
 	Size    uint64 // bytes on disk
@@ -23,7 +25,27 @@ type FileMetadata struct {
 	Smallest, Largest []byte
 	// SmallestSeq and LargestSeq bound the sequence numbers in the table.
 	SmallestSeq, LargestSeq uint64
+
+	// readCharges counts the reads that paid for this table without
+	// finding their answer in it (the root package's read-triggered
+	// compactions). In memory only: a reopened database starts from zero.
+	readCharges atomic.Int64
 }
+
+// ChargeRead adds n read charges unless the table already has limit, and
+// reports whether these charges reached limit (true once per table). Past
+// the limit it only loads the counter, so readers on several cores do not
+// keep writing one cache line.
+func (f *FileMetadata) ChargeRead(n, limit int64) bool {
+	if f.readCharges.Load() >= limit {
+		return false
+	}
+	c := f.readCharges.Add(n)
+	return c >= limit && c-n < limit
+}
+
+// ReadCharges returns the read charges so far.
+func (f *FileMetadata) ReadCharges() int64 { return f.readCharges.Load() }
 
 // SmallestUserKey returns the user key of Smallest.
 func (f *FileMetadata) SmallestUserKey() []byte { return base.UserKey(f.Smallest) }
