@@ -51,6 +51,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.settings.bloomBits, "bloom_bits", c.settings.bloomBits, "bloom filter bits per key on every level, every engine; 0 = no filters")
 	fs.IntVar(&c.settings.blockSize, "block_size", c.settings.blockSize, "data block size in bytes (uncompressed target), every engine")
 	fs.IntVar(&c.settings.memtableSize, "write_buffer_size", c.settings.memtableSize, "memtable bytes, every engine")
+	fs.BoolVar(&c.settings.noReadCompactions, "no_read_compactions", false, "turn read-triggered compactions off where the engine allows (bloomkv, Pebble; goleveldb cannot), so that reads are timed on the tree the fill left")
 	fs.BoolVar(&c.settings.cacheFilters, "bloomkv_cache_filters", false, "bloomkv keeps its filter blocks in the block cache (Options.CacheFilterBlocks, level 0 pinned), as Pebble and goleveldb do, instead of in memory outside it")
 	fs.IntVar(&c.threads, "threads", 1, "goroutines issuing each read workload's operations")
 	fs.IntVar(&c.writers, "writers", 0, "goroutines writing each fill concurrently; 0 = 1, or 8 in the sync pairing so that group commit matters")

@@ -122,6 +122,9 @@ type settings struct {
 	// (Options.CacheFilterBlocks), as the peers keep theirs: equal memory
 	// for the same -cache_size (bloomkv's index blocks stay outside).
 	cacheFilters bool
+	// noReadCompactions turns read-triggered compactions off where an
+	// engine allows it (bloomkv, Pebble; goleveldb v1.0.0 cannot).
+	noReadCompactions bool
 }
 
 func defaultSettings() settings {

@@ -30,7 +30,11 @@ var bloomkvEngine = &engine{
 			"bloomkv: every setting is its default except WALMode; it keeps each open table's index and filter blocks in memory outside the block cache (Pebble and goleveldb keep theirs in the cache)",
 			"bloomkv: reads open tables through read-only memory maps (a copy per block instead of a pread) and, write-through on 64-bit Linux, writes its log through a shared memory map (a copy per write instead of a write call); Options.DisableMmap turns both off; Pebble and goleveldb pread and write",
 			"bloomkv: to settle, Flush and WaitForCompactions, then wait until its idle compaction (IdleCompactionDelay, 1 s after the last write) has moved level 0 into level 1",
-			"bloomkv: read-triggered compactions on (its default: Options.DisableReadCompactions false), as in the other engines",
+		}
+		if s.noReadCompactions {
+			notes = append(notes, "bloomkv: read-triggered compactions off (Options.DisableReadCompactions, -no_read_compactions)")
+		} else {
+			notes = append(notes, "bloomkv: read-triggered compactions on (its default: Options.DisableReadCompactions false), as in the other engines")
 		}
 		if s.rowPrefix > 0 {
 			notes = append(notes, fmt.Sprintf("bloomkv: rows: FilterKey = the first %d bytes, so filters hold rows only (FilterWholeKey off, as Pebble's hold only Split prefixes: an absent column of a present row costs a data block in both); SeekPrefixGE for the prefix workloads", s.rowPrefix))
@@ -67,6 +71,7 @@ func openBloomkv(dir string, s *settings, d durability) (store, error) {
 		TargetFileSize:            s.tableSize,
 		MaxOpenFiles:              s.maxOpenFiles,
 		CacheFilterBlocks:         s.cacheFilters,
+		DisableReadCompactions:    s.noReadCompactions,
 		Logger:                    slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	if n := s.rowPrefix; n > 0 {

@@ -37,8 +37,12 @@ var pebbleEngine = &engine{
 				mib(s.lBaseBytes), mib(s.tableSize), s.maxOpenFiles, s.immutableMems+1, s.immutableMems),
 			"pebble: IndexBlockSize = MaxInt32, one index block per table like the others (the default partitions the index at BlockSize into a two-level index)",
 			"pebble: DB.Get never reads the filters of L6 tables (only iterators with IterOptions.UseL6Filters do, file_cache.go), so an absent key that reaches L6 costs a data block there; the filters are still written",
-			"pebble: read-triggered compactions on (its default, Experimental.ReadSamplingMultiplier 16), as in the other engines",
 			"pebble: FormatMajorVersion = FormatNewest (columnar blocks; the default is the oldest supported format); memtables start at 256 KiB and double up to MemTableSize; no write slowdown at a level-0 count, only the stop",
+		}
+		if s.noReadCompactions {
+			notes = append(notes, "pebble: read-triggered compactions off (Experimental.ReadSamplingMultiplier = -1, -no_read_compactions)")
+		} else {
+			notes = append(notes, "pebble: read-triggered compactions on (its default, Experimental.ReadSamplingMultiplier 16), as in the other engines")
 		}
 		if s.rowPrefix > 0 {
 			notes = append(notes, fmt.Sprintf("pebble: rows: Comparer.Split = the first %d bytes (filters hold those prefixes); iterators with IterOptions.UseL6Filters, SeekPrefixGE for the prefix workloads", s.rowPrefix))
@@ -86,6 +90,9 @@ func openPebble(dir string, s *settings, d durability) (store, error) {
 		Logger:                      quietLogger{},
 	}
 	o.Experimental.LevelMultiplier = s.multiplier
+	if s.noReadCompactions {
+		o.Experimental.ReadSamplingMultiplier = -1
+	}
 	for i := range o.TargetFileSizes {
 		o.TargetFileSizes[i] = s.tableSize
 	}
