@@ -103,8 +103,9 @@ type CompactionInfo struct {
 	// arrived for Options.IdleCompactionDelay.
 	Idle bool
 	// ReadTriggered is set for a compaction of one table into the level
-	// below, started because seeks kept reading it and a deeper level for
-	// the same keys (Options.DisableReadCompactions).
+	// below, started because reads kept passing through it on their way
+	// to a deeper level's table for the same keys
+	// (Options.DisableReadCompactions).
 	ReadTriggered bool
 	// FromLevel is the level compacted into ToLevel (equal when Compact
 	// rewrites tables of the bottom level in place).

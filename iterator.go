@@ -37,13 +37,13 @@ type Iterator struct {
 	db        *DB
 	vis       *iterator.Visible
 	state     *readState
-	stateSlot int // the slot of state's reference
+	stateSlot int        // the slot of state's reference
+	shard     *readShard // where the iterator's work is counted
+	prefix    []byte     // IterOptions.Prefix (owned), nil without one
+	err       error
 	// levels are the iterators of levels 1 and deeper, shallowest first,
 	// whose seeks read_compaction.go looks at.
 	levels []*levelIter
-	shard  *readShard // where the iterator's work is counted
-	prefix []byte     // IterOptions.Prefix (owned), nil without one
-	err    error
 	// boundsErr: the bounds are inverted; the iterator holds no position
 	// until SetBounds gives it valid ones.
 	boundsErr error

@@ -49,9 +49,9 @@ type Metrics struct {
 	// writes paused (Options.IdleCompactionDelay); they are also counted
 	// in Compactions.
 	IdleCompactions uint64
-	// ReadCompactions counts the compactions that ran because seeks kept
-	// reading a table and a deeper one for the same keys
-	// (Options.DisableReadCompactions); also counted in Compactions.
+	// ReadCompactions counts the compactions that ran because reads kept
+	// passing through a table on their way to a deeper one for the same
+	// keys (Options.DisableReadCompactions); also counted in Compactions.
 	ReadCompactions uint64
 	// WriteStalls counts writes that had to wait (too many level-0 tables
 	// or immutable memtables); WriteStallTime is the total time they waited.
