@@ -17,6 +17,7 @@ func readCompactionTree(t *testing.T, disable bool, n int) (*DB, func() []Compac
 	t.Helper()
 	o := levelsOptions()
 	o.DisableReadCompactions = disable
+	o.IdleCompactionDelay = -1 // only reads may change the settled tree
 	var mu sync.Mutex
 	var infos []CompactionInfo
 	o.EventListener = &EventListener{CompactionEnd: func(i CompactionInfo) {
