@@ -343,12 +343,13 @@ func TestFilterPerLevelGrowingTreeBudget(t *testing.T) {
 		t.Logf("per-level %v: %.4f bits/key over %d keys, levels' mean bits %v, %.4f false positives and %.2f tables per absent Get",
 			perLevel, mem/keys, int(keys), mean, fp[i], probed[i])
 		if perLevel {
-			// 3%: most runs land within 0.01%, but one in about
-			// ten ends on a shape the controller last sized for
-			// (4.88 bits/key seen, 2.4% off). Without the
-			// controller the drift is 10-17%.
-			if avg := mem / keys; math.Abs(avg-5)/5 > 0.03 {
-				t.Errorf("grown per-level tree spends %.4f bits/key, want 5 within 3%%", avg)
+			// 5%: most runs land within 0.01%, but one in about
+			// ten ends on a shape other than the one the
+			// controller last sized for (4.88 bits/key seen, 2.4%
+			// off; 4.836, 3.3% off, under the race detector in
+			// CI). Without the controller the drift is 10-17%.
+			if avg := mem / keys; math.Abs(avg-5)/5 > 0.05 {
+				t.Errorf("grown per-level tree spends %.4f bits/key, want 5 within 5%%", avg)
 			}
 		}
 		db.Close()
