@@ -51,6 +51,7 @@ func (db *DB) compactionLoop() {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	defer db.stopIdleTimerLocked()
+	defer db.stopReadQuietTimerLocked()
 	wanted := func() bool {
 		return db.compactionWantedLocked() || db.idleCompactionDueLocked() || db.readCompactionDueLocked()
 	}

@@ -112,6 +112,7 @@ type DB struct {
 		// readCompactions: tables reads paid for often enough to merge
 		// into the level below, oldest first (read_compaction.go).
 		readCompactions []readCandidate
+		readQuiet       readQuietState
 	}
 	bgWG sync.WaitGroup
 }

@@ -215,7 +215,9 @@ type Options struct {
 	// seeks that read a block in both, Gets that consulted it in vain --
 	// background compaction merges the table into the level below once it
 	// has been charged about one read per 16 KiB of its size (at least
-	// 100): later reads there then touch one table fewer. Metrics.
+	// 100) and writes have paused for a second (under steady writes it
+	// would add to write amplification): later reads there then touch one
+	// table fewer. Metrics.
 	// ReadCompactions counts them; CompactionInfo.ReadTriggered marks them.
 	DisableReadCompactions bool
 

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
@@ -18,6 +19,9 @@ func readCompactionTree(t *testing.T, disable bool, n int) (*DB, func() []Compac
 	o := levelsOptions()
 	o.DisableReadCompactions = disable
 	o.IdleCompactionDelay = -1 // only reads may change the settled tree
+	saved := readCompactionQuiet
+	readCompactionQuiet = 0 // no wait for a write pause (TestReadCompactionWaitsForQuiet has one)
+	t.Cleanup(func() { readCompactionQuiet = saved })
 	var mu sync.Mutex
 	var infos []CompactionInfo
 	o.EventListener = &EventListener{CompactionEnd: func(i CompactionInfo) {
@@ -106,7 +110,7 @@ func checkLevelsTree(t *testing.T, db *DB, n int) {
 			t.Fatalf("Get(%s) = %q, %v", levelsKey(i), v, err)
 		}
 	}
-	it := db.NewIterator(nil)
+	it := db.NewIterator(&IterOptions{UpperBound: []byte("kez")}) // the tree's keys only
 	defer it.Close()
 	i := 0
 	for ok := it.First(); ok; ok = it.Next() {
@@ -234,6 +238,49 @@ func TestReadCompactionGets(t *testing.T) {
 	if gets < allowance*getChargeDivisor/2 {
 		t.Fatalf("a read-triggered compaction after %d Gets, before %d", gets, allowance*getChargeDivisor/2)
 	}
+	if err := db.WaitForCompactions(); err != nil {
+		t.Fatal(err)
+	}
+	checkLevelsTree(t, db, n)
+}
+
+// TestReadCompactionWaitsForQuiet: a table charged enough while writes go
+// on is not merged until writes pause for readCompactionQuiet; then it is.
+func TestReadCompactionWaitsForQuiet(t *testing.T) {
+	const n = 60_000
+	db, infos := readCompactionTree(t, false, n)
+	defer db.Close()
+	readCompactionQuiet = 300 * time.Millisecond
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // a write every millisecond, to a key outside the tree's range
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			if err := db.Put(fmt.Appendf(nil, "zz%d", i%10), []byte("v")); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	seeks := seekRandomly(t, db, n, 30_000, func() bool { return false })
+	db.mu.Lock()
+	queued := len(db.mu.readCompactions)
+	db.mu.Unlock()
+	time.Sleep(2 * readCompactionQuiet) // still writing: nothing may start
+	if queued == 0 || len(infos()) != 0 {
+		close(stop)
+		wg.Wait()
+		t.Fatalf("after %d seeks while writing: %d tables queued (want some), %d read-triggered compactions (want none)", seeks, queued, len(infos()))
+	}
+	close(stop)
+	wg.Wait()
+	waitFor(t, "a read-triggered compaction once writes paused", func() bool { return len(infos()) > 0 })
 	if err := db.WaitForCompactions(); err != nil {
 		t.Fatal(err)
 	}
