@@ -57,14 +57,33 @@ type Memtable struct {
 	prefixOf func([]byte) []byte
 
 	// Range tombstones live beside the tree, not in it: rangeDels holds
-	// them as added (guarded by rangeMu, which Add never takes), and
-	// fragmented the fragmented list of all of them, rebuilt by the first
-	// read after an AddRangeDel. fragmented is nil while the memtable holds
-	// no tombstone, so reads of a memtable without any pay one atomic load.
+	// them as added (guarded by rangeMu, which Add never takes), rangeAdded
+	// their count, and fragmented the fragmented list of the first n of
+	// them, rebuilt by the first read that finds n < rangeAdded. fragmented
+	// is nil while the memtable holds no tombstone, so reads of a memtable
+	// without any pay one atomic load.
+	//
+	// The list and the count it covers live in one pointer, so that a
+	// reader judges a list by the list itself: with a separate "dirty" flag
+	// a reader could load an old list, lose the race to another reader's
+	// rebuild (which clears the flag), then see the flag clear and return
+	// the old list without a tombstone added before it was called.
 	rangeMu    sync.Mutex
 	rangeDels  []rangedel.Tombstone
-	fragmented atomic.Pointer[rangedel.List]
-	rangeDirty atomic.Bool
+	rangeAdded atomic.Int64
+	fragmented atomic.Pointer[fragmentedRangeDels]
+}
+
+// testHookRangeDelsLoaded, set by tests only, runs in RangeDels between
+// loading the list and judging it, where another reader's rebuild is the
+// race that matters.
+var testHookRangeDelsLoaded func(*Memtable)
+
+// fragmentedRangeDels is an immutable fragmented list of a memtable's first
+// n range tombstones.
+type fragmentedRangeDels struct {
+	list *rangedel.List
+	n    int64
 }
 
 // New returns an empty memtable.
@@ -154,12 +173,13 @@ func (m *Memtable) AddRangeDel(seq uint64, start, end []byte) {
 	t := rangedel.Tombstone{Start: buf[:len(start):len(start)], End: buf[len(start):], Seq: seq}
 	m.rangeMu.Lock()
 	m.rangeDels = append(m.rangeDels, t)
-	m.rangeDirty.Store(true)
-	// Publish a list at once (fragmented lazily below) so that a reader
-	// that sees this tombstone's sequence as visible finds a non-nil list.
+	// Count before publishing: a reader that loads the list below and then
+	// the count sees a count of at least the list's n.
+	m.rangeAdded.Store(int64(len(m.rangeDels)))
+	// Publish a list at once (rebuilt lazily after) so that a reader that
+	// sees this tombstone's sequence as visible finds a non-nil list.
 	if m.fragmented.Load() == nil {
-		m.fragmented.Store(rangedel.Fragment(m.rangeDels))
-		m.rangeDirty.Store(false)
+		m.fragmented.Store(&fragmentedRangeDels{list: rangedel.Fragment(m.rangeDels), n: int64(len(m.rangeDels))})
 	}
 	m.rangeMu.Unlock()
 	m.count.Add(1)
@@ -169,18 +189,30 @@ func (m *Memtable) AddRangeDel(seq uint64, start, end []byte) {
 // RangeDels returns the memtable's range tombstones, fragmented, or nil
 // when it holds none. The list is immutable: later AddRangeDels make a new
 // one.
+//
+// The list holds every tombstone whose AddRangeDel returned before the call
+// began: a list is returned without the lock only when the count of
+// tombstones, loaded after the list, equals the count the list covers, and
+// the count only grows.
 func (m *Memtable) RangeDels() *rangedel.List {
-	l := m.fragmented.Load()
-	if l == nil || !m.rangeDirty.Load() {
-		return l
+	f := m.fragmented.Load()
+	if f == nil {
+		return nil
+	}
+	if testHookRangeDelsLoaded != nil {
+		testHookRangeDelsLoaded(m)
+	}
+	if f.n == m.rangeAdded.Load() {
+		return f.list
 	}
 	m.rangeMu.Lock()
 	defer m.rangeMu.Unlock()
-	if m.rangeDirty.Load() {
-		m.fragmented.Store(rangedel.Fragment(m.rangeDels))
-		m.rangeDirty.Store(false)
+	f = m.fragmented.Load()
+	if n := int64(len(m.rangeDels)); f.n != n {
+		f = &fragmentedRangeDels{list: rangedel.Fragment(m.rangeDels), n: n}
+		m.fragmented.Store(f)
 	}
-	return m.fragmented.Load()
+	return f.list
 }
 
 // Get returns the newest entry for ukey with sequence <= seq. found reports
