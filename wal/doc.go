@@ -39,9 +39,12 @@
 // synced -- before the next was created, so reserved space in one is
 // corruption.
 //
-// An empty log after the newest non-empty one holds nothing and says
-// nothing about the end of the log before it (a recovery that failed after
-// starting its new log leaves one).
+// A log after the newest non-empty one, empty or holding only reserved
+// zeros, holds nothing and says nothing about the end of the log before it:
+// a recovery that failed after starting its new log leaves one (the new
+// log is created, and a mapped one reserves its space, before the manifest
+// names it), and the replayed log before it may still end in its own
+// reserved space.
 //
 // # Tools
 //

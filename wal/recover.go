@@ -149,7 +149,14 @@ func (r *Result) DroppedBytes() int64 {
 func Check(o Options, logs []Log) (*Result, error) {
 	res := &Result{Logs: make([]LogResult, len(logs))}
 	newest := len(logs) - 1
-	for newest > 0 && logs[newest].Size == 0 {
+	for newest > 0 {
+		empty, err := holdsNothing(o.FS, logs[newest])
+		if err != nil {
+			return nil, err
+		}
+		if !empty {
+			break
+		}
 		newest--
 	}
 	c := checker{o: o, lastKept: o.FlushedSeq}
@@ -160,7 +167,9 @@ func Check(o Options, logs []Log) (*Result, error) {
 		lr := &res.Logs[i]
 		*lr = LogResult{Log: l, KeepEnd: l.Size}
 		lr.Strict = o.Mode != TolerateTornTail || i < newest
-		lr.reservedOK = i == newest
+		// Logs after the newest hold nothing but zeros, which read as
+		// reserved space.
+		lr.reservedOK = i >= newest
 		if c.stopped {
 			lr.KeepEnd = 0
 			continue
@@ -187,6 +196,41 @@ func Check(o Options, logs []Log) (*Result, error) {
 		res.MissingSynced = err
 	}
 	return res, nil
+}
+
+// holdsNothing reports whether log l is empty or holds only zeros: space a
+// memory-mapped writer reserved and never wrote. Recovery creates its new
+// log, and a mapped one reserves its space, before the manifest names it;
+// a crash in between leaves such a log after the replayed one, which may
+// itself end in reserved space. A log of zeros holds no record, so it says
+// nothing about the end of the log before it: the log before it is the
+// newest that does.
+func holdsNothing(fs vfs.FS, l Log) (bool, error) {
+	if l.Size == 0 {
+		return true, nil
+	}
+	f, err := fs.Open(l.Path)
+	if err != nil {
+		return false, fmt.Errorf("bloomkv/wal: open log %s: %w", l.Path, err)
+	}
+	defer f.Close()
+	buf := make([]byte, 32<<10)
+	for off := int64(0); off < l.Size; {
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), l.Size-off)], off)
+		for _, b := range buf[:n] {
+			if b != 0 {
+				return false, nil
+			}
+		}
+		off += int64(n)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return false, fmt.Errorf("bloomkv/wal: read log %s at offset %d: %w", l.Path, off, err)
+		}
+	}
+	return true, nil
 }
 
 // checker carries the sequence order across logs.
