@@ -124,7 +124,13 @@ func buildModelDB(t testing.TB, seed uint64, shape modelShape) (string, *kvModel
 // had.
 func verifyModel(t testing.TB, dir string, m *kvModel, loose map[string]bool) {
 	t.Helper()
-	db, err := bloomkv.Open(dir, nil)
+	verifyModelOpts(t, dir, nil, m, loose)
+}
+
+// verifyModelOpts is verifyModel with options (another file system).
+func verifyModelOpts(t testing.TB, dir string, opts *bloomkv.Options, m *kvModel, loose map[string]bool) {
+	t.Helper()
+	db, err := bloomkv.Open(dir, opts)
 	if err != nil {
 		t.Fatalf("Open after repair: %v", err)
 	}
