@@ -43,6 +43,24 @@ func (db *DB) compactionWantedLocked() bool {
 	return false
 }
 
+// noteChoiceLocked applies what compaction.Choose weighed to the
+// triggers' state: a weighed idle trigger is cleared (and a declined level
+// 0 not weighed again until the tree changes), weighed read-queue entries
+// are dropped. REQUIRES: db.mu held; v is db.mu.current.
+func (db *DB) noteChoiceLocked(v *version, ch compaction.Choice) {
+	if ch.IdleConsidered {
+		db.mu.idle.due = false
+	}
+	if ch.IdleDeclined {
+		db.mu.idle.declined = v
+	}
+	if n := ch.ReadQueueUsed; n > 0 {
+		q := db.mu.readCompactions
+		clear(q[:n])
+		db.mu.readCompactions = q[n:]
+	}
+}
+
 // compactionLoop runs automatic compactions and collects obsolete files
 // until Close.
 func (db *DB) compactionLoop() {
@@ -74,14 +92,14 @@ func (db *DB) compactionLoop() {
 		}
 		v := db.mu.current
 		v.ref()
-		var cause compactionCause
-		c := compaction.Pick(v.Version, db.mu.compactPointers, db.compactionOptions())
-		if c == nil && db.idleCompactionDueLocked() {
-			c, cause.idle = db.pickIdleCompactionLocked(v), true
-		}
-		if c == nil && db.readCompactionDueLocked() {
-			c, cause.idle, cause.read = db.pickReadCompactionLocked(v), false, true
-		}
+		choice := compaction.Choose(v.Version, db.mu.compactPointers, db.compactionOptions(), compaction.Triggers{
+			IdleDue:   db.idleCompactionDueLocked(),
+			ReadsDue:  db.readCompactionDueLocked(),
+			ReadQueue: db.mu.readCompactions,
+		})
+		db.noteChoiceLocked(v, choice)
+		c := choice.Compaction
+		cause := compactionCause{idle: choice.Reason == compaction.ReasonIdle, read: choice.Reason == compaction.ReasonRead}
 		db.mu.compacting = true
 		db.mu.Unlock()
 		var err error
@@ -97,6 +115,9 @@ func (db *DB) compactionLoop() {
 		v.unref()
 		db.deleteObsoleteFiles(false)
 		db.mu.Lock()
+		if cause.read {
+			db.spendReadBudgetLocked(compaction.TotalSize(c.Inputs[0]) + compaction.TotalSize(c.Inputs[1]))
+		}
 		db.mu.compacting = false
 		db.mu.bgCond.Broadcast()
 		if err == nil || errors.Is(err, errCompactionAborted) {
@@ -189,7 +210,9 @@ func (db *DB) Compact(start, end []byte) error {
 				cs = append(cs, c)
 			}
 		} else {
-			cs = db.staleFilterCompactions(v.Version, level, start, end)
+			cs = compaction.PickStale(v.Version, level, start, end, func(f *manifest.FileMetadata) bool {
+				return db.filterIsStale(v.Version, level, f) || db.tableCompression(f) != db.opts.compressionAt(level)
+			})
 		}
 		var err error
 		for _, c := range cs {
@@ -208,31 +231,6 @@ func (db *DB) Compact(start, end []byte) error {
 		}
 	}
 	return nil
-}
-
-// staleFilterCompactions returns in-place compactions of the files of the
-// bottom level in [start, end] whose filters (or compression) were
-// written with settings other than the current ones: one per run of
-// adjacent stale files, so that no output can overlap a file left alone
-// between two stale ones.
-func (db *DB) staleFilterCompactions(v *manifest.Version, level int, start, end []byte) []*compaction.Compaction {
-	var out []*compaction.Compaction
-	var run []*manifest.FileMetadata
-	flush := func() {
-		if len(run) > 0 {
-			out = append(out, &compaction.Compaction{Level: level, OutputLevel: level, Inputs: [2][]*manifest.FileMetadata{run}})
-			run = nil
-		}
-	}
-	for _, f := range v.Overlaps(level, start, end) {
-		if db.filterIsStale(v, level, f) || db.tableCompression(f) != db.opts.compressionAt(level) {
-			run = append(run, f)
-		} else {
-			flush()
-		}
-	}
-	flush()
-	return out
 }
 
 // perLevelStaleBits is how far, under FilterPerLevel, a table's bits per

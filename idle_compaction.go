@@ -2,8 +2,6 @@ package bloomkv
 
 import (
 	"time"
-
-	"github.com/bloomkv/bloomkv/compaction"
 )
 
 // Idle compaction: level-0 tables below L0CompactionThreshold are left
@@ -18,14 +16,6 @@ import (
 // with the visible sequence number fires after the delay, and the
 // compaction is due only if the sequence number has not moved since.
 // While writes continue the timer re-arms at most once per delay.
-
-// idleMaxRewrite bounds what an idle compaction may rewrite of level 1
-// per byte of level 0 it moves down. A small flush (an application that
-// calls Flush after a few writes) overlapping all of level 1 would
-// otherwise cost a rewrite of level 1 per flush; such a table waits for
-// the threshold like any other. After a fill, level 0 is a few memtables
-// and level 1 about 10 MiB: 1-3 bytes per byte.
-const idleMaxRewrite = 10
 
 // idleState is the idle-compaction timer's state, under db.mu.
 type idleState struct {
@@ -96,21 +86,4 @@ func (db *DB) idleCompactionDueLocked() bool {
 		return false
 	}
 	return true
-}
-
-// pickIdleCompactionLocked returns the compaction of every level-0 table
-// into level 1, or nil when it would rewrite more than idleMaxRewrite
-// bytes of level 1 per byte of level 0; it clears the due mark.
-// REQUIRES: db.mu held; v is db.mu.current.
-func (db *DB) pickIdleCompactionLocked(v *version) *compaction.Compaction {
-	db.mu.idle.due = false
-	c := compaction.PickRange(v.Version, 0, nil, nil)
-	if c == nil {
-		return nil
-	}
-	if compaction.TotalSize(c.Inputs[1]) > idleMaxRewrite*compaction.TotalSize(c.Inputs[0]) {
-		db.mu.idle.declined = v
-		return nil
-	}
-	return c
 }

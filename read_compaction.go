@@ -1,11 +1,9 @@
 package bloomkv
 
 import (
-	"sort"
 	"time"
 
 	"github.com/bloomkv/bloomkv/compaction"
-	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
 
@@ -34,7 +32,7 @@ import (
 // 100) seeks' worth of charges, the allowance LevelDB gives its tables.
 // Merging it costs its size plus its overlap below in I/O and CPU, spent
 // on a background core; the reads it saves are on the readers' path. A
-// queued table whose overlap in the level below exceeds readMaxRewrite
+// queued table whose overlap in the level below exceeds compaction.ReadMaxRewrite
 // times its size (a small level above a large one, each table spanning
 // much of the key space) is not merged: that would rewrite much of the
 // level below to save one probe. Charges live in memory (manifest.
@@ -52,6 +50,10 @@ import (
 // write path: the visible sequence number is compared between checks,
 // and a timer wakes the loop when the pause may be long enough.
 //
+// A byte budget spaces them out: after a merge that read B bytes, the next
+// waits B / readCompactionBytesPerSecond, so that reads that keep queueing
+// tables do not keep a core busy merging them.
+//
 // Options.DisableReadCompactions (and DisableAutomaticCompactions) turn it
 // off. The compaction loop runs these only when no level is over its
 // target and no idle compaction is due.
@@ -59,6 +61,17 @@ import (
 // readCompactionQuiet is how long writes must pause before a queued
 // table is merged (a variable so that tests can shorten it).
 var readCompactionQuiet = time.Second
+
+// readCompactionBytesPerSecond is the budget of read-triggered compactions:
+// after one that read B bytes of tables, the next waits B / budget. They
+// run one at a time on the compaction goroutine like every compaction, and
+// reads go on meanwhile; on a machine of two cores a merge running back to
+// back with the next would hold one core for as long as reads keep
+// queueing tables (at 10M keys, 55 merges ran within the timed absent-key
+// Gets). At 32 MiB/s a merge of a 2 MiB table and its 20 MiB overlap below
+// is followed by 0.7 s without one. A variable so that tests can change it;
+// 0 means no budget.
+var readCompactionBytesPerSecond int64 = 32 << 20
 
 // readQuietState tracks the write pause read-triggered compactions wait
 // for, under db.mu: seq is the visible sequence number last seen, since
@@ -69,20 +82,24 @@ type readQuietState struct {
 	since time.Time
 	timer *time.Timer
 	armed bool
+	// notBefore is when the budget allows the next read-triggered
+	// compaction (zero: now).
+	notBefore time.Time
 }
 
 // writesQuietLocked reports whether no write has been applied for
 // readCompactionQuiet, as far as the checks so far can tell (each check
 // notes the sequence number, so a pause is timed from the first check
-// that saw it); with arm, it sets the timer to check again when it cannot
-// say yes yet. REQUIRES: db.mu held.
+// that saw it) and the byte budget allows a read-triggered compaction
+// (readCompactionBytesPerSecond); with arm, it sets the timer to check
+// again when it cannot say yes yet. REQUIRES: db.mu held.
 func (db *DB) writesQuietLocked(arm bool) bool {
 	st := &db.mu.readQuiet
 	now := time.Now()
 	if seq := db.visibleSeq.Load(); seq != st.seq || st.since.IsZero() {
 		st.seq, st.since = seq, now
 	}
-	wait := readCompactionQuiet - now.Sub(st.since)
+	wait := max(readCompactionQuiet-now.Sub(st.since), st.notBefore.Sub(now))
 	if wait <= 0 {
 		return true
 	}
@@ -95,6 +112,16 @@ func (db *DB) writesQuietLocked(arm bool) bool {
 		}
 	}
 	return false
+}
+
+// spendReadBudgetLocked charges a read-triggered compaction that read
+// bytes of tables against the budget. REQUIRES: db.mu held.
+func (db *DB) spendReadBudgetLocked(bytes int64) {
+	if readCompactionBytesPerSecond <= 0 {
+		return
+	}
+	d := time.Duration(float64(bytes) / float64(readCompactionBytesPerSecond) * float64(time.Second))
+	db.mu.readQuiet.notBefore = time.Now().Add(d)
 }
 
 // readQuietTimerFired wakes the compaction loop to check the pause again.
@@ -116,14 +143,13 @@ func (db *DB) stopReadQuietTimerLocked() {
 
 // readChargeBytes and minReadCharges set the seeks after which a table is
 // queued: its size / readChargeBytes, at least minReadCharges.
-// getChargeDivisor is the number of Gets that count as one seek, and
-// readMaxRewrite the largest overlap below, per byte of the table, that a
-// read-triggered compaction rewrites.
+// getChargeDivisor is the number of Gets that count as one seek. (The
+// largest overlap below that a read-triggered compaction rewrites is
+// compaction.ReadMaxRewrite.)
 const (
 	readChargeBytes  = 16 << 10
 	minReadCharges   = 100
 	getChargeDivisor = 32
-	readMaxRewrite   = 10
 )
 
 // Charges are counted in units of one Get, so that a seek adds
@@ -145,10 +171,7 @@ func (db *DB) readCompactionsEnabled() bool {
 
 // readCandidate is a table queued by its read charges, with the level it
 // was read in.
-type readCandidate struct {
-	level int
-	file  *manifest.FileMetadata
-}
+type readCandidate = compaction.ReadCandidate
 
 // chargeSeek charges the shallowest of the tables whose key range held the
 // target of the SeekGE that just positioned levels, when a deeper one held
@@ -182,7 +205,7 @@ func (db *DB) chargeRead(level int, f *manifest.FileMetadata, n int64) {
 		return
 	}
 	db.mu.Lock()
-	db.mu.readCompactions = append(db.mu.readCompactions, readCandidate{level: level, file: f})
+	db.mu.readCompactions = append(db.mu.readCompactions, readCandidate{Level: level, File: f})
 	db.mu.bgCond.Broadcast()
 	db.mu.Unlock()
 }
@@ -201,43 +224,11 @@ func (db *DB) readCompactionDueLocked() bool {
 	}
 	q := db.mu.readCompactions[:0]
 	for _, c := range db.mu.readCompactions {
-		if inLevel(db.mu.current.Version, c.level, c.file) {
+		if compaction.InLevel(db.mu.current.Version, c.Level, c.File) {
 			q = append(q, c)
 		}
 	}
 	clear(db.mu.readCompactions[len(q):])
 	db.mu.readCompactions = q
 	return len(q) > 0 && db.writesQuietLocked(true)
-}
-
-// pickReadCompactionLocked returns the compaction of the oldest queued
-// table that is still where it was read into the level below, taking it
-// off the queue; nil when none is (or none is worth its rewrite).
-// REQUIRES: db.mu held; v is db.mu.current.
-func (db *DB) pickReadCompactionLocked(v *version) *compaction.Compaction {
-	for len(db.mu.readCompactions) > 0 {
-		c := db.mu.readCompactions[0]
-		db.mu.readCompactions[0] = readCandidate{}
-		db.mu.readCompactions = db.mu.readCompactions[1:]
-		if !inLevel(v.Version, c.level, c.file) {
-			continue
-		}
-		// Tables of levels >= 1 do not overlap: the range of c.file picks
-		// exactly c.file.
-		pc := compaction.PickRange(v.Version, c.level, c.file.SmallestUserKey(), c.file.LargestUserKey())
-		if pc == nil || compaction.TotalSize(pc.Inputs[1]) > readMaxRewrite*compaction.TotalSize(pc.Inputs[0]) {
-			continue
-		}
-		return pc
-	}
-	return nil
-}
-
-// inLevel reports whether f is a table of level (>= 1) in v.
-func inLevel(v *manifest.Version, level int, f *manifest.FileMetadata) bool {
-	files := v.Levels[level]
-	i := sort.Search(len(files), func(i int) bool {
-		return base.CompareInternal(files[i].Largest, f.Largest) >= 0
-	})
-	return i < len(files) && files[i] == f
 }

@@ -286,3 +286,42 @@ func TestReadCompactionWaitsForQuiet(t *testing.T) {
 	}
 	checkLevelsTree(t, db, n)
 }
+
+// TestReadCompactionBudget: after a read-triggered compaction, the next
+// waits for the byte budget, however many tables reads have queued.
+func TestReadCompactionBudget(t *testing.T) {
+	const n = 60_000
+	saved := readCompactionBytesPerSecond
+	readCompactionBytesPerSecond = 1 << 10 // a merge of ~100 KiB buys ~100 s
+	t.Cleanup(func() { readCompactionBytesPerSecond = saved })
+	db, infos := readCompactionTree(t, false, n)
+	defer db.Close()
+	seeks := seekRandomly(t, db, n, 200_000, func() bool { return len(infos()) > 0 })
+	if len(infos()) == 0 {
+		t.Fatalf("%d seeks started no read-triggered compaction", seeks)
+	}
+	// Keep reading: tables queue up, and none may be merged before the
+	// budget allows.
+	seeks += seekRandomly(t, db, n, 100_000, func() bool { return false })
+	time.Sleep(200 * time.Millisecond)
+	db.mu.Lock()
+	queued, notBefore := len(db.mu.readCompactions), db.mu.readQuiet.notBefore
+	db.mu.Unlock()
+	if got := len(infos()); got != 1 || queued == 0 {
+		t.Fatalf("after %d seeks: %d read-triggered compactions (want 1 within the budget), %d tables queued (want some)", seeks, got, queued)
+	}
+	if wait := time.Until(notBefore); wait < 10*time.Second {
+		t.Fatalf("the budget allows the next merge in %v, want the ~100 s its bytes bought", wait)
+	}
+	// Lifting the budget lets the queued tables go.
+	db.mu.Lock()
+	readCompactionBytesPerSecond = 0
+	db.mu.readQuiet.notBefore = time.Time{}
+	db.mu.bgCond.Broadcast()
+	db.mu.Unlock()
+	waitFor(t, "a second read-triggered compaction once the budget allows", func() bool { return len(infos()) > 1 })
+	if err := db.WaitForCompactions(); err != nil {
+		t.Fatal(err)
+	}
+	checkLevelsTree(t, db, n)
+}

@@ -96,6 +96,35 @@ func TestPickerDataDriven(t *testing.T) {
 			}
 			return fmt.Sprintf("L%d -> L%d\n", c.Level, c.OutputLevel) + formatCompaction(c, opts)
 
+		case "choose":
+			var tr Triggers
+			tr.IdleDue = d.HasArg("idle-due")
+			tr.ReadsDue = d.HasArg("reads-due")
+			if arg, ok := d.Arg("queue"); ok {
+				for _, val := range arg.Vals {
+					lv, num, ok := strings.Cut(val, ":")
+					level, err1 := strconv.Atoi(lv)
+					n, err2 := strconv.ParseUint(num, 10, 64)
+					if !ok || err1 != nil || err2 != nil {
+						d.Fatalf(t, "queue entry %q: want <level>:<file number>", val)
+					}
+					f := findFile(v, n)
+					if f == nil {
+						// A table compacted away since it was queued: a
+						// stand-in the version does not hold.
+						f = &manifest.FileMetadata{FileNum: n, Smallest: base.MakeInternalKey([]byte("?"), 1, base.KindSet), Largest: base.MakeInternalKey([]byte("?"), 1, base.KindSet)}
+					}
+					tr.ReadQueue = append(tr.ReadQueue, ReadCandidate{Level: level, File: f})
+				}
+			}
+			ch := Choose(v, pointers, opts, tr)
+			out := fmt.Sprintf("reason: %s; idle considered %v, declined %v; read queue used %d of %d\n",
+				ch.Reason, ch.IdleConsidered, ch.IdleDeclined, ch.ReadQueueUsed, len(tr.ReadQueue))
+			if ch.Compaction != nil {
+				out += fmt.Sprintf("L%d -> L%d\n", ch.Level, ch.OutputLevel) + formatCompaction(ch.Compaction, opts)
+			}
+			return out
+
 		case "key-range":
 			var nums []uint64
 			d.ScanArgs(t, "files", &nums)

@@ -1,0 +1,181 @@
+package compaction
+
+import (
+	"sort"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+)
+
+// The automatic compaction policy in one place. The engine observes what
+// the tree's shape does not show -- writes have paused, reads keep paying
+// for a table -- and passes it in as Triggers; Choose decides, by these
+// rules in this order of precedence:
+//
+//  1. Size: a level over its target (level 0: at its table threshold) is
+//     compacted first, the most urgent level first (Pick). Writes stall
+//     behind these, so nothing else goes ahead of them.
+//  2. Idle: once writes have paused (Triggers.IdleDue), all of level 0
+//     moves into level 1, unless that would rewrite more than
+//     IdleMaxRewrite bytes of level 1 per byte of level 0 (a small flush
+//     overlapping all of level 1 then waits for the threshold).
+//  3. Read-triggered: a table that reads kept passing on their way to a
+//     deeper level's table (Triggers.ReadQueue, oldest first) is merged
+//     into the level below when Triggers.ReadsDue, unless its overlap
+//     there exceeds ReadMaxRewrite times its size.
+//
+// Manual compactions (PickRange, PickStale) are the engine's to ask for.
+
+// Reason says which rule chose a compaction.
+type Reason int
+
+const (
+	ReasonNone Reason = iota // nothing to do
+	ReasonSize               // a level over its size target
+	ReasonIdle               // writes paused with tables in level 0
+	ReasonRead               // reads paid for a table above a deeper one
+)
+
+func (r Reason) String() string {
+	switch r {
+	case ReasonNone:
+		return "none"
+	case ReasonSize:
+		return "size"
+	case ReasonIdle:
+		return "idle"
+	case ReasonRead:
+		return "read"
+	}
+	return "unknown"
+}
+
+// IdleMaxRewrite bounds what an idle compaction may rewrite of level 1 per
+// byte of level 0 it moves down. After a fill, level 0 is a few memtables
+// and level 1 about its target: 1-3 bytes per byte.
+const IdleMaxRewrite = 10
+
+// ReadMaxRewrite bounds the overlap below, per byte of the table, that a
+// read-triggered compaction rewrites: a small level above a large one,
+// each table spanning much of the key space, would otherwise rewrite much
+// of the level below to save one probe.
+const ReadMaxRewrite = 10
+
+// ReadCandidate is a table of Level (1 or deeper, not the last) that reads
+// queued for a merge into the level below.
+type ReadCandidate struct {
+	Level int
+	File  *manifest.FileMetadata
+}
+
+// Triggers are what the engine observed besides the tree's shape.
+type Triggers struct {
+	// IdleDue: writes have paused for the idle delay.
+	IdleDue bool
+	// ReadsDue: read-triggered compactions may run now (writes paused,
+	// and their budget allows one).
+	ReadsDue bool
+	// ReadQueue: the tables reads queued, oldest first.
+	ReadQueue []ReadCandidate
+}
+
+// Choice is Choose's answer.
+type Choice struct {
+	// Compaction is nil when nothing is to be done.
+	*Compaction
+	Reason Reason
+	// IdleConsidered: the idle trigger was weighed (its compaction chosen,
+	// declined, or nothing in level 0): the engine clears it.
+	IdleConsidered bool
+	// IdleDeclined: level 0 was judged not worth an idle compaction; the
+	// engine need not ask again until the tree changes.
+	IdleDeclined bool
+	// ReadQueueUsed is how many entries at the head of the read queue were
+	// weighed (the chosen one included): the engine drops them.
+	ReadQueueUsed int
+}
+
+// Choose returns the compaction the automatic policy wants now, by the
+// rules above. pointers[level] is the largest user key of the last size
+// compaction of that level (round robin).
+func Choose(v *manifest.Version, pointers map[int][]byte, o Options, t Triggers) Choice {
+	if c := Pick(v, pointers, o); c != nil {
+		return Choice{Compaction: c, Reason: ReasonSize}
+	}
+	var ch Choice
+	if t.IdleDue {
+		ch.IdleConsidered = true
+		c := PickRange(v, 0, nil, nil)
+		switch {
+		case c == nil:
+		case TotalSize(c.Inputs[1]) > IdleMaxRewrite*TotalSize(c.Inputs[0]):
+			ch.IdleDeclined = true
+		default:
+			ch.Compaction, ch.Reason = c, ReasonIdle
+			return ch
+		}
+	}
+	if t.ReadsDue {
+		var c *Compaction
+		c, ch.ReadQueueUsed = pickRead(v, t.ReadQueue)
+		if c != nil {
+			ch.Compaction, ch.Reason = c, ReasonRead
+		}
+	}
+	return ch
+}
+
+// pickRead returns the compaction of the first queued table still where it
+// was read into the level below, and how many queue entries it weighed.
+func pickRead(v *manifest.Version, queue []ReadCandidate) (*Compaction, int) {
+	for i, rc := range queue {
+		if !InLevel(v, rc.Level, rc.File) {
+			continue
+		}
+		// Tables of levels >= 1 do not overlap: the range of rc.File picks
+		// exactly rc.File.
+		c := PickRange(v, rc.Level, rc.File.SmallestUserKey(), rc.File.LargestUserKey())
+		if c == nil || TotalSize(c.Inputs[1]) > ReadMaxRewrite*TotalSize(c.Inputs[0]) {
+			continue
+		}
+		return c, i + 1
+	}
+	return nil, len(queue)
+}
+
+// InLevel reports whether f is a table of level (>= 1) in v.
+func InLevel(v *manifest.Version, level int, f *manifest.FileMetadata) bool {
+	if level < 1 || level >= manifest.NumLevels {
+		return false
+	}
+	files := v.Levels[level]
+	i := sort.Search(len(files), func(i int) bool {
+		return base.CompareInternal(files[i].Largest, f.Largest) >= 0
+	})
+	return i < len(files) && files[i] == f
+}
+
+// PickStale returns in-place compactions (Level == OutputLevel) of the
+// files of level overlapping [start, end] for which stale reports true
+// (their filters or compression were written with other settings): one per
+// run of adjacent stale files, so that no output can overlap a file left
+// alone between two stale ones.
+func PickStale(v *manifest.Version, level int, start, end []byte, stale func(*manifest.FileMetadata) bool) []*Compaction {
+	var out []*Compaction
+	var run []*manifest.FileMetadata
+	flush := func() {
+		if len(run) > 0 {
+			out = append(out, &Compaction{Level: level, OutputLevel: level, Inputs: [2][]*manifest.FileMetadata{run}})
+			run = nil
+		}
+	}
+	for _, f := range v.Overlaps(level, start, end) {
+		if stale(f) {
+			run = append(run, f)
+		} else {
+			flush()
+		}
+	}
+	flush()
+	return out
+}
