@@ -183,7 +183,11 @@ type Options struct {
 	// TargetFileSize is the size at which compaction outputs are split
 	// (default 2 MiB).
 	TargetFileSize int64
-	// MaxOpenFiles bounds the number of SSTables kept open (default 500).
+	// MaxOpenFiles bounds the number of SSTables kept open. A table closed
+	// to stay within it is opened again, its index and filter read again,
+	// by the next read that needs it. Default: half of the process's limit
+	// on open file descriptors (RLIMIT_NOFILE), at least 500 and at most
+	// 65,536; 1,000 where the limit cannot be read.
 	MaxOpenFiles int
 	// DisableMmap reads table blocks with one pread each and writes the
 	// write-ahead log with one write call per write.
@@ -283,7 +287,9 @@ func (o *Options) withDefaults() (Options, error) {
 	setDefault(&r.L0StopWritesThreshold, 12)
 	setDefault(&r.MaxImmutableMemtables, 2)
 	setDefault(&r.LevelMultiplier, 10)
-	setDefault(&r.MaxOpenFiles, 500)
+	if r.MaxOpenFiles == 0 {
+		r.MaxOpenFiles = defaultMaxOpenFiles()
+	}
 	if r.BlockCacheSize == 0 {
 		r.BlockCacheSize = 8 << 20
 	}
