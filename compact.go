@@ -21,10 +21,11 @@ var errCompactionAborted = errors.New("bloomkv: compaction aborted by Close")
 
 func (db *DB) compactionOptions() compaction.Options {
 	return compaction.Options{
-		L0CompactionThreshold: db.opts.L0CompactionThreshold,
-		LBaseMaxBytes:         db.opts.LBaseMaxBytes,
-		LevelMultiplier:       db.opts.LevelMultiplier,
-		TargetFileSize:        db.opts.TargetFileSize,
+		L0CompactionThreshold:    db.opts.L0CompactionThreshold,
+		LBaseMaxBytes:            db.opts.LBaseMaxBytes,
+		LevelMultiplier:          db.opts.LevelMultiplier,
+		TargetFileSize:           db.opts.TargetFileSize,
+		TargetFileSizeMultiplier: db.opts.TargetFileSizeMultiplier,
 	}
 }
 

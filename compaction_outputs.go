@@ -12,7 +12,7 @@ import (
 )
 
 // compactionOutputs writes a compaction's output tables, splitting them at
-// TargetFileSize and where one would overlap too much of the grandparent
+// the output level's target file size and where one would overlap too much of the grandparent
 // level, but never between two versions of one user key.
 type compactionOutputs struct {
 	db        *DB
@@ -41,7 +41,7 @@ type compactionOutputs struct {
 func (out *compactionOutputs) add(ikey, value []byte) error {
 	ukey := base.UserKey(ikey)
 	if out.w != nil && !bytes.Equal(ukey, out.lastUkey) &&
-		(int64(out.w.EstimatedSize()) >= out.o.TargetFileSize || out.stopBefore(ukey)) {
+		(int64(out.w.EstimatedSize()) >= out.o.TargetFileSizeAt(out.c.OutputLevel) || out.stopBefore(ukey)) {
 		if err := out.finishTable(); err != nil {
 			return err
 		}
@@ -101,7 +101,7 @@ func (out *compactionOutputs) stopBefore(ukey []byte) bool {
 		out.gpIndex++
 	}
 	out.seenKey = true
-	if out.gpOverlap > out.o.MaxGrandparentOverlapBytes() {
+	if out.gpOverlap > out.o.MaxGrandparentOverlapBytes(out.c.OutputLevel) {
 		out.gpOverlap = 0
 		return true
 	}

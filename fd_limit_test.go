@@ -53,6 +53,7 @@ func fdLimitOptions() *Options {
 		MaxImmutableMemtables:     8,
 		LBaseMaxBytes:             24 << 10,
 		TargetFileSize:            6 << 10,
+		TargetFileSizeMultiplier:  1, // many small tables on every level
 		MaxOpenFiles:              fdLimitMaxOpen,
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/filter"
+	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/bloomkv/bloomkv/vfs"
 	"github.com/bloomkv/bloomkv/wal"
@@ -180,9 +182,16 @@ type Options struct {
 	LBaseMaxBytes int64
 	// LevelMultiplier is the growth factor between level targets (default 10).
 	LevelMultiplier int
-	// TargetFileSize is the size at which compaction outputs are split
-	// (default 2 MiB).
+	// TargetFileSize is the size at which compaction outputs into level 1
+	// are split (default 2 MiB); deeper levels' tables are
+	// TargetFileSizeMultiplier times larger per level.
 	TargetFileSize int64
+	// TargetFileSizeMultiplier is the growth of table sizes per level below
+	// level 1 (default 2, as Pebble's per-level sizes; 1 keeps every level
+	// at TargetFileSize): with the defaults, 2 MiB tables in level 1 and 64
+	// MiB in level 6, so that a tree of 100 GiB holds a few thousand tables,
+	// not fifty thousand.
+	TargetFileSizeMultiplier int
 	// MaxOpenFiles bounds the number of SSTables kept open. A table closed
 	// to stay within it is opened again, its index and filter read again,
 	// by the next read that needs it. Default: half of the process's limit
@@ -287,6 +296,7 @@ func (o *Options) withDefaults() (Options, error) {
 	setDefault(&r.L0StopWritesThreshold, 12)
 	setDefault(&r.MaxImmutableMemtables, 2)
 	setDefault(&r.LevelMultiplier, 10)
+	setDefault(&r.TargetFileSizeMultiplier, 2)
 	if r.MaxOpenFiles == 0 {
 		r.MaxOpenFiles = defaultMaxOpenFiles()
 	}
@@ -389,6 +399,10 @@ func (o *Options) withDefaults() (Options, error) {
 		return bad("LevelMultiplier %d below 2", r.LevelMultiplier)
 	case r.TargetFileSize < 1<<10:
 		return bad("TargetFileSize %d below 1 KiB", r.TargetFileSize)
+	case r.TargetFileSizeMultiplier < 1 || r.TargetFileSizeMultiplier > 10:
+		return bad("TargetFileSizeMultiplier %d outside [1, 10]", r.TargetFileSizeMultiplier)
+	case r.TargetFileSize > 1<<30 || r.deepestTargetFileSize() > 4<<30:
+		return bad("TargetFileSize %d with multiplier %d makes tables over 4 GiB", r.TargetFileSize, r.TargetFileSizeMultiplier)
 	case r.MaxOpenFiles < 10:
 		return bad("MaxOpenFiles %d below 10", r.MaxOpenFiles)
 	case r.MaxManifestFileSize < 1<<10:
@@ -423,4 +437,10 @@ func (o *Options) filterBitsPerKey() float64 {
 // BloomBitsPerKey.
 func (o *Options) fractionalFilterBits() bool {
 	return o.FilterBitsPerKey > 0 || o.FilterTargetFPR > 0
+}
+
+// deepestTargetFileSize is the target file size of the last level.
+func (o *Options) deepestTargetFileSize() int64 {
+	return compaction.Options{TargetFileSize: o.TargetFileSize, TargetFileSizeMultiplier: o.TargetFileSizeMultiplier}.
+		TargetFileSizeAt(manifest.NumLevels - 1)
 }

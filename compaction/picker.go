@@ -16,14 +16,31 @@ type Options struct {
 	// LBaseMaxBytes * LevelMultiplier^(n-1).
 	LBaseMaxBytes   int64
 	LevelMultiplier int
-	// TargetFileSize is where outputs are split.
-	TargetFileSize int64
+	// TargetFileSize is where outputs into level 1 (and level 0) are
+	// split; level n's outputs are split at TargetFileSize *
+	// TargetFileSizeMultiplier^(n-1) (a multiplier of 0 counts as 1).
+	TargetFileSize           int64
+	TargetFileSizeMultiplier int
+}
+
+// TargetFileSizeAt returns where outputs into level are split. Tables grow
+// with depth so that a large tree holds a few thousand tables, not tens of
+// thousands (every open table holds a descriptor, an index and a filter):
+// each level is LevelMultiplier times the one above, and its tables
+// TargetFileSizeMultiplier times larger, so deep levels do not multiply
+// the table count by LevelMultiplier each.
+func (o Options) TargetFileSizeAt(level int) int64 {
+	t := o.TargetFileSize
+	for l := 1; l < level && o.TargetFileSizeMultiplier > 1; l++ {
+		t *= int64(o.TargetFileSizeMultiplier)
+	}
+	return t
 }
 
 // MaxGrandparentOverlapBytes bounds how much of the level after the output
-// level one output table may overlap, so that a later compaction of that
-// table stays small.
-func (o Options) MaxGrandparentOverlapBytes() int64 { return 10 * o.TargetFileSize }
+// level one output table into level may overlap, so that a later
+// compaction of that table stays small.
+func (o Options) MaxGrandparentOverlapBytes(level int) int64 { return 10 * o.TargetFileSizeAt(level) }
 
 // LevelMaxBytes returns the size target of level (>= 1).
 func (o Options) LevelMaxBytes(level int) float64 {
@@ -185,5 +202,5 @@ func TotalSize(files []*manifest.FileMetadata) int64 {
 // old filter, so it is not used when filters must be rebuilt.
 func (c *Compaction) IsTrivialMove(o Options) bool {
 	return len(c.Inputs[0]) == 1 && len(c.Inputs[1]) == 0 &&
-		TotalSize(c.Grandparents) <= o.MaxGrandparentOverlapBytes()
+		TotalSize(c.Grandparents) <= o.MaxGrandparentOverlapBytes(c.OutputLevel)
 }

@@ -31,6 +31,7 @@ func TestPickerDataDriven(t *testing.T) {
 			d.MaybeScanArgs(t, "lbase", &opts.LBaseMaxBytes)
 			d.MaybeScanArgs(t, "multiplier", &opts.LevelMultiplier)
 			d.MaybeScanArgs(t, "target-file-size", &opts.TargetFileSize)
+			d.MaybeScanArgs(t, "file-size-multiplier", &opts.TargetFileSizeMultiplier)
 			pointers = map[int][]byte{}
 			nv, err := parseVersion(d.Input)
 			if err != nil {
@@ -50,6 +51,13 @@ func TestPickerDataDriven(t *testing.T) {
 					continue
 				}
 				fmt.Fprintf(&b, "L%d: %.3f (%d bytes, target %.0f)\n", l, s[l], v.LevelBytes(l), opts.LevelMaxBytes(l))
+			}
+			return b.String()
+
+		case "targets":
+			var b strings.Builder
+			for l := 1; l < manifest.NumLevels; l++ {
+				fmt.Fprintf(&b, "L%d: split at %d, grandparent overlap at most %d\n", l, opts.TargetFileSizeAt(l), opts.MaxGrandparentOverlapBytes(l))
 			}
 			return b.String()
 
