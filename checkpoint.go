@@ -145,12 +145,14 @@ func (c *checkpoint) write(v *manifest.Version, state *manifest.State, mem *memT
 		if err != nil {
 			return err
 		}
-		b := manifest.NewBuilder(v)
-		if err := b.Apply(&manifest.VersionEdit{NewFiles: []manifest.NewFileEntry{{Level: 0, Meta: meta}}}); err != nil {
-			return err
-		}
-		if cp.Version, err = b.Finish(); err != nil {
-			return err
+		if meta != nil {
+			b := manifest.NewBuilder(v)
+			if err := b.Apply(&manifest.VersionEdit{NewFiles: []manifest.NewFileEntry{{Level: 0, Meta: meta}}}); err != nil {
+				return err
+			}
+			if cp.Version, err = b.Finish(); err != nil {
+				return err
+			}
 		}
 		next++
 		seq = lastSeq
@@ -172,7 +174,11 @@ func (c *checkpoint) write(v *manifest.Version, state *manifest.State, mem *memT
 	return err
 }
 
-// writeMemTable writes mem's entries to table num in the checkpoint.
+// writeMemTable writes mem's entries and range deletions to table num in
+// the checkpoint, as a flush writes a memtable: the range deletions must go
+// with the point entries, or the keys they delete in older tables come
+// back. It returns nil metadata, and leaves no file, when mem holds neither
+// (an empty table has no key range, and no manifest may name one).
 func (c *checkpoint) writeMemTable(mem *memTable, num uint64) (*manifest.FileMetadata, error) {
 	db := c.db
 	name := db.fs.PathJoin(c.dir, base.MakeFilename(base.FileTypeTable, num))
@@ -182,6 +188,9 @@ func (c *checkpoint) writeMemTable(mem *memTable, num uint64) (*manifest.FileMet
 	}
 	c.written = append(c.written, name)
 	w := sstable.NewWriter(f, db.sstWriterOptions(num, 0, db.policyFilterBits(0, 0))) // level 0 of the checkpoint
+	rd := mem.RangeDels()
+	w.SetRangeDels(rd.Spans())
+	n := rd.Len()
 	it := mem.NewIter()
 	for ok := it.First(); ok; ok = it.Next() {
 		if err := w.Add(it.Key(), it.Value()); err != nil {
@@ -189,6 +198,7 @@ func (c *checkpoint) writeMemTable(mem *memTable, num uint64) (*manifest.FileMet
 			_ = w.Abort()
 			return nil, err
 		}
+		n++
 	}
 	if err := it.Close(); err != nil {
 		_ = w.Abort()
@@ -197,6 +207,13 @@ func (c *checkpoint) writeMemTable(mem *memTable, num uint64) (*manifest.FileMet
 	meta, err := w.Finish() // syncs the file
 	if err != nil {
 		return nil, err
+	}
+	if n == 0 {
+		c.written = c.written[:len(c.written)-1]
+		if err := db.fs.Remove(name); err != nil {
+			return nil, err
+		}
+		return nil, nil
 	}
 	return metaFromWriter(num, meta), nil
 }
