@@ -131,7 +131,10 @@ func (c *checkpoint) write(v *manifest.Version, state *manifest.State, mem *memT
 	next := state.NextFileNum
 	seq := state.FlushedSeq
 	cp := &manifest.State{
-		Version:         v,
+		Version: v,
+		// LogNum 0 names no log, as for Open and kvtool check: every write
+		// the copy holds is in its tables.
+		LogNum:          0,
 		NextFileNum:     next,
 		HasFlushedSeq:   true,
 		DBID:            state.DBID,
