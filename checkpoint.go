@@ -28,7 +28,18 @@ import (
 // name -- or a copy where linking fails (dir on another file system), and
 // writes a fresh manifest naming them. The copy keeps the database's
 // identity. On a read-only database nothing is flushed: the writes that
-// only its logs hold are written to a table in dir instead.
+// only its logs hold are written to a table in dir instead, range
+// deletions included.
+//
+// Open a checkpoint with Options.ReadOnly or Options.ErrorIfNotExists.
+// CURRENT is the last file Checkpoint makes durable, so a checkpoint that
+// did not complete (Checkpoint failed, or the process or machine died in
+// it) has none, and both refuse it, changing nothing. A plain Open would
+// not: a crash right after Checkpoint created dir leaves it empty, and Open
+// makes a new, empty database of an empty directory. A directory an
+// incomplete Checkpoint left holds no database: remove it and checkpoint
+// again (kvtool repair would make a database of whatever part of the copy
+// was written).
 func (db *DB) Checkpoint(dir string) error {
 	if db.closed.Load() {
 		return ErrClosed

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/bloomkv/bloomkv/vfs"
@@ -149,4 +150,73 @@ func TestReadOnlyWithoutLockOnReadOnlyDirectory(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "LOCK")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("LOCK in a read-only directory: %v", fmt.Sprint(err))
 	}
+}
+
+// TestCheckpointCrashImagesRefused takes a power-loss image of the file
+// system at every file operation of a Checkpoint (the first one right after
+// it created the directory, which is then empty) and opens each image's
+// checkpoint as the Checkpoint doc says to, with ErrorIfNotExists or
+// ReadOnly: each open either holds the whole checkpoint or fails, changing
+// nothing; none is an empty or partial database. (A plain Open of the
+// empty directory would create a new, empty database: that is what Open
+// does with a directory holding no database, and why checkpoints are
+// opened this way.)
+func TestCheckpointCrashImagesRefused(t *testing.T) {
+	mem := vfs.NewMem()
+	efs := vfs.NewErrorFS(mem)
+	db := mustOpen(t, "/db", tinyOptions(efs))
+	model := fillModel(t, db, 1500)
+	var images []*vfs.MemFS
+	efs.Inject(vfs.Rule{Match: func(path string) bool {
+		if path == "/cp" || strings.HasPrefix(path, "/cp/") {
+			images = append(images, mem.CrashClone()) // ErrorFS serializes rules
+		}
+		return false // fail nothing
+	}})
+	if err := db.Checkpoint("/cp"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(images) < 5 {
+		t.Fatalf("only %d crash images", len(images))
+	}
+	complete, emptyDirs := 0, 0
+	for i, img := range images {
+		if names, err := img.List("/cp"); err == nil && len(names) == 0 {
+			emptyDirs++
+		}
+		for _, mode := range []string{"ErrorIfNotExists", "ReadOnly"} {
+			fsys := img.CrashClone()
+			before := map[string]string{}
+			if _, err := fsys.Stat("/cp"); err == nil {
+				before = dirImage(t, fsys, "/cp")
+			}
+			o := tinyOptions(fsys)
+			o.ErrorIfNotExists = mode == "ErrorIfNotExists"
+			o.ReadOnly = mode == "ReadOnly"
+			cdb, err := Open("/cp", o)
+			if err != nil {
+				after := map[string]string{}
+				if _, err := fsys.Stat("/cp"); err == nil {
+					after = dirImage(t, fsys, "/cp")
+				}
+				if !maps.Equal(before, after) {
+					t.Fatalf("image %d, %s: a refused Open changed the directory: %v -> %v", i, mode,
+						slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(after)))
+				}
+				continue
+			}
+			checkModel(t, cdb, model)
+			if err := cdb.Close(); err != nil {
+				t.Fatal(err)
+			}
+			complete++
+		}
+	}
+	if emptyDirs == 0 {
+		t.Fatal("no image holds the empty directory a crash right after mkdir leaves")
+	}
+	t.Logf("%d images: %d with an empty directory; %d opens held the whole checkpoint", len(images), emptyDirs, complete)
 }
