@@ -3,11 +3,13 @@ package bloomkv
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/bloomkv/bloomkv/vfs"
@@ -117,10 +119,59 @@ func TestReadOnlyOpenCreatesOnlyLock(t *testing.T) {
 	}
 }
 
-// TestReadOnlyWithoutLockOnReadOnlyDirectory: where no LOCK exists and
-// none can be created (a directory the process may not write), a read-only
-// open still opens, without a lock: no writer of the same permissions can
-// open the directory either. Root ignores permissions: skipped.
+// roFS is a file system mounted read-only: every operation that would
+// create, change or remove a file fails with EROFS, as the OS reports it.
+type roFS struct{ vfs.FS }
+
+func (roFS) erofs(op, name string) error {
+	return &os.PathError{Op: op, Path: name, Err: syscall.EROFS}
+}
+func (f roFS) Create(name string) (vfs.File, error) { return nil, f.erofs("open", name) }
+func (f roFS) Remove(name string) error             { return f.erofs("remove", name) }
+func (f roFS) Rename(o, _ string) error             { return f.erofs("rename", o) }
+func (f roFS) Link(o, _ string) error               { return f.erofs("link", o) }
+func (f roFS) MkdirAll(dir string, _ os.FileMode) error {
+	if _, err := f.Stat(dir); err == nil {
+		return nil
+	}
+	return f.erofs("mkdir", dir)
+}
+
+func (f roFS) Lock(name string) (io.Closer, error) {
+	if _, err := f.Stat(name); err != nil {
+		return nil, f.erofs("open", name) // O_CREATE on a read-only mount
+	}
+	return f.FS.Lock(name)
+}
+
+// TestReadOnlyWithoutLockOnReadOnlyFS: where no LOCK exists and none can
+// be created (a read-only file system), a read-only open still opens,
+// without a lock: no writer can open the directory either.
+func TestReadOnlyWithoutLockOnReadOnlyFS(t *testing.T) {
+	mem := vfs.NewMem()
+	o := tinyOptions(mem)
+	db := mustOpen(t, "/db", o)
+	model := fillModel(t, db, 500)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Remove("/db/LOCK"); err != nil {
+		t.Fatal(err)
+	}
+	ro := *o
+	ro.FS, ro.ReadOnly = roFS{mem}, true
+	rdb := mustOpen(t, "/db", &ro)
+	checkModel(t, rdb, model)
+	if err := rdb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open("/db", &Options{FS: roFS{mem}}); err == nil || errors.Is(err, ErrLocked) {
+		t.Fatalf("writer Open on a read-only file system: %v, want a failure that is not ErrLocked", err)
+	}
+}
+
+// TestReadOnlyWithoutLockOnReadOnlyDirectory: the same on a directory the
+// process may not write. Root ignores permissions: skipped.
 func TestReadOnlyWithoutLockOnReadOnlyDirectory(t *testing.T) {
 	if os.Geteuid() == 0 {
 		t.Skip("root ignores file permissions")
