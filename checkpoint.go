@@ -28,7 +28,18 @@ import (
 // name -- or a copy where linking fails (dir on another file system), and
 // writes a fresh manifest naming them. The copy keeps the database's
 // identity. On a read-only database nothing is flushed: the writes that
-// only its logs hold are written to a table in dir instead.
+// only its logs hold are written to a table in dir instead, range
+// deletions included.
+//
+// Open a checkpoint with Options.ReadOnly or Options.ErrorIfNotExists.
+// CURRENT is the last file Checkpoint makes durable, so a checkpoint that
+// did not complete (Checkpoint failed, or the process or machine died in
+// it) has none, and both refuse it, changing nothing. A plain Open would
+// not: a crash right after Checkpoint created dir leaves it empty, and Open
+// makes a new, empty database of an empty directory. A directory an
+// incomplete Checkpoint left holds no database: remove it and checkpoint
+// again (kvtool repair would make a database of whatever part of the copy
+// was written).
 func (db *DB) Checkpoint(dir string) error {
 	if db.closed.Load() {
 		return ErrClosed
@@ -131,7 +142,10 @@ func (c *checkpoint) write(v *manifest.Version, state *manifest.State, mem *memT
 	next := state.NextFileNum
 	seq := state.FlushedSeq
 	cp := &manifest.State{
-		Version:         v,
+		Version: v,
+		// LogNum 0 names no log, as for Open and kvtool check: every write
+		// the copy holds is in its tables.
+		LogNum:          0,
 		NextFileNum:     next,
 		HasFlushedSeq:   true,
 		DBID:            state.DBID,
@@ -145,12 +159,14 @@ func (c *checkpoint) write(v *manifest.Version, state *manifest.State, mem *memT
 		if err != nil {
 			return err
 		}
-		b := manifest.NewBuilder(v)
-		if err := b.Apply(&manifest.VersionEdit{NewFiles: []manifest.NewFileEntry{{Level: 0, Meta: meta}}}); err != nil {
-			return err
-		}
-		if cp.Version, err = b.Finish(); err != nil {
-			return err
+		if meta != nil {
+			b := manifest.NewBuilder(v)
+			if err := b.Apply(&manifest.VersionEdit{NewFiles: []manifest.NewFileEntry{{Level: 0, Meta: meta}}}); err != nil {
+				return err
+			}
+			if cp.Version, err = b.Finish(); err != nil {
+				return err
+			}
 		}
 		next++
 		seq = lastSeq
@@ -172,7 +188,11 @@ func (c *checkpoint) write(v *manifest.Version, state *manifest.State, mem *memT
 	return err
 }
 
-// writeMemTable writes mem's entries to table num in the checkpoint.
+// writeMemTable writes mem's entries and range deletions to table num in
+// the checkpoint, as a flush writes a memtable: the range deletions must go
+// with the point entries, or the keys they delete in older tables come
+// back. It returns nil metadata, and leaves no file, when mem holds neither
+// (an empty table has no key range, and no manifest may name one).
 func (c *checkpoint) writeMemTable(mem *memTable, num uint64) (*manifest.FileMetadata, error) {
 	db := c.db
 	name := db.fs.PathJoin(c.dir, base.MakeFilename(base.FileTypeTable, num))
@@ -182,6 +202,9 @@ func (c *checkpoint) writeMemTable(mem *memTable, num uint64) (*manifest.FileMet
 	}
 	c.written = append(c.written, name)
 	w := sstable.NewWriter(f, db.sstWriterOptions(num, 0, db.policyFilterBits(0, 0))) // level 0 of the checkpoint
+	rd := mem.RangeDels()
+	w.SetRangeDels(rd.Spans())
+	n := rd.Len()
 	it := mem.NewIter()
 	for ok := it.First(); ok; ok = it.Next() {
 		if err := w.Add(it.Key(), it.Value()); err != nil {
@@ -189,6 +212,7 @@ func (c *checkpoint) writeMemTable(mem *memTable, num uint64) (*manifest.FileMet
 			_ = w.Abort()
 			return nil, err
 		}
+		n++
 	}
 	if err := it.Close(); err != nil {
 		_ = w.Abort()
@@ -197,6 +221,13 @@ func (c *checkpoint) writeMemTable(mem *memTable, num uint64) (*manifest.FileMet
 	meta, err := w.Finish() // syncs the file
 	if err != nil {
 		return nil, err
+	}
+	if n == 0 {
+		c.written = c.written[:len(c.written)-1]
+		if err := db.fs.Remove(name); err != nil {
+			return nil, err
+		}
+		return nil, nil
 	}
 	return metaFromWriter(num, meta), nil
 }

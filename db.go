@@ -185,16 +185,19 @@ func (db *DB) Close() error {
 	}
 	db.mu.Unlock()
 	db.manifestMu.Lock()
-	manifestNum := db.vs.ManifestNum()
 	if logSynced {
 		// Record that every write is durable, so that a later Open can tell
 		// a log deleted or cut short from one that was never written.
 		keep(db.logAndApply(&manifest.VersionEdit{}, causeClose))
 	}
-	rolled := db.vs.ManifestNum() != manifestNum
 	db.manifestMu.Unlock()
-	if rolled {
-		db.deleteObsoleteFiles(false) // the manifest it replaced
+	if !db.opts.ReadOnly {
+		// Background work has stopped, and it may not have collected what
+		// the last flushes and compactions made obsolete: logs whose writes
+		// are all in tables, tables compacted away, a manifest a roll
+		// replaced. Left behind, they cost space until the next Open, and
+		// without a manifest kvtool repair cannot tell them from live data.
+		db.deleteObsoleteFiles(false)
 	}
 	db.manifestMu.Lock()
 	keep(db.vs.Close())

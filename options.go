@@ -242,11 +242,15 @@ type Options struct {
 	// retried, Error when they stop writes), files it failed to remove.
 	// Nothing is logged on the happy path. Default slog.Default().
 	Logger *slog.Logger
-	// ReadOnly opens an existing database without changing anything in
-	// its directory: no LOCK is created or taken exclusively (a shared
-	// lock on an existing LOCK file keeps writers out while read-only
-	// opens share it), no manifest, table or log is written, no file is
-	// removed, and the directory may be read-only. Recovery replays the
+	// ReadOnly opens an existing database without changing its data: no
+	// manifest, table or log is written, no file is removed, and the
+	// directory may be read-only. It takes a shared lock on the LOCK file,
+	// which keeps writers out (their Open fails with ErrLocked, and a
+	// read-only open fails so while a writer holds the directory) while
+	// read-only opens share it. A directory without a LOCK file (a copy)
+	// gets an empty one, the only file a read-only open ever creates;
+	// where none can be created (no write permission, a read-only file
+	// system) it opens without a lock. Recovery replays the
 	// write-ahead logs into memory only. Calls that write return
 	// ErrReadOnly; there is no background work. A missing database is an
 	// error (ReadOnly implies ErrorIfNotExists).

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
@@ -52,18 +53,15 @@ func checkExistence(fsys vfs.FS, dir string, o *Options) error {
 }
 
 // lockDir takes the directory's LOCK: exclusively, creating it, for a
-// writer; shared, and only when it exists, for a read-only open (which
-// never creates a file). Read-only opens then share a directory with each
-// other but not with a writer. A database without a LOCK file (copied, or
-// never opened by a writer) is opened read-only without a lock.
+// writer; shared for a read-only open (see lockShared). Read-only opens
+// then share a directory with each other but not with a writer, whatever
+// files the directory held before.
 func lockDir(fs vfs.FS, dir string, readOnly bool) (io.Closer, error) {
 	name := fs.PathJoin(dir, base.MakeFilename(base.FileTypeLock, 0))
 	var l io.Closer
 	var err error
 	if readOnly {
-		if l, err = fs.LockShared(name); errors.Is(err, os.ErrNotExist) {
-			return noLock{}, nil
-		}
+		l, err = lockShared(fs, name)
 	} else {
 		if err := fs.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("bloomkv: create %s: %w", dir, err)
@@ -74,6 +72,39 @@ func lockDir(fs vfs.FS, dir string, readOnly bool) (io.Closer, error) {
 		return nil, lockError(fs, dir, err)
 	}
 	return l, nil
+}
+
+// lockShared takes a read-only open's shared lock on the LOCK file name.
+// A directory may have none: a copy of a database, a checkpoint, one only
+// ever opened read-only. Skipping the lock there let a writer open the
+// directory under a reader and compact away the tables it was reading, so
+// a read-only open creates the file -- empty, the one file it ever creates
+// -- and locks it. It creates it with an exclusive Lock released at once
+// (Lock creates without truncating, so a LOCK another holder just made is
+// left as it is); if anyone holds the file meanwhile that Lock fails, and
+// the shared lock decides as usual. Where no file can be created (a
+// directory this process may not write, a read-only file system) the open
+// goes on without a lock: a writer with the same rights cannot open the
+// directory either.
+func lockShared(fsys vfs.FS, name string) (io.Closer, error) {
+	l, err := fsys.LockShared(name)
+	if !errors.Is(err, os.ErrNotExist) {
+		return l, err
+	}
+	created, err := fsys.Lock(name)
+	switch {
+	case err == nil:
+		if err := created.Close(); err != nil {
+			return nil, err
+		}
+	case errors.Is(err, vfs.ErrLocked):
+		// Another open made the file meanwhile and holds it.
+	case errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS):
+		return noLock{}, nil
+	default:
+		return nil, err
+	}
+	return fsys.LockShared(name)
 }
 
 type noLock struct{}

@@ -133,11 +133,14 @@ func check(fs vfs.FS, dir string) *checkReport {
 	for _, f := range listing.logs {
 		haveLogNum = haveLogNum || f.num == logNum
 	}
-	if state != nil && !haveLogNum {
+	if state != nil && logNum > 0 && !haveLogNum {
 		// The engine keeps the log the manifest's log number names until a
 		// later edit moves the number past it, so its absence means the
 		// writes since the last flush are gone, or the manifest lost its
 		// latest edits (damage its tail looked like a crash's torn tail).
+		// Log number 0 names no log, as Open reads it: a checkpoint's
+		// manifest (every write is in its tables), or a new database's
+		// first one before its first log was recorded.
 		out.errorf(base.MakeFilename(base.FileTypeLog, logNum),
 			"missing: the manifest's log number names this log, the oldest one whose writes are not in tables yet")
 	}

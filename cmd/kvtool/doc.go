@@ -49,8 +49,9 @@
 //     or an overlap is an error naming the log and the record's offset),
 //     and every write up to the manifest's synced sequence is found (else
 //     the writes are lost, an error). The log the manifest's log number
-//     names must exist. An obsolete log is read on its own (damage in it
-//     is a warning), and so is every log when no manifest replays.
+//     names must exist (0, what a checkpoint records, names none). An
+//     obsolete log is read on its own (damage in it is a warning), and so
+//     is every log when no manifest replays.
 //   - Tables on disk that the manifest does not list are orphans: leftovers
 //     of an interrupted flush or compaction that the next Open deletes.
 //     Manifests CURRENT does not name, logs older than the manifest's log
