@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"testing"
@@ -265,6 +266,40 @@ func BenchmarkBloomMarshal(b *testing.B) {
 		data, _ := f.MarshalBinary()
 		var g Bloom
 		if err := g.UnmarshalBinary(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBloomReadFrom and BenchmarkBloomLoadChunks decode a valid
+// stream: allocating as bytes arrive (arrivals.go) must not make it
+// costlier than trusting the length was.
+func BenchmarkBloomReadFrom(b *testing.B) {
+	f := filledBloom(b)
+	data, _ := f.MarshalBinary()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var g Bloom
+		if _, err := g.ReadFrom(bytes.NewReader(data)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkBloomLoadChunks(b *testing.B) {
+	f := filledBloom(b)
+	var dump bytes.Buffer
+	if _, err := DumpChunks(&dump, f, 64<<10); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(dump.Len()))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var g Bloom
+		if _, err := LoadChunks(bytes.NewReader(dump.Bytes()), &g); err != nil {
 			b.Fatal(err)
 		}
 	}

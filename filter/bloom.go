@@ -47,7 +47,10 @@ func NewBloom(n int, fpp float64) (*Bloom, error) {
 
 // NewBloomWithShape returns an empty bloom filter of m bits (rounded up to
 // whole 64-bit words, at least 64, as filter blocks round it) and k probes.
-// Use it to match the shape of another filter or of a filter block.
+// Use it to match the shape of another filter or of a filter block. It
+// fails, wrapping ErrInvalidArgument, for k outside [1, MaxProbes] or m
+// that is 0 or, rounded up, beyond 2^46 bits (2^31-1 on 32-bit platforms,
+// where 2^31-64 is the largest m accepted).
 func NewBloomWithShape(m uint64, k int) (*Bloom, error) {
 	m, err := checkShape("bloom", m, k)
 	if err != nil {

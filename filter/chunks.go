@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/klauspost/crc32"
@@ -28,8 +29,9 @@ import (
 const (
 	chunkMagic     = "BKVC"
 	chunkHeaderLen = 12
-	// MaxChunkSize bounds a chunk's payload, so that a damaged length is
-	// refused before anything is allocated for it.
+	// MaxChunkSize bounds a chunk's payload: a larger length is refused
+	// as damage. (Memory does not depend on it: LoadChunks allocates as
+	// bytes arrive.)
 	MaxChunkSize = 64 << 20
 	// DefaultChunkSize is DumpChunks' chunk size when given 0.
 	DefaultChunkSize = 1 << 20
@@ -102,32 +104,33 @@ func (cw *chunkWriter) emit() {
 // it, as f.UnmarshalBinary does. A damaged, reordered, missing or foreign
 // chunk, or a dump that ends early, is an error wrapping ErrCorruption
 // that names the chunk and its offset in r; f is then left as it was.
-// Memory grows with the chunks that actually arrive, never with a length
-// a chunk claims.
+//
+// Memory grows with the bytes that actually arrive, never with a length
+// a chunk claims: until the last chunk, LoadChunks holds the payloads read
+// so far in pieces no larger than what has arrived (at most twice the
+// bytes read plus 4 KiB, and at most the bytes read plus 1 MiB). Then it
+// makes the encoding contiguous (one more copy) and decodes it.
 func LoadChunks(r io.Reader, f encoding.BinaryUnmarshaler) (int64, error) {
 	cr := &chunkReader{r: r}
-	var all []byte
 	for !cr.done {
 		if err := cr.next(); err != nil {
 			return cr.n, err
 		}
-		all = append(all, cr.payload...)
 	}
-	return cr.n, f.UnmarshalBinary(all)
+	return cr.n, f.UnmarshalBinary(cr.payloads.whole())
 }
 
 // chunkReader reads and checks successive chunks.
 type chunkReader struct {
-	r       io.Reader
-	payload []byte // the current chunk's payload
-	index   uint32 // of the next chunk
-	n       int64  // bytes read from r
-	chunkAt int64  // offset in r of the current chunk
-	done    bool   // the empty last chunk was read
-	buf     []byte
+	r        io.Reader
+	payloads arrivals // every payload so far, in order
+	index    uint32   // of the next chunk
+	n        int64    // bytes read from r
+	chunkAt  int64    // offset in r of the current chunk
+	done     bool     // the empty last chunk was read
 }
 
-// next reads and checks the next chunk.
+// next reads and checks the next chunk, adding its payload to payloads.
 func (cr *chunkReader) next() error {
 	cr.chunkAt = cr.n
 	var hdr [chunkHeaderLen]byte
@@ -144,15 +147,22 @@ func (cr *chunkReader) next() error {
 	if size > MaxChunkSize {
 		return cr.corruptf(cr.chunkAt+8, "chunk %d: payload length %d exceeds %d", cr.index, size, MaxChunkSize)
 	}
-	cr.buf = append(append(cr.buf[:0], hdr[:]...), make([]byte, size+4)...)
-	if err := cr.fill(cr.buf[chunkHeaderLen:]); err != nil {
+	// A payload that fails its checksum is dropped with the whole dump, so
+	// it may go straight into payloads. How much more will follow is not
+	// known: piece sizes follow what has arrived, not size.
+	crc := crc32.Checksum(hdr[:], castagnoli)
+	n, err := cr.payloads.readFull(cr.r, uint64(size), math.MaxUint64, &crc)
+	cr.n += n
+	if err != nil {
+		return cr.readErr(err)
+	}
+	var sum [4]byte
+	if err := cr.fill(sum[:]); err != nil {
 		return err
 	}
-	end := chunkHeaderLen + int(size)
-	if want, got := binary.LittleEndian.Uint32(cr.buf[end:]), crc32.Checksum(cr.buf[:end], castagnoli); want != got {
-		return cr.corruptf(cr.chunkAt+int64(end), "chunk %d: checksum mismatch: stored %#08x, computed %#08x", cr.index, want, got)
+	if want := binary.LittleEndian.Uint32(sum[:]); want != crc {
+		return cr.corruptf(cr.n-4, "chunk %d: checksum mismatch: stored %#08x, computed %#08x", cr.index, want, crc)
 	}
-	cr.payload = cr.buf[chunkHeaderLen:end]
 	cr.done = size == 0
 	cr.index++
 	return nil
@@ -162,6 +172,11 @@ func (cr *chunkReader) next() error {
 func (cr *chunkReader) fill(p []byte) error {
 	n, err := io.ReadFull(cr.r, p)
 	cr.n += int64(n)
+	return cr.readErr(err)
+}
+
+// readErr reports a read error; the end of r inside a chunk is corruption.
+func (cr *chunkReader) readErr(err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return cr.corruptf(cr.n, "dump ends inside chunk %d (no last chunk)", cr.index)
 	}

@@ -23,6 +23,13 @@ const counterMax = 15
 // are not all non-zero, since that key was certainly never added, but it
 // cannot detect a false positive.
 //
+// Count never goes below zero: on an empty filter (Count() == 0) Remove
+// returns ErrAbsent and changes nothing, even where saturated counters
+// still answer "maybe" for the key. Every Add is then matched by a Remove,
+// so no Remove can match an earlier Add. Without that rule a key added 20
+// times and removed 21 times (its counters stuck at 15) left Count at -1,
+// which no encoding can hold.
+//
 // All methods are safe for concurrent use; a read-write mutex serializes
 // Add and Remove, and MayContain calls share it. UnmarshalBinary and
 // ReadFrom replace the filter and must not run alongside other calls.
@@ -38,7 +45,7 @@ type Counting struct {
 	mu sync.RWMutex
 	// Guarded by mu:
 	counters []uint64 // counter i is bits 4*(i%16) .. 4*(i%16)+3 of counters[i/16]
-	count    int      // successful Adds minus successful Removes
+	count    int      // successful Adds minus successful Removes: 0..math.MaxInt
 }
 
 // NewCounting returns an empty counting filter sized for n keys at
@@ -91,14 +98,20 @@ func (c *Counting) AddHash(h uint64) bool {
 		}
 		h1 += h2
 	}
-	c.count++
+	// Saturate rather than wrap: 2^31 Adds are within reach on 32-bit
+	// platforms, and a wrapped, negative count would not decode.
+	if c.count < math.MaxInt {
+		c.count++
+	}
 	return fresh
 }
 
 // Remove removes one earlier Add of key by lowering its k counters
-// (saturated counters stay at 15). If a counter would drop below zero, key
-// was certainly never added: Remove returns ErrAbsent and changes nothing.
-// See the type's doc for what removing a never-added key costs.
+// (saturated counters stay at 15). If a counter would drop below zero, or
+// the filter is empty (Count() == 0), key was certainly never added (or
+// every Add of it was already removed): Remove returns ErrAbsent and
+// changes nothing. See the type's doc for what removing a never-added key
+// costs.
 func (c *Counting) Remove(key []byte) error { return c.RemoveHash(Hash(key)) }
 
 // RemoveHash is Remove for a key hashed with Hash or HashString.
@@ -109,6 +122,11 @@ func (c *Counting) RemoveHash(h uint64) error {
 	// for non-zero first is not enough; decrement as we go and undo the
 	// decrements if one would underflow.
 	c.mustBeBuilt()
+	if c.count == 0 {
+		// Saturated counters may still answer "maybe", but every Add has
+		// been matched by a Remove already.
+		return ErrAbsent
+	}
 	var lowered [MaxProbes]uint64
 	n := 0
 	h1, h2 := probeStep(h)
@@ -151,7 +169,9 @@ func (c *Counting) MayContainHash(h uint64) bool {
 	return true
 }
 
-// Count returns the number of successful Adds minus successful Removes.
+// Count returns the number of successful Adds minus successful Removes,
+// never below zero (see Remove) and at most math.MaxInt (Add stops
+// counting there).
 func (c *Counting) Count() int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()

@@ -34,9 +34,19 @@ const (
 // filter gets another table e times the size of the last (its own buckets,
 // the same fingerprints), lookups then check every table, and the
 // false-positive rate grows with the number of tables (EstimatedFPR).
-// Add is a multiset insert: adding a key twice stores two copies (at most
-// 2b fit in one table), and each Remove takes one away; use AddIfAbsent for
-// set semantics. Remove only keys that were added: removing another key
+// The chain of tables is capped, as RedisBloom caps its sub-filters: at
+// most MaxCuckooTables tables, holding at most MaxCuckooGrowth times the
+// slots of the first (and 2^46 bits in all, 2^31-1 on 32-bit platforms);
+// past the cap Add returns ErrFull as a filter without expansion does.
+//
+// Add is a multiset insert: adding a key twice stores two copies, and
+// each Remove takes one away; use AddIfAbsent for set semantics. A key's
+// copies can only go in its two buckets, so a table holds at most 2b of
+// them. When the key's two buckets in the newest table hold nothing but
+// its copies, Add returns ErrFull and does not grow the filter: a new
+// table would take 2b more copies of one key at the price of a whole
+// table, and repeated Adds of one key would grow memory exponentially
+// (with expansion 2, 200 Adds of one key once took 24 GiB). Remove only keys that were added: removing another key
 // whose fingerprint collides with an added one deletes that one, which can
 // then be missed (a false negative), as in every cuckoo filter.
 //
@@ -106,9 +116,27 @@ func WithBucketSize(b int) CuckooOption {
 // of the last, 1 to 1024, instead of Add returning ErrFull (0, the
 // default, keeps the capacity hard). RedisBloom's CF.RESERVE EXPANSION:
 // larger factors mean fewer tables to check, in larger steps of memory.
+// Growth stops at MaxCuckooTables tables or MaxCuckooGrowth times the
+// first table's slots, whichever comes first (32 tables with e = 1, 16
+// with e = 2, 2 with e = 1024); then Add returns ErrFull.
 func WithExpansion(e int) CuckooOption {
 	return func(c *cuckooConfig) { c.expansion = uint64(max(e, 0)) }
 }
+
+// Caps on an expanding Cuckoo's chain of tables. Each table adds its own
+// share to the false-positive rate and to every lookup, and a chain grown
+// by a factor e multiplies memory by e per table; these bound both.
+// Decoding accepts longer chains (written before the caps), which then do
+// not grow further.
+const (
+	// MaxCuckooTables is the most tables an expanding Cuckoo grows to: 32,
+	// as RedisBloom's cuckoo filters grow to at most 32 sub-filters.
+	MaxCuckooTables = 32
+	// MaxCuckooGrowth bounds the slots of all tables together, as a
+	// multiple of the first table's: with it a filter's memory stays within
+	// 65,536 times what NewCuckoo first allocated, whatever e is.
+	MaxCuckooGrowth = 1 << 16
+)
 
 const (
 	defaultBucketSize = 4
@@ -294,8 +322,11 @@ func (c *Cuckoo) random() uint64 {
 
 // Add inserts key. If its buckets are full it evicts fingerprints along a
 // chain of at most 500 moves; if that finds no free slot, it grows the
-// filter by a table (WithExpansion) or else undoes the chain and returns
-// ErrFull, leaving the filter as it was.
+// filter by a table (WithExpansion, within MaxCuckooTables and
+// MaxCuckooGrowth) or else undoes the chain and returns ErrFull, leaving
+// the filter as it was. It also returns ErrFull, without growing, when
+// key's buckets in the newest table hold only copies of key (see the
+// type's doc).
 func (c *Cuckoo) Add(key []byte) error { return c.AddHash(Hash(key)) }
 
 // AddHash is Add for a key hashed with Hash or HashString.
@@ -339,20 +370,52 @@ func (c *Cuckoo) addLocked(h uint64) error {
 		}
 	}
 	last := c.tables[len(c.tables)-1]
+	if last.onlyCopiesOf(h) {
+		// No eviction chain can leave the two buckets (every move swaps a
+		// copy for a copy), and a new table for one key's copies is what
+		// made repeated Adds grow memory exponentially.
+		return ErrFull
+	}
 	if c.evict(last, h) {
 		return nil
 	}
-	if c.cfg.expansion == 0 {
+	if !c.canGrow() {
 		return ErrFull
 	}
 	spread := last.spread * c.cfg.expansion
-	if float64(c.totalSlots()+last.base*spread*c.cfg.slots)*float64(c.cfg.fpBits) > maxBloomBits {
-		return ErrFull // a larger filter could not be encoded
-	}
 	next := newCuckooTable(c.cfg, last.base, spread)
 	c.tables = append(c.tables, next)
 	next.putEither(h) // an empty table has room
 	return nil
+}
+
+// canGrow reports whether the chain may take another table: expansion is
+// on, and the caps on tables, slots and encodable bits hold with it.
+// Requires c.mu held.
+func (c *Cuckoo) canGrow() bool {
+	if c.cfg.expansion == 0 || len(c.tables) >= MaxCuckooTables {
+		return false
+	}
+	first, last := c.tables[0], c.tables[len(c.tables)-1]
+	// Float64 because e^31 overflows; the slot counts involved stay far
+	// below 2^53, where the caps cut in.
+	slots := float64(c.totalSlots()) + float64(last.buckets)*float64(c.cfg.expansion)*float64(c.cfg.slots)
+	return slots <= MaxCuckooGrowth*float64(first.buckets*first.slots) &&
+		slots*float64(c.cfg.fpBits) <= maxBloomBits // a larger one could not be encoded
+}
+
+// onlyCopiesOf reports whether both buckets of the key hashed to h hold
+// nothing but its fingerprint.
+func (t *cuckooTable) onlyCopiesOf(h uint64) bool {
+	fp, i1 := t.locate(h)
+	for _, i := range [2]uint64{i1, t.alt(i1, fp)} {
+		for j := uint64(0); j < t.slots; j++ {
+			if t.table.get(i*t.slots+j) != fp {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // evict makes room for the key hashed to h in t by a chain of evictions,

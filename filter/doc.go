@@ -74,9 +74,11 @@
 //     rate of about 0.1%, or 0.5% when filled to 95%). But its capacity
 //     is hard (Add returns ErrFull past about 95% load) unless
 //     WithExpansion lets it grow by tables (each one more to check, and
-//     a higher false-positive rate), adding a key twice stores it twice,
-//     and two cuckoo filters cannot be merged. WithBucketSize trades load
-//     for lookup cost.
+//     a higher false-positive rate; at most MaxCuckooTables of them and
+//     MaxCuckooGrowth times the first one's slots), adding a key twice
+//     stores it twice (2b copies at most per table, and more never grow
+//     the filter), and two cuckoo filters cannot be merged.
+//     WithBucketSize trades load for lookup cost.
 //   - Scalable is for an unknown number of keys: it adds layers as keys
 //     arrive. Each doubling costs about 1.44 more bits per key and another
 //     layer to probe, so when n can be bounded, a Bloom sized for the

@@ -15,9 +15,14 @@ import (
 //	32      4       layer count L: >= 1
 //	36      4       reserved, zero
 //	40      ...     L layers, oldest first, each:
-//	                  capacity uint64 (>= 1), count uint64 (<= capacity,
-//	                  except in the newest layer), then a Bloom body
-//	                  (see bloom_codec.go: m, k, reserved, bit array)
+//	                  capacity uint64 (>= 1), count uint64, then a Bloom
+//	                  body (see bloom_codec.go: m, k, reserved, bit array)
+//
+// A layer's count is at most its capacity, except in the newest layer
+// when no larger layer could be sized, and always at most the bits set in
+// the layer's array: Add counts a key only when some probe of it found a
+// zero bit there, which it then set. The counts of all layers sum to at
+// most math.MaxInt.
 //
 // Layer i's capacity, m and k must be those the parameters give it (see
 // layerShape), within 1 key, 64 bits and 1 probe of rounding.
@@ -116,17 +121,20 @@ func (s *Scalable) setFromBody(body []byte) error {
 	d.check(numLayers >= 1, at, "layer count is zero")
 	d.zero32("reserved field")
 	var layers []*scalableLayer
+	var counts []uint64 // each layer's, checked below
+	var countAt []int
 	for i := uint32(0); d.err == nil && i < numLayers; i++ {
 		at = d.off
 		capacity := d.u64("layer capacity")
 		count := d.u64("layer count")
 		d.check(capacity >= 1 && capacity <= maxBloomBits, at, "layer %d capacity %d is outside [1, %d]", i, capacity, uint64(maxBloomBits))
 		newest := i == numLayers-1
-		d.check(count <= capacity || newest && count <= math.MaxInt, at+8, "layer %d counts %d keys, more than its capacity %d", i, count, capacity)
+		d.check(count <= capacity || newest, at+8, "layer %d counts %d keys, more than its capacity %d", i, count, capacity)
 		b := decodeBloomBody(d)
 		if d.err != nil {
 			break
 		}
+
 		// The layer must have the shape the parameters give it (within
 		// rounding, so a file stays readable wherever floating point
 		// differs in the last place). This ties every size to the bytes
@@ -134,7 +142,21 @@ func (s *Scalable) setFromBody(body []byte) error {
 		wantCap, wantM, wantK, err := cfg.layerShape(int(i))
 		d.check(err == nil && near(capacity, uint64(wantCap), 1) && near(b.m, wantM, 64) && near(uint64(b.k), uint64(wantK), 1),
 			at, "layer %d holds capacity %d, m=%d, k=%d; the parameters give %d, %d, %d", i, capacity, b.m, b.k, wantCap, wantM, wantK)
-		layers = append(layers, &scalableLayer{bloom: b, capacity: int(capacity), count: int(count)})
+		layers = append(layers, &scalableLayer{bloom: b, capacity: int(capacity)})
+		counts = append(counts, count)
+		countAt = append(countAt, at+8)
+	}
+	// The counts are checked against the bits once the layout is known to
+	// be whole, so that a cut or shifted body is reported where it breaks.
+	// The newest layer's count once had no bound but MaxInt, and a forged
+	// one decoded to a negative Added().
+	total := uint64(0)
+	for i := 0; d.err == nil && i < len(layers); i++ {
+		count, set := counts[i], layers[i].bloom.BitsSet()
+		d.check(count <= set, countAt[i], "layer %d counts %d keys, more than the %d bits set in it", i, count, set)
+		d.check(count <= math.MaxInt-total, countAt[i], "layer %d count %d takes the total past %d", i, count, math.MaxInt)
+		total += count
+		layers[i].count = int(count)
 	}
 	if err := d.finish(); err != nil {
 		return err

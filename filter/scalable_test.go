@@ -1,6 +1,8 @@
 package filter
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -184,5 +186,37 @@ func TestScalableConcurrent(t *testing.T) {
 	}
 	if s.Layers() < 6 {
 		t.Fatalf("%v: expected growth to several layers", s)
+	}
+}
+
+// TestScalableLayerCountForged: the newest layer's count (which may pass
+// its capacity when no larger layer can be sized) is still bounded: each
+// key counted into a layer set at least one of its bits, so a count above
+// the layer's set bits is corrupt. A forged MaxInt-ish count once decoded
+// to Added() = -9223372036854775799 (issue 35).
+func TestScalableLayerCountForged(t *testing.T) {
+	s := must(NewScalable(2, 0.1))
+	for _, k := range []string{"apple", "banana", "cherry", "date", "elderberry"} {
+		s.Add([]byte(k))
+	}
+	layers := *s.layers.Load()
+	if len(layers) != 2 {
+		t.Fatalf("%v: want 2 layers", s)
+	}
+	// Body: 40 fixed bytes, then per layer 16 (capacity, count) and a Bloom
+	// body of 16 + m/8.
+	at := headerLen + scalableBodyFixed + layerHeader + int(layers[0].bloom.bodyLen()) + 8
+	good := mustMarshal(t, s)
+	if got := binary.LittleEndian.Uint64(good[at:]); got != uint64(layers[1].count) {
+		t.Fatalf("offset %d holds %d, not the newest layer's count %d", at, got, layers[1].count)
+	}
+	for _, count := range []uint64{math.MaxInt - 5, math.MaxInt, uint64(layers[1].bloom.BitsSet()) + 1, 1 << 63} {
+		d := reseal(putU64(at, count)(bytes.Clone(good)))
+		back := new(Scalable)
+		err := back.UnmarshalBinary(d)
+		if err == nil {
+			t.Fatalf("count %d accepted: Added() = %d", count, back.Added())
+		}
+		wantCorruption(t, fmt.Sprintf("newest layer count %d", count), err)
 	}
 }

@@ -9,6 +9,11 @@ import "math"
 // it fits in an int and the largest array (a counting filter's m/2 bytes,
 // 1 GiB) can be allocated; larger encodings are rejected there as out of
 // range rather than truncated.
+//
+// Bloom and counting sizes are whole 64-bit words, so on 32-bit platforms
+// the largest is 2^31-64. The limit applies to a size after it is rounded
+// up to words: checked before rounding, 2^31-1 became 2^31 there, a
+// filter whose own encoding did not decode.
 const maxBloomBits = min(1<<46, math.MaxInt)
 
 // Sizing. A standard bloom filter of m bits holding n keys with k probes
@@ -33,8 +38,10 @@ const maxBloomBits = min(1<<46, math.MaxInt)
 // that one is needed to meet p). n <= 0 is sized as 1. Below p = 2^-30 the
 // best k would exceed MaxProbes; there the textbook size is returned, and
 // its rate is above p. It returns 0, 0 when
-// p is outside (0, 1) or the filter would exceed 2^46 bits; NewBloom
-// reports those cases as errors wrapping ErrInvalidArgument.
+// p is outside (0, 1) or the filter, rounded up to whole words, would
+// exceed 2^46 bits (2^31-1 on 32-bit platforms, so 2^31-64 is the largest
+// size there); NewBloom reports those cases as errors wrapping
+// ErrInvalidArgument.
 //
 // NewBloom, NewCounting and NewScalable's layers are sized with it.
 func EstimateParameters(n int, p float64) (bits uint64, hashes int) {
@@ -54,10 +61,13 @@ func EstimateParameters(n int, p float64) (bits uint64, hashes int) {
 			best, bestK = m, k
 		}
 	}
-	if best > maxBloomBits {
+	if best > maxBloomBits { // before the conversion, which could overflow
 		return 0, 0
 	}
 	m := roundBits(uint64(best))
+	if m > maxBloomBits { // the limit holds for the rounded size
+		return 0, 0
+	}
 	// Rounding m up to whole words may make more probes worthwhile.
 	k := NumProbes(float64(m) / keys)
 	if TheoreticalFPR(m, uint64(keys), k) > TheoreticalFPR(m, uint64(keys), bestK) {
@@ -148,10 +158,12 @@ func bloomShape(kind string, n int, fpp float64) (m uint64, k int, err error) {
 }
 
 // checkShape validates an explicit (m, k) and returns m rounded up to whole
-// 64-bit words, as filter blocks round it.
+// 64-bit words, as filter blocks round it. The rounded size must be within
+// maxBloomBits: on 32-bit platforms m = 2^31-1 rounds to 2^31 and is
+// refused.
 func checkShape(kind string, m uint64, k int) (uint64, error) {
-	if m == 0 || m > maxBloomBits {
-		return 0, invalidArgf("%s: %d bits is outside [1, %d]", kind, m, uint64(maxBloomBits))
+	if m == 0 || m > maxBloomBits || roundBits(m) > maxBloomBits {
+		return 0, invalidArgf("%s: %d bits (%d rounded up to whole 64-bit words) is outside [1, %d]", kind, m, roundBits(min(m, maxBloomBits)), uint64(maxBloomBits))
 	}
 	if k < 1 || k > MaxProbes {
 		return 0, invalidArgf("%s: probe count %d is outside [1, %d]", kind, k, MaxProbes)
