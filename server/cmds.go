@@ -629,7 +629,11 @@ func cmdRaftJoin(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
 	}
 	if len(a) == 4 {
 		cmd := fsm.Command{Op: fsm.OpSetNode, Key: a[1], Value: a[3]}
-		if _, err := n.result(n.submit(&cmd)); err != nil {
+		f, err := n.submit(&cmd)
+		if err == nil {
+			_, err = n.result(f)
+		}
+		if err != nil {
 			writeErr(c, err)
 			return
 		}

@@ -400,9 +400,16 @@ func (n *Node) readBarrier() error {
 	return nil
 }
 
-// submit hands a write to raft without waiting for it.
-func (n *Node) submit(c *fsm.Command) raft.ApplyFuture {
-	return n.raft.Apply(c.Encode(), n.cfg.ApplyTimeout)
+// submit hands a write to raft without waiting for it, or refuses it when
+// its log entry would be larger than the raft log stores: handed to raft,
+// the log store would fail to store it and the leader would step down
+// (issue 32), and any client could do that again and again.
+func (n *Node) submit(c *fsm.Command) (raft.ApplyFuture, error) {
+	data := c.Encode()
+	if len(data) > raftstore.MaxData {
+		return nil, fmt.Errorf("ERR bloomkv: this command's log entry would be %d bytes, more than the %d one raft log entry holds; send it as several commands", len(data), raftstore.MaxData)
+	}
+	return n.raft.Apply(data, n.cfg.ApplyTimeout), nil
 }
 
 // result waits for a submitted write and returns its result, or the error

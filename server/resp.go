@@ -139,12 +139,16 @@ func (n *Node) serveRESP(conn redcon.Conn, first redcon.Command) {
 		switch spec.kind {
 		case kindWrite:
 			c, reply, err := spec.write(n, cmd.Args)
+			var f raft.ApplyFuture
+			if err == nil {
+				f, err = n.submit(c)
+			}
 			if err != nil {
 				flush()
 				conn.WriteError(err.Error())
 				continue
 			}
-			pending = append(pending, pendingWrite{f: n.submit(c), reply: reply})
+			pending = append(pending, pendingWrite{f: f, reply: reply})
 			checked = false
 		case kindRead:
 			flush()
