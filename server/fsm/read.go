@@ -150,7 +150,7 @@ func (f *FSM) CFInfo(key []byte) (CuckooInfo, error) {
 		return CuckooInfo{}, err
 	}
 	if v == nil {
-		return CuckooInfo{}, &Error{"ERR Not found"}
+		return CuckooInfo{}, ErrNotFound
 	}
 	info := CuckooInfo{Size: v.cf.SizeBytes(), Items: v.cf.Count(), Deleted: v.cf.Deleted(), Expansion: v.cf.expansion}
 	for _, cf := range v.cf.filters() {

@@ -59,13 +59,17 @@ type Error struct{ Msg string }
 
 func (e *Error) Error() string { return e.Msg }
 
-// The errors of commands, in RedisBloom's words where it has them.
+// The errors of commands, in RedisBloom's words where it has them, with
+// or without the "ERR " code exactly as RedisBloom sends them.
 var (
 	ErrWrongType      = &Error{"WRONGTYPE Operation against a key holding the wrong kind of value"}
 	ErrItemExists     = &Error{"ERR item exists"}
 	ErrNotFound       = &Error{"ERR not found"}
 	ErrNonScalingFull = &Error{"ERR non scaling filter is full"}
-	ErrCuckooFull     = &Error{"ERR Filter is full"}
+	ErrCuckooFull     = &Error{"Filter is full"}
+	// ErrCFDelNotFound is CF.DEL's answer for a missing filter (the other
+	// commands answer ErrNotFound).
+	ErrCFDelNotFound = &Error{"Not found"}
 )
 
 func errorf(format string, args ...any) *Error {
