@@ -195,13 +195,19 @@ func checkKey(k []byte) error {
 	return nil
 }
 
+// cmdDel: DEL key [key ...]. An empty key is never stored (SET refuses
+// it), so it is simply not there: DEL "" answers 0, as Redis does for a
+// key that does not exist.
 func cmdDel(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
-	if len(a) == 2 {
+	if len(a) == 2 && len(a[1]) > 0 {
 		return &fsm.Command{Op: fsm.OpDelete, Key: a[1]}, replyN, checkKey(a[1])
 	}
-	c := &fsm.Command{Op: fsm.OpBatch}
+	c := &fsm.Command{Op: fsm.OpBatch} // possibly of no op: it still answers in log order
 	seen := make(map[string]bool)
 	for _, k := range a[1:] {
+		if len(k) == 0 {
+			continue
+		}
 		if err := checkKey(k); err != nil {
 			return nil, nil, err
 		}
@@ -247,7 +253,11 @@ func cmdScan(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
 		case "match":
 			match = a[i+1]
 		case "count":
-			if count, err = parseInt(a[i+1]); err != nil || count < 1 {
+			if count, err = parseInt(a[i+1]); err != nil {
+				writeErr(c, err) // Redis: not an integer
+				return
+			}
+			if count < 1 {
 				writeErr(c, errSyntax)
 				return
 			}
@@ -308,6 +318,7 @@ const (
 	defaultExpansion   = 2
 	defaultCFCap       = 1024
 	defaultCFExpansion = 1
+	cuckooBucketSize   = 4 // filter.Cuckoo's slots per bucket
 )
 
 // parseBloomParams checks an error rate, capacity and expansion as
@@ -353,7 +364,7 @@ func cmdBFReserve(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
 		switch strings.ToLower(string(a[i])) {
 		case "expansion":
 			if i+1 >= len(a) {
-				return nil, nil, errSyntax
+				return nil, nil, errors.New("ERR no expansion") // RedisBloom's words
 			}
 			if c.Expansion, err = parseExpansion(a[i+1]); err != nil {
 				return nil, nil, err
@@ -367,7 +378,7 @@ func cmdBFReserve(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
 		}
 	}
 	if expansion && nonscaling {
-		return nil, nil, errors.New("ERR Nonscaling filters cannot expand")
+		return nil, nil, errNoCode("Nonscaling filters cannot expand")
 	}
 	if nonscaling {
 		c.Expansion = 0
@@ -388,12 +399,12 @@ func cmdBFMAdd(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
 }
 
 // cmdBFInsert: BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION x]
-// [NOCREATE] [NONSCALING] ITEMS item [item ...].
+// [NOCREATE] [NONSCALING] ITEMS item [item ...]. Errors in RedisBloom's
+// words, most without a code; NONSCALING wins over EXPANSION, as there.
 func cmdBFInsert(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
 	c := bfAddCommand(a[1], nil)
-	rate, capacity := []byte(nil), []byte(nil)
-	expansion, nonscaling := false, false
-	var err error
+	nonscaling := false
+	rateSet, capacitySet := false, false
 	i := 2
 	for ; i < len(a); i++ {
 		opt := strings.ToLower(string(a[i]))
@@ -404,18 +415,37 @@ func cmdBFInsert(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
 		switch opt {
 		case "capacity", "error", "expansion":
 			if i+1 >= len(a) {
-				return nil, nil, errSyntax
+				return nil, nil, errArity("bf.insert")
 			}
+			v := a[i+1]
 			switch opt {
 			case "capacity":
-				capacity = a[i+1]
-			case "error":
-				rate = a[i+1]
-			default:
-				if c.Expansion, err = parseExpansion(a[i+1]); err != nil {
-					return nil, nil, err
+				n, err := parseInt(v)
+				if err != nil {
+					return nil, nil, errNoCode("Bad capacity")
 				}
-				expansion = true
+				if n < 1 || n > fsm.MaxCapacity {
+					return nil, nil, errNoCode("Bad argument received")
+				}
+				c.Capacity, capacitySet = uint64(n), true
+			case "error":
+				r, err := parseFloat(v)
+				if err != nil {
+					return nil, nil, errNoCode("Bad error rate")
+				}
+				if !(r > 0 && r < 1) {
+					return nil, nil, errNoCode("Bad argument received")
+				}
+				c.ErrorRate, rateSet = r, true
+			default:
+				e, err := parseInt(v)
+				if err != nil {
+					return nil, nil, errNoCode("Bad expansion")
+				}
+				if e < 1 || e > 1<<16 {
+					return nil, nil, errNoCode("Bad argument received")
+				}
+				c.Expansion = uint64(e)
 			}
 			i++
 		case "nocreate":
@@ -423,27 +453,15 @@ func cmdBFInsert(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
 		case "nonscaling":
 			nonscaling = true
 		default:
-			return nil, nil, errSyntax
+			return nil, nil, errNoCode("Unknown argument received")
 		}
 	}
 	if i >= len(a) {
-		return nil, nil, errors.New("ERR bloomkv: BF.INSERT needs ITEMS and at least one item")
+		return nil, nil, errArity("bf.insert")
 	}
 	c.Items = a[i:]
-	if c.Flags&fsm.FlagNoCreate != 0 && (rate != nil || capacity != nil) {
+	if c.Flags&fsm.FlagNoCreate != 0 && (rateSet || capacitySet) {
 		return nil, nil, errors.New("ERR NOCREATE cannot be used together with CAPACITY or ERROR")
-	}
-	if expansion && nonscaling {
-		return nil, nil, errors.New("ERR Nonscaling filters cannot expand")
-	}
-	if rate == nil {
-		rate = []byte(fmt.Sprint(defaultErrorRate))
-	}
-	if capacity == nil {
-		capacity = []byte(fmt.Sprint(defaultCapacity))
-	}
-	if c.ErrorRate, c.Capacity, err = parseBloomParams(rate, capacity); err != nil {
-		return nil, nil, err
 	}
 	if nonscaling {
 		c.Expansion = 0
@@ -528,22 +546,30 @@ func cmdBFCard(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
 // buckets and at most 500 evictions. A full filter grows by a new filter
 // e times the size of the last (default 1; 0 never grows), as RedisBloom's.
 func cmdCFReserve(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
+	if len(a)%2 == 0 { // options come in pairs
+		return nil, nil, errArity("cf.reserve")
+	}
 	capacity, err := parseInt(a[2])
 	if err != nil {
-		return nil, nil, errors.New("ERR Bad capacity")
+		return nil, nil, errNoCode("Bad capacity")
 	}
-	if capacity <= 0 || capacity > fsm.MaxCapacity {
-		return nil, nil, errors.New("ERR (capacity should be larger than 0)")
+	if capacity < 2*cuckooBucketSize {
+		return nil, nil, errNoCode("Capacity must be at least (BucketSize * 2)")
+	}
+	if capacity > fsm.MaxCapacity {
+		return nil, nil, fmt.Errorf("ERR bloomkv: capacity above %d", int64(fsm.MaxCapacity))
 	}
 	c := &fsm.Command{Op: fsm.OpCFReserve, Key: a[1], Capacity: uint64(capacity), Expansion: defaultCFExpansion}
 	for i := 3; i < len(a); i += 2 {
-		if i+1 >= len(a) {
-			return nil, nil, errSyntax
-		}
 		switch strings.ToLower(string(a[i])) {
 		case "expansion":
 			e, err := parseInt(a[i+1])
-			if err != nil || e < 0 || e > fsm.MaxCuckooExpansion {
+			switch {
+			case err != nil:
+				return nil, nil, errNoCode("Couldn't parse EXPANSION")
+			case e < 0:
+				return nil, nil, errNoCode("EXPANSION parameter needs to be a non-negative integer")
+			case e > fsm.MaxCuckooExpansion:
 				return nil, nil, fmt.Errorf("ERR bad expansion (0 to %d)", fsm.MaxCuckooExpansion)
 			}
 			c.Expansion = uint64(e)
@@ -629,7 +655,11 @@ func cmdRaftJoin(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
 	}
 	if len(a) == 4 {
 		cmd := fsm.Command{Op: fsm.OpSetNode, Key: a[1], Value: a[3]}
-		if _, err := n.result(n.submit(&cmd)); err != nil {
+		f, err := n.submit(&cmd)
+		if err == nil {
+			_, err = n.result(f)
+		}
+		if err != nil {
 			writeErr(c, err)
 			return
 		}

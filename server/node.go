@@ -85,7 +85,13 @@ type Node struct {
 	cursors  *cursorTable
 	id       raft.ServerID
 
-	ready   atomic.Bool // leader and its state includes every earlier entry
+	// readyAt is 0 until the node, as leader, has seen its election
+	// barrier applied; then that barrier's index. Every entry at or below
+	// it has been through the state machine, and every entry this leader
+	// appends after it reaches the state machine (commands and
+	// configuration changes: raft passes both to a BatchingFSM), so a read
+	// index above it is one the state machine will reach.
+	readyAt atomic.Uint64
 	clients atomic.Int64
 	stop    chan struct{}
 	bg      sync.WaitGroup
@@ -279,7 +285,7 @@ func (n *Node) FSM() *fsm.FSM { return n.fsm }
 
 // IsLeader reports whether this node is the leader and ready to serve
 // linearizable reads.
-func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader && n.ready.Load() }
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader && n.readyAt.Load() != 0 }
 
 // Close stops the RESP server and raft and closes the stores. A node that
 // is closed as leader does not hand leadership over: the others elect a
@@ -316,21 +322,25 @@ func (n *Node) watchLeadership() {
 		case <-n.stop:
 			return
 		case leader := <-n.raft.LeaderCh():
-			n.ready.Store(false)
+			n.readyAt.Store(0)
 			if !leader {
 				continue
 			}
-			if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
+			barrier := n.raft.Barrier(n.cfg.ApplyTimeout)
+			if err := barrier.Error(); err != nil {
 				n.cfg.Logger.Warn("bloomkv/server: barrier after election", "err", err)
 				continue
 			}
+			at := barrier.(raft.IndexFuture).Index()
 			if addr, _ := n.fsm.Node(n.cfg.ID); addr != n.cfg.AdvertiseAddr {
 				c := fsm.Command{Op: fsm.OpSetNode, Key: []byte(n.cfg.ID), Value: []byte(n.cfg.AdvertiseAddr)}
 				if err := n.raft.Apply(c.Encode(), n.cfg.ApplyTimeout).Error(); err != nil {
 					n.cfg.Logger.Warn("bloomkv/server: registering the leader's address", "err", err)
 				}
 			}
-			n.ready.Store(n.raft.State() == raft.Leader)
+			if n.raft.State() == raft.Leader {
+				n.readyAt.Store(at)
+			}
 		}
 	}
 }
@@ -355,13 +365,32 @@ func (n *Node) errNotLeader() error {
 // readBarrier makes a linearizable read safe: the node is the leader,
 // still (a quorum answered after the read began), and its state includes
 // every entry committed before the read began (a read index).
+//
+// The commit index also counts entries that never reach the state
+// machine: raft's no-op at the start of each term and the election
+// barrier. The state machine's applied index therefore stops short of the
+// commit index until the next write, and waiting for it to get there
+// stalled every read after a restart or an election (issue 32). A read
+// index at or below the election barrier is covered by it (raft answers
+// a barrier once the state machine has applied everything before it);
+// one above it is a command or configuration entry of this term, which
+// the state machine does apply, so waiting for it ends.
 func (n *Node) readBarrier() error {
-	if !n.IsLeader() {
+	at := n.readyAt.Load()
+	if at == 0 || n.raft.State() != raft.Leader {
 		return n.errNotLeader()
 	}
 	index := n.raft.CommitIndex()
 	if err := n.raft.VerifyLeader().Error(); err != nil {
 		return n.errNotLeader()
+	}
+	if n.readyAt.Load() != at {
+		// Re-elected in between: index may count the new term's no-op
+		// and barrier, which at does not cover.
+		return errors.New("TRYAGAIN leadership changed during the read; retry")
+	}
+	if index <= at {
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
 	defer cancel()
@@ -371,9 +400,16 @@ func (n *Node) readBarrier() error {
 	return nil
 }
 
-// submit hands a write to raft without waiting for it.
-func (n *Node) submit(c *fsm.Command) raft.ApplyFuture {
-	return n.raft.Apply(c.Encode(), n.cfg.ApplyTimeout)
+// submit hands a write to raft without waiting for it, or refuses it when
+// its log entry would be larger than the raft log stores: handed to raft,
+// the log store would fail to store it and the leader would step down
+// (issue 32), and any client could do that again and again.
+func (n *Node) submit(c *fsm.Command) (raft.ApplyFuture, error) {
+	data := c.Encode()
+	if len(data) > raftstore.MaxData {
+		return nil, fmt.Errorf("ERR bloomkv: this command's log entry would be %d bytes, more than the %d one raft log entry holds; send it as several commands", len(data), raftstore.MaxData)
+	}
+	return n.raft.Apply(data, n.cfg.ApplyTimeout), nil
 }
 
 // result waits for a submitted write and returns its result, or the error

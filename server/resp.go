@@ -128,7 +128,7 @@ func (n *Node) serveRESP(conn redcon.Conn, first redcon.Command) {
 		spec := commands[name]
 		if spec == nil {
 			flush()
-			conn.WriteError(fmt.Sprintf("ERR unknown command '%s'", clip(cmd.Args[0])))
+			conn.WriteError(unknownCommand(cmd.Args))
 			continue
 		}
 		if (spec.arity > 0 && len(cmd.Args) != spec.arity) || (spec.arity < 0 && len(cmd.Args) < -spec.arity) {
@@ -139,12 +139,16 @@ func (n *Node) serveRESP(conn redcon.Conn, first redcon.Command) {
 		switch spec.kind {
 		case kindWrite:
 			c, reply, err := spec.write(n, cmd.Args)
+			var f raft.ApplyFuture
+			if err == nil {
+				f, err = n.submit(c)
+			}
 			if err != nil {
 				flush()
 				conn.WriteError(err.Error())
 				continue
 			}
-			pending = append(pending, pendingWrite{f: n.submit(c), reply: reply})
+			pending = append(pending, pendingWrite{f: f, reply: reply})
 			checked = false
 		case kindRead:
 			flush()
@@ -164,12 +168,41 @@ func (n *Node) serveRESP(conn redcon.Conn, first redcon.Command) {
 	flush()
 }
 
+// unknownCommand is Redis's error for a command it does not know: the
+// name (at most 128 bytes) and the first arguments, each quoted and
+// followed by a space, until 128 bytes of them are written (the last one
+// cut to fit), with CR and LF turned into spaces so that the reply stays
+// one line.
+func unknownCommand(args [][]byte) string {
+	var b []byte
+	for _, a := range args[1:] {
+		if len(b) >= 128 {
+			break
+		}
+		room := 128 - len(b)
+		b = append(append(append(b, '\''), a[:min(len(a), room)]...), '\'', ' ')
+	}
+	msg := fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", args[0][:min(len(args[0]), 128)], b)
+	return strings.NewReplacer("\r", " ", "\n", " ").Replace(msg)
+}
+
 // clip shortens a client's bytes for an error message.
 func clip(b []byte) string {
 	if len(b) > 64 {
 		return string(b[:64]) + "..."
 	}
 	return string(b)
+}
+
+// errNoCode is an error sent as it is, without "ERR ": RedisBloom sends
+// many of its errors so, and clients compare the text.
+type errNoCode string
+
+func (e errNoCode) Error() string { return string(e) }
+
+// errArity is Redis's wrong-number-of-arguments error for command name.
+func errArity(name string) error {
+	return fmt.Errorf("ERR wrong number of arguments for '%s' command", name)
 }
 
 var (
@@ -206,6 +239,11 @@ func writeErr(c redcon.Conn, err error) {
 	var fe *fsm.Error
 	if errors.As(err, &fe) {
 		c.WriteError(fe.Msg)
+		return
+	}
+	var nc errNoCode
+	if errors.As(err, &nc) {
+		c.WriteError(string(nc))
 		return
 	}
 	msg := err.Error()

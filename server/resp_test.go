@@ -138,7 +138,7 @@ func TestGlob(t *testing.T) {
 		{"h[ae]llo", "hello", true}, {"h[ae]llo", "hillo", false}, {"h[^e]llo", "hallo", true},
 		{"h[^e]llo", "hello", false}, {"h[a-b]llo", "hbllo", true}, {"h[a-b]llo", "hcllo", false},
 		{`h\*llo`, "h*llo", true}, {`h\*llo`, "hello", false}, {"*a*b*c*", "xaxbxcx", true},
-		{"*a*b*c*", "xaxcxbx", false}, {"[", "[", true}, {"a**", "a", true},
+		{"*a*b*c*", "xaxcxbx", false}, {"a**", "a", true},
 	} {
 		if got := globMatch([]byte(tc.p), []byte(tc.s)); got != tc.want {
 			t.Errorf("globMatch(%q, %q) = %v", tc.p, tc.s, got)

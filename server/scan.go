@@ -67,48 +67,32 @@ func (t *cursorTable) get(id uint64) ([]byte, bool) {
 	return c.after, true
 }
 
-// globMatch reports whether s matches the Redis-style glob pattern p:
-// * any run of bytes, ? one byte, [abc] [^abc] [a-z] a class, \x the byte x.
+// globMatch reports whether s matches the glob pattern p as Redis's
+// stringmatchlen does (SCAN MATCH, KEYS): * any run of bytes, ? one byte,
+// \x the byte x (a backslash that ends the pattern is itself), and
+// [...] a class of one byte: ^ first negates it, a-z is a range (ends in
+// either order), \x is x, and a ] right after [ or [^ closes it, so []
+// matches nothing and [^] any byte. A class that the pattern ends before
+// its ] takes what it has: "a[b" matches "ab". In "[a-]" the ] is the end
+// of a range, so the class is unclosed and holds ']' to 'a'.
+//
+// Every element but * matches exactly one byte, so backtracking to the
+// last star is enough: linear in practice, never exponential. (One edge
+// differs and cannot show: Redis's function does not match an empty s
+// with "*"; keys are never empty here.)
 func globMatch(p, s []byte) bool {
-	// Iterative, with backtracking to the last star: linear in practice,
-	// never exponential.
 	pi, si := 0, 0
 	starP, starS := -1, 0
 	for si < len(s) {
 		if pi < len(p) {
-			switch p[pi] {
-			case '*':
+			if p[pi] == '*' {
 				starP, starS = pi, si
 				pi++
 				continue
-			case '?':
-				pi++
-				si++
+			}
+			if next, ok := globOne(p, pi, s[si]); ok {
+				pi, si = next, si+1
 				continue
-			case '[':
-				if end, ok := matchClass(p, pi, s[si]); end > 0 {
-					if ok {
-						pi = end
-						si++
-						continue
-					}
-				} else if s[si] == '[' { // no closing ']': a literal '['
-					pi++
-					si++
-					continue
-				}
-			case '\\':
-				if pi+1 < len(p) && p[pi+1] == s[si] {
-					pi += 2
-					si++
-					continue
-				}
-			default:
-				if p[pi] == s[si] {
-					pi++
-					si++
-					continue
-				}
 			}
 		}
 		if starP < 0 {
@@ -123,36 +107,49 @@ func globMatch(p, s []byte) bool {
 	return pi == len(p)
 }
 
-// matchClass matches c against the class starting at p[i] == '[' and
-// returns the index after its ']' (0 if there is none) and the match.
-func matchClass(p []byte, i int, c byte) (int, bool) {
-	i++
+// globOne matches byte c against the pattern element at p[i] (not a
+// star) and returns the index after the element.
+func globOne(p []byte, i int, c byte) (int, bool) {
+	switch p[i] {
+	case '?':
+		return i + 1, true
+	case '\\':
+		if i+1 < len(p) {
+			i++
+		}
+		return i + 1, p[i] == c
+	case '[':
+		return globClass(p, i+1, c)
+	}
+	return i + 1, p[i] == c
+}
+
+// globClass matches c against the class whose body starts at p[i] (after
+// the '['), returning the index after its ']' or after the pattern's end.
+func globClass(p []byte, i int, c byte) (int, bool) {
 	neg := i < len(p) && p[i] == '^'
 	if neg {
 		i++
 	}
 	match := false
-	for first := true; i < len(p); first = false {
-		if p[i] == ']' && !first {
-			return i + 1, match != neg
-		}
-		lo := p[i]
-		if lo == '\\' && i+1 < len(p) {
+	for ; ; i++ {
+		switch {
+		case i < len(p)-1 && p[i] == '\\':
 			i++
-			lo = p[i]
-		}
-		hi := lo
-		if i+2 < len(p) && p[i+1] == '-' && p[i+2] != ']' {
-			hi = p[i+2]
-			i += 2
+			match = match || p[i] == c
+		case i >= len(p):
+			return len(p), match != neg // unclosed: the class ends with the pattern
+		case p[i] == ']':
+			return i + 1, match != neg
+		case i+2 < len(p) && p[i+1] == '-':
+			lo, hi := p[i], p[i+2]
 			if lo > hi {
 				lo, hi = hi, lo
 			}
+			match = match || (c >= lo && c <= hi)
+			i += 2
+		default:
+			match = match || p[i] == c
 		}
-		if c >= lo && c <= hi {
-			match = true
-		}
-		i++
 	}
-	return 0, false
 }

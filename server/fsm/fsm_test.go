@@ -219,14 +219,15 @@ func TestBloom(t *testing.T) {
 	if r := m.one(Command{Op: OpBFAdd, Key: []byte("none"), Flags: FlagNoCreate, Items: [][]byte{[]byte("a")}}); r.Err != ErrNotFound {
 		t.Fatalf("NOCREATE: %+v", r)
 	}
-	// NONSCALING refuses new items past its capacity, per item.
+	// NONSCALING refuses new items past its capacity; the first refusal
+	// ends the command, as in RedisBloom.
 	c := bfAdd("ns")
 	c.Capacity, c.Expansion = 3, 0
 	for i := range 6 {
 		c.Items = append(c.Items, fmt.Appendf(nil, "item%d", i))
 	}
 	r := m.one(c)
-	if r.Err != nil || fmt.Sprint(r.Ints) != "[1 1 1 0 0 0]" || r.ItemErrs[3] != ErrNonScalingFull || r.ItemErrs[0] != nil {
+	if r.Err != nil || fmt.Sprint(r.Ints) != "[1 1 1 0]" || len(r.ItemErrs) != 4 || r.ItemErrs[3] != ErrNonScalingFull || r.ItemErrs[0] != nil {
 		t.Fatalf("nonscaling: %+v", r)
 	}
 	// Scaling adds layers.

@@ -95,7 +95,7 @@ type BloomInfo struct {
 	Capacity  int    // keys the filter holds before it adds a layer (or, NONSCALING, refuses)
 	Size      int    // bytes of its bit arrays
 	Filters   int    // layers
-	Items     int    // items added (adds that returned 1)
+	Items     int    // items accepted (adds that returned 1), exact
 	Expansion uint64 // growth factor; 0 for NONSCALING
 }
 
@@ -109,16 +109,17 @@ func (f *FSM) BFInfo(key []byte) (BloomInfo, error) {
 		return BloomInfo{}, ErrNotFound
 	}
 	sf := v.bf.sf
-	return BloomInfo{Capacity: sf.Capacity(), Size: sf.SizeBytes(), Filters: sf.Layers(), Items: sf.Count(), Expansion: v.bf.expansion}, nil
+	return BloomInfo{Capacity: sf.Capacity(), Size: sf.SizeBytes(), Filters: sf.Layers(), Items: sf.Added(), Expansion: v.bf.expansion}, nil
 }
 
-// BFCard answers BF.CARD: the items added, 0 when key is absent.
+// BFCard answers BF.CARD: the items the filter accepted (adds that
+// answered 1), as RedisBloom counts them; 0 when key is absent.
 func (f *FSM) BFCard(key []byte) (int, error) {
 	v, err := f.filterValue(key, KindBloom)
 	if err != nil || v == nil {
 		return 0, err
 	}
-	return v.bf.sf.Count(), nil
+	return v.bf.sf.Added(), nil
 }
 
 // CFExists answers CF.EXISTS / CF.MEXISTS (all false when key is absent).
@@ -149,7 +150,7 @@ func (f *FSM) CFInfo(key []byte) (CuckooInfo, error) {
 		return CuckooInfo{}, err
 	}
 	if v == nil {
-		return CuckooInfo{}, &Error{"ERR Not found"}
+		return CuckooInfo{}, ErrNotFound
 	}
 	info := CuckooInfo{Size: v.cf.SizeBytes(), Items: v.cf.Count(), Deleted: v.cf.Deleted(), Expansion: v.cf.expansion}
 	for _, cf := range v.cf.filters() {

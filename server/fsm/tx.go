@@ -117,8 +117,8 @@ func (t *tx) run(c *Command) *Result {
 	case OpDeleteRange:
 		return &Result{N: t.deleteRange(c.Key, c.Value)}
 	case OpBFReserve:
-		if t.lookup(c.Key) != nil {
-			return &Result{Err: ErrItemExists}
+		if e := reserveConflict(t.lookup(c.Key), KindBloom); e != nil {
+			return &Result{Err: e}
 		}
 		bf, e := t.f.newBloom(c.ErrorRate, c.Capacity, c.Expansion)
 		if e != nil {
@@ -129,8 +129,8 @@ func (t *tx) run(c *Command) *Result {
 	case OpBFAdd:
 		return t.bfAdd(c)
 	case OpCFReserve:
-		if t.lookup(c.Key) != nil {
-			return &Result{Err: ErrItemExists}
+		if e := reserveConflict(t.lookup(c.Key), KindCuckoo); e != nil {
+			return &Result{Err: e}
 		}
 		cf, e := t.f.newCuckoo(c.Capacity, c.Expansion)
 		if e != nil {
@@ -143,7 +143,7 @@ func (t *tx) run(c *Command) *Result {
 	case OpCFDel:
 		v := t.lookup(c.Key)
 		if v == nil {
-			return &Result{Err: &Error{"ERR Not found"}}
+			return &Result{Err: ErrCFDelNotFound}
 		}
 		if v.kind != KindCuckoo {
 			return &Result{Err: ErrWrongType}
@@ -159,6 +159,19 @@ func (t *tx) run(c *Command) *Result {
 		return &Result{}
 	}
 	return &Result{Err: errorf("%v is not allowed here", c.Op)}
+}
+
+// reserveConflict is why a reserve of kind want cannot create key, whose
+// value is v: as RedisBloom, "item exists" for a filter of that kind,
+// WRONGTYPE for any other value.
+func reserveConflict(v *value, want Kind) *Error {
+	switch {
+	case v == nil:
+		return nil
+	case v.kind == want:
+		return ErrItemExists
+	}
+	return ErrWrongType
 }
 
 func (t *tx) put(c *Command) *Result {
@@ -226,18 +239,20 @@ func (t *tx) bfAdd(c *Command) *Result {
 	} else if v.kind != KindBloom {
 		return &Result{Err: ErrWrongType}
 	}
-	r := &Result{Ints: make([]int64, len(c.Items))}
+	// As RedisBloom, the first item that fails (a NONSCALING filter that
+	// is full, growth past the size limit) ends the command: the reply
+	// has one element per item up to and including it.
+	r := &Result{Ints: make([]int64, 0, len(c.Items))}
 	changed := created
-	for i, item := range c.Items {
+	for _, item := range c.Items {
 		n, err := t.f.bloomAdd(v.bf, item)
-		r.Ints[i] = n
-		if err != nil {
-			if r.ItemErrs == nil {
-				r.ItemErrs = make([]error, len(c.Items))
-			}
-			r.ItemErrs[i] = err
-		}
+		r.Ints = append(r.Ints, n)
 		changed = changed || n == 1
+		if err != nil {
+			r.ItemErrs = make([]error, len(r.Ints))
+			r.ItemErrs[len(r.Ints)-1] = err
+			break
+		}
 	}
 	if changed {
 		t.over[string(c.Key)] = v
@@ -249,7 +264,7 @@ func (t *tx) cfAdd(c *Command) *Result {
 	v := t.lookup(c.Key)
 	if v == nil {
 		if c.Flags&FlagNoCreate != 0 {
-			return &Result{Err: &Error{"ERR Not found"}}
+			return &Result{Err: ErrNotFound}
 		}
 		cf, e := t.f.newCuckoo(c.Capacity, c.Expansion)
 		if e != nil {

@@ -59,13 +59,17 @@ type Error struct{ Msg string }
 
 func (e *Error) Error() string { return e.Msg }
 
-// The errors of commands, in RedisBloom's words where it has them.
+// The errors of commands, in RedisBloom's words where it has them, with
+// or without the "ERR " code exactly as RedisBloom sends them.
 var (
 	ErrWrongType      = &Error{"WRONGTYPE Operation against a key holding the wrong kind of value"}
 	ErrItemExists     = &Error{"ERR item exists"}
 	ErrNotFound       = &Error{"ERR not found"}
 	ErrNonScalingFull = &Error{"ERR non scaling filter is full"}
-	ErrCuckooFull     = &Error{"ERR Filter is full"}
+	ErrCuckooFull     = &Error{"Filter is full"}
+	// ErrCFDelNotFound is CF.DEL's answer for a missing filter (the other
+	// commands answer ErrNotFound).
+	ErrCFDelNotFound = &Error{"Not found"}
 )
 
 func errorf(format string, args ...any) *Error {
@@ -212,13 +216,24 @@ func (f *FSM) newBloom(rate float64, capacity, expansion uint64) (*bloomFilter, 
 
 // bloomAdd adds item to bf as RedisBloom's BF.ADD does: 0 if it may be
 // present, 1 if added, an error if a NONSCALING filter is full or growing
-// would pass the size limit. The decision depends on bf's state alone.
+// would pass the size limit.
+//
+// Every decision reads exact, stored state only: the bits, and the items
+// each layer accepted (Added; filter.Scalable's encoding carries each
+// layer's count). Never Count, an estimate that adds the items presumed
+// lost to false positives: a filter built item by item and one decoded
+// from the database (after a restart, a restore or a cache eviction)
+// round that estimate differently, and replicas would disagree (issue 32).
+// As in RedisBloom, a layer is full when it has accepted its capacity, so
+// a NONSCALING filter of capacity n takes exactly n items.
 func (f *FSM) bloomAdd(bf *bloomFilter, item []byte) (int64, error) {
 	h := filter.Hash(item)
 	if bf.sf.MayContainHash(h) {
 		return 0, nil
 	}
-	if bf.sf.Count() >= bf.sf.Capacity() { // this add starts a new layer
+	// Earlier layers hold exactly their capacity, so this is the newest
+	// layer being full: the filter's own rule for adding a layer.
+	if bf.sf.Added() >= bf.sf.Capacity() { // this add starts a new layer
 		if bf.expansion == 0 {
 			return 0, ErrNonScalingFull
 		}

@@ -16,6 +16,14 @@ const logVersion = 1
 // logHeaderLen is the fixed part of a value: version, type, term, time.
 const logHeaderLen = 18
 
+// MaxData is the most Data a log entry without Extensions may carry (raft's
+// Apply sets none): the entry is one bloomkv value of logHeaderLen bytes,
+// one byte of extensions length and the data, and bloomkv refuses values
+// past bloomkv.MaxValueSize. A longer entry fails StoreLogs, which makes a
+// raft leader step down, so callers refuse such data before it reaches
+// raft.
+const MaxData = bloomkv.MaxValueSize - logHeaderLen - 1
+
 // zeroTime encodes the zero time.Time, whose UnixNano is undefined.
 const zeroTime = math.MinInt64
 
