@@ -61,6 +61,12 @@ type DB struct {
 	// reading the base version to installing the new one.
 	manifestMu sync.Mutex
 	vs         *manifest.VersionSet // guarded by manifestMu
+	// obsoleteMu makes file collection one deleter: held by
+	// deleteObsoleteFiles from its snapshot of live files to its last
+	// removal, so that two collections (the background loop's and a
+	// manual Compact's, say) never list the same obsolete file and both
+	// remove it. Taken before mu and manifestMu.
+	obsoleteMu sync.Mutex
 
 	versions *liveVersions
 

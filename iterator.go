@@ -23,9 +23,13 @@ type IterOptions struct {
 	LowerBound, UpperBound []byte
 	// Prefix, when set, limits the iterator to the keys that start with
 	// Prefix: "iterate exactly this row". When Options.FilterKey is set and
-	// Prefix is a filter key (FilterKey of the keys that start with it),
-	// First and SeekGE skip the tables whose filter says the prefix is
-	// absent, without reading a block.
+	// Prefix is a filter key -- FilterKey of every key that starts with it,
+	// a whole row such as "r036/" -- First and SeekGE skip the tables whose
+	// filter says the prefix is absent, without reading a block. Any other
+	// prefix (part of a row "r036/c0", a row and more, a bare "r03") is
+	// answered the same, by reading every table its range overlaps: the
+	// filters hold rows (and, with FilterWholeKey, whole keys), and neither
+	// can say that no key starts with such a prefix.
 	Prefix []byte
 }
 
@@ -40,7 +44,11 @@ type Iterator struct {
 	stateSlot int        // the slot of state's reference
 	shard     *readShard // where the iterator's work is counted
 	prefix    []byte     // IterOptions.Prefix (owned), nil without one
-	err       error
+	// filterPrefix is prefix when it is a filter key (prefixIsFilterKey),
+	// the one case in which positioning may skip tables on their filters;
+	// nil otherwise. Constant after construction.
+	filterPrefix []byte
+	err          error
 	// levels are the iterators of levels 1 and deeper, shallowest first,
 	// whose seeks read_compaction.go looks at.
 	levels []*levelIter
@@ -100,6 +108,9 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 	vis := iterator.NewVisible(iterator.NewMerging(iters...), seq, lower, upper)
 	vis.SetPrefixExtractor(db.opts.FilterKey)
 	it := &Iterator{db: db, vis: vis, state: s, stateSlot: slot, shard: sh, prefix: prefix, levels: sorted}
+	if prefix != nil && prefixIsFilterKey(db.opts.FilterKey, prefix) {
+		it.filterPrefix = prefix
+	}
 	if o != nil {
 		it.boundsErr = checkBounds(o.LowerBound, o.UpperBound)
 	}
@@ -167,6 +178,49 @@ func (it *Iterator) setRangeDels(lower, upper []byte) {
 	it.vis.SetRangeDels(first)
 }
 
+// prefixIsFilterKey reports whether every key that starts with prefix has
+// prefix as its filter key (fk), so that a filter -- of a table or a
+// memtable -- saying the filter key prefix is absent rules out every key of
+// the prefix's range. Filters hold filter keys (and, with FilterWholeKey,
+// whole keys too), so for any other prefix a "no" proves nothing: "r036/c0"
+// is neither the row "r036/" of "r036/c05" nor that whole key, and a bare
+// "r02" is the row of none of "r020/...", "r021/...". Whole keys in a
+// filter answer only for a lookup of one key (SeekPrefixGE without a
+// FilterKey), never for a prefix, which also covers the keys that extend
+// it; so without a FilterKey no prefix is a filter key.
+//
+// fk(prefix) == prefix is necessary but not enough: an extractor that
+// returns a key shorter than its row whole (rowPrefix6 of "r02" is "r02")
+// calls "r02" its own filter key, yet "r020|c03" starts with "r02" and has
+// the row "r020|". The options ask for an extractor whose filter keys are
+// the filter keys of their extensions too; the two extensions by the
+// smallest and the largest next byte test that where such extractors
+// break it, at three calls per iterator. A prefix the extractor panics on
+// (a fixed-width extractor given a shorter prefix) is not a filter key:
+// callers only promise fk keys, and a prefix is not one.
+func prefixIsFilterKey(fk func([]byte) []byte, prefix []byte) (ok bool) {
+	if fk == nil || len(prefix) == 0 {
+		return false
+	}
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	if !bytes.Equal(fk(prefix), prefix) {
+		return false
+	}
+	ext := make([]byte, len(prefix)+1)
+	copy(ext, prefix)
+	for _, b := range []byte{0x00, 0xff} {
+		ext[len(prefix)] = b
+		if !bytes.Equal(fk(ext), prefix) {
+			return false
+		}
+	}
+	return true
+}
+
 // prefixBounds narrows [lower, upper) to the keys that start with prefix.
 func prefixBounds(prefix, lower, upper []byte) ([]byte, []byte) {
 	if lower == nil || bytes.Compare(lower, prefix) < 0 {
@@ -214,9 +268,9 @@ func (it *Iterator) First() bool {
 		return false
 	}
 	it.shard.iterSeeks.Add(1)
-	if it.prefix != nil && it.db.opts.FilterKey != nil {
+	if it.filterPrefix != nil {
 		it.shard.iterPrefixSeeks.Add(1)
-		return it.vis.SeekPrefixRangeGE(it.prefix, it.prefix)
+		return it.vis.SeekPrefixRangeGE(it.filterPrefix, it.filterPrefix)
 	}
 	return it.vis.First()
 }
@@ -236,9 +290,9 @@ func (it *Iterator) SeekGE(key []byte) bool {
 		return false
 	}
 	it.shard.iterSeeks.Add(1)
-	if it.prefix != nil && it.db.opts.FilterKey != nil {
+	if it.filterPrefix != nil {
 		it.shard.iterPrefixSeeks.Add(1)
-		return it.vis.SeekPrefixRangeGE(it.prefix, key)
+		return it.vis.SeekPrefixRangeGE(it.filterPrefix, key)
 	}
 	ok := it.vis.SeekGE(key)
 	it.db.chargeSeek(it.levels)

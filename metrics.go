@@ -31,7 +31,7 @@ type Metrics struct {
 
 	// Iterators (on DB and Snapshot), counted where the work happens.
 	IterSeeks       uint64 // positioning calls: First, Last, SeekGE, SeekLT, SeekPrefixGE
-	IterPrefixSeeks uint64 // of those, SeekPrefixGE (and positioning with IterOptions.Prefix)
+	IterPrefixSeeks uint64 // of those, SeekPrefixGE (and First and SeekGE with an IterOptions.Prefix that is a filter key)
 	// IterTablesProbed counts the tables prefix seeks considered; of those,
 	// IterFilterNegatives were skipped on their filter (no block read) and
 	// IterFilterFalsePositives let through by their filter held no key of

@@ -17,8 +17,15 @@ func (db *DB) noteObsolete() {
 // than the oldest one still needed, manifests older than the current one
 // and, when atOpen, leftover temporary files -- only files whose numbers the
 // engine handed out (below nextFileNum, not foreign).
-// REQUIRES: db.mu not held.
+// Collections run one at a time (obsoleteMu): a second caller waits, then
+// lists the directory after the first has removed its files, so each file
+// is removed, and reported, once. Waiting rather than skipping keeps the
+// promise callers rely on: when it returns, every file obsolete when it
+// was called is gone (or failed to go, and logged).
+// REQUIRES: db.mu and db.manifestMu not held.
 func (db *DB) deleteObsoleteFiles(atOpen bool) {
+	db.obsoleteMu.Lock()
+	defer db.obsoleteMu.Unlock()
 	live := map[uint64]struct{}{}
 	db.mu.Lock()
 	db.mu.obsoletePending = false
