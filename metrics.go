@@ -106,10 +106,15 @@ type Metrics struct {
 	// TableOpens counts table files opened (by any read, compaction or
 	// Metrics); TableReopens those of them opened before and closed by
 	// the table cache to stay within MaxOpenFiles; TableOpenBytes the
-	// bytes the opens read (footer, properties, index and filter blocks).
-	// The opens a Get caused are also in its level's BytesRead.
+	// bytes the opens read from the files (footer, properties, index and
+	// filter blocks). The opens a Get caused are also in its level's
+	// BytesRead.
 	TableOpens, TableReopens, TableOpenBytes uint64
-	MemtableBytes                            int64 // mutable + immutable memtables
+	// TableReopensCached counts the re-opens that read nothing from the
+	// file: the table cache left the blocks the table's last open read in
+	// the block cache when it closed the table, and they were still there.
+	TableReopensCached uint64
+	MemtableBytes      int64 // mutable + immutable memtables
 }
 
 // LevelMetrics describes one level of the tree.
@@ -232,6 +237,7 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 	d.FilterBlockReads -= earlier.FilterBlockReads
 	d.TableReopens -= earlier.TableReopens
 	d.TableOpenBytes -= earlier.TableOpenBytes
+	d.TableReopensCached -= earlier.TableReopensCached
 	return d
 }
 
@@ -426,6 +432,9 @@ func (db *DB) Metrics() Metrics {
 	}
 	m.TableCacheOpen = db.tableCache.Len()
 	m.TableOpens, m.TableReopens, m.TableOpenBytes = db.tableCache.OpenCounts()
+	if db.blockCache != nil {
+		m.TableReopensCached = db.blockCache.OpenBlockHits()
+	}
 	return m
 }
 

@@ -38,6 +38,9 @@ type BlockCache struct {
 	// filterHits and filterMisses count filter lookups.
 	filterBytes              atomic.Int64
 	filterHits, filterMisses pslot.Counter
+	// openHits and openMisses count table opens that found their open
+	// blocks cached (open_blocks.go), and those that did not.
+	openHits, openMisses pslot.Counter
 }
 
 // minShardCapacity keeps shards large enough to hold a good number of
@@ -52,7 +55,8 @@ type cacheKey struct{ fileNum, offset uint64 }
 type cacheEntry struct {
 	key    cacheKey        // constant
 	blk    *block          // constant: a data block, or
-	flt    *residentFilter // constant: a filter block (filter_cache.go)
+	flt    *residentFilter // constant: a filter block (filter_cache.go), or
+	open   *openBlocks     // constant: a closed table's open blocks (open_blocks.go)
 	charge int64           // constant
 	// used is set by a hit (only if clear, so that hits on a popular block
 	// do not keep writing its line) and cleared by the CLOCK hand.
@@ -84,6 +88,8 @@ func NewBlockCache(capacity int64) *BlockCache {
 	c.misses.Init()
 	c.filterHits.Init()
 	c.filterMisses.Init()
+	c.openHits.Init()
+	c.openMisses.Init()
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.capacity = c.capacity / int64(n)

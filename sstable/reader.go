@@ -52,6 +52,13 @@ type Reader struct {
 	unmap  func() error
 
 	closed atomic.Bool
+
+	// pre holds, during Open only, the blocks an earlier Reader of the
+	// table read; kept the blocks this Open read (or took from pre), for
+	// the next Reader; openRead the bytes Open read from the file.
+	pre      *openBlocks
+	kept     openBlocks
+	openRead uint64
 }
 
 // filterMode says what a table's filter holds that the reader can name.
@@ -77,11 +84,20 @@ const (
 // labels errors; fileNum keys the block cache; size is the file size. On
 // error Open closes f.
 func Open(f vfs.File, name string, fileNum uint64, size int64, o ReaderOptions) (*Reader, error) {
-	r := &Reader{file: f, name: name, fileNum: fileNum, size: size, cache: o.Cache}
+	return openWith(f, name, fileNum, size, o, nil)
+}
+
+// openWith is Open taking what it can of the footer and the blocks it reads
+// from pre, the blocks an earlier Reader of the table read
+// (open_blocks.go), instead of from the file.
+func openWith(f vfs.File, name string, fileNum uint64, size int64, o ReaderOptions, pre *openBlocks) (*Reader, error) {
+	r := &Reader{file: f, name: name, fileNum: fileNum, size: size, cache: o.Cache, pre: pre}
 	if o.Mmap {
 		r.mapFile()
 	}
-	if err := r.open(o); err != nil {
+	err := r.open(o)
+	r.pre = nil
+	if err != nil {
 		r.unmapFile()
 		f.Close()
 		return nil, err
@@ -94,9 +110,16 @@ func (r *Reader) open(o ReaderOptions) error {
 		return location{r.name, kindFooter, 0}.corruptf("file of %d bytes is shorter than the %d-byte footer", r.size, footerLen)
 	}
 	loc := location{r.name, kindFooter, uint64(r.size) - footerLen}
-	buf := make([]byte, footerLen)
-	if err := r.readAt(buf, loc); err != nil {
-		return err
+	buf, ok := r.pre.find(loc.offset)
+	if !ok || len(buf) != footerLen {
+		buf = make([]byte, footerLen)
+		if err := r.readAt(buf, loc); err != nil {
+			return err
+		}
+		r.openRead += footerLen
+	}
+	if r.cache != nil {
+		r.kept.keep(loc.offset, buf)
 	}
 	ft, err := decodeFooter(buf, uint64(r.size), loc)
 	if err != nil {
@@ -104,7 +127,7 @@ func (r *Reader) open(o ReaderOptions) error {
 	}
 	r.footer = ft
 
-	raw, err := r.readBlock(ft.props, kindProperties)
+	raw, err := r.readOpenBlock(ft.props, kindProperties)
 	if err != nil {
 		return err
 	}
@@ -116,7 +139,7 @@ func (r *Reader) open(o ReaderOptions) error {
 		return err
 	}
 
-	if raw, err = r.readBlock(ft.index, kindIndex); err != nil {
+	if raw, err = r.readOpenBlock(ft.index, kindIndex); err != nil {
 		return err
 	}
 	indexLoc := location{r.name, kindIndex, ft.index.offset}
@@ -130,7 +153,7 @@ func (r *Reader) open(o ReaderOptions) error {
 
 	if r.props.NumRangeDels > 0 {
 		h := blockHandle{r.props.RangeDelOffset, r.props.RangeDelSize}
-		if raw, err = r.readBlock(h, kindRangeDel); err != nil {
+		if raw, err = r.readOpenBlock(h, kindRangeDel); err != nil {
 			return err
 		}
 		loc := location{r.name, kindRangeDel, h.offset}
@@ -145,7 +168,7 @@ func (r *Reader) open(o ReaderOptions) error {
 	if ft.hasFilter() {
 		r.cacheFilter = o.CacheFilters && o.Cache != nil
 		if !r.cacheFilter {
-			if r.filterData, err = r.readBlock(ft.filter, kindFilter); err != nil {
+			if r.filterData, err = r.readOpenBlock(ft.filter, kindFilter); err != nil {
 				return err
 			}
 			if r.filter, err = filter.DecodeBlock(r.filterData); err != nil {
@@ -159,6 +182,33 @@ func (r *Reader) open(o ReaderOptions) error {
 		r.getProbe, r.prefixProbe = chooseProbes(&r.props, r.filterMode, o)
 	}
 	return nil
+}
+
+// readOpenBlock is readBlock for the blocks Open reads: taken from the
+// blocks an earlier Reader read when they are there, and kept for a later
+// one (open_blocks.go).
+func (r *Reader) readOpenBlock(h blockHandle, kind blockKind) ([]byte, error) {
+	data, ok := r.pre.find(h.offset)
+	if !ok {
+		var err error
+		if data, err = r.readBlock(h, kind); err != nil {
+			return nil, err
+		}
+		r.openRead += h.size + blockTrailerLen
+	}
+	if r.cache != nil {
+		r.kept.keep(h.offset, data)
+	}
+	return data, nil
+}
+
+// keptOpenBlocks returns the blocks Open read, for the next Reader of the
+// table; nil without a block cache to keep them in.
+func (r *Reader) keptOpenBlocks() *openBlocks {
+	if r.cache == nil {
+		return nil
+	}
+	return &r.kept
 }
 
 // chooseFilterMode decides how a table's filter may be probed without ever
@@ -466,15 +516,9 @@ func (r *Reader) FilterMemory() int {
 }
 
 // OpenBytes returns the bytes Open read from the file: the footer and the
-// properties, index and filter blocks with their trailers. Each open of a
-// table (a re-open after the table cache closed it, too) reads them again.
-func (r *Reader) OpenBytes() uint64 {
-	n := uint64(footerLen) + r.footer.props.size + r.footer.index.size + 2*blockTrailerLen
-	if r.footer.hasFilter() && !r.cacheFilter {
-		n += r.footer.filter.size + blockTrailerLen
-	}
-	return n
-}
+// properties, index, range-deletion and filter blocks with their trailers,
+// less what a re-open found in the block cache (open_blocks.go).
+func (r *Reader) OpenBytes() uint64 { return r.openRead }
 
 // IndexMemory returns the bytes held in memory for the index block.
 func (r *Reader) IndexMemory() int { return len(r.index.data) + r.index.prefixesMemory() }

@@ -264,7 +264,11 @@ func (c *TableCache) openTable(id Identity) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bloomkv/sstable: opening table %s: %w", name, err)
 	}
-	r, err := Open(f, name, id.FileNum, id.Size, c.opts)
+	var pre *openBlocks
+	if c.opts.Cache != nil {
+		pre = c.opts.Cache.takeOpenBlocks(id.FileNum)
+	}
+	r, err := openWith(f, name, id.FileNum, id.Size, c.opts, pre)
 	if err != nil {
 		return nil, err
 	}
@@ -345,6 +349,11 @@ func (c *TableCache) closeVictims(victims []*tableEntry) {
 		return
 	}
 	for _, v := range victims {
+		// Closed for room, not deleted: its next open finds what this one
+		// read in the block cache (open_blocks.go).
+		if v.reader != nil && c.opts.Cache != nil {
+			c.opts.Cache.putOpenBlocks(v.fileNum, v.reader.keptOpenBlocks())
+		}
 		v.closeReader() // trimLocked claimed it idle
 	}
 	c.mu.Lock()
