@@ -279,6 +279,7 @@ func (e *events) flushBegin(info FlushInfo) {
 }
 
 func (e *events) flushEnd(info FlushInfo) {
+	e.logFlush(info)
 	if e.l.FlushEnd != nil {
 		e.emit(func() { e.l.FlushEnd(info) })
 	}
@@ -291,6 +292,7 @@ func (e *events) compactionBegin(info CompactionInfo) {
 }
 
 func (e *events) compactionEnd(info CompactionInfo) {
+	e.logCompaction(info)
 	if e.l.CompactionEnd != nil {
 		e.emit(func() { e.l.CompactionEnd(info) })
 	}

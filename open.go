@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
@@ -30,6 +31,7 @@ import (
 // it accepts), records their writes in level-0 tables, starts a new log, and
 // deletes files no longer needed -- only files it wrote itself.
 func Open(dir string, opts *Options) (*DB, error) {
+	began := time.Now()
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -66,8 +68,10 @@ func Open(dir string, opts *Options) (*DB, error) {
 		return nil, err
 	}
 	if o.ReadOnly {
+		db.logOpen(began)
 		return db, nil // no background work: nothing may change
 	}
+	db.logOpen(began)
 	db.deleteObsoleteFiles(true)
 	db.bgWG.Add(2)
 	go db.flushLoop()

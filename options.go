@@ -240,7 +240,10 @@ type Options struct {
 	// Logger receives what the engine has to report that is not an error
 	// of a call: data dropped by recovery, background errors (Warn when
 	// retried, Error when they stop writes), files it failed to remove.
-	// Nothing is logged on the happy path. Default slog.Default().
+	// Nothing is logged on the happy path at Info and above. At Debug it
+	// also hears a summary of each open (tables per level, recovered
+	// sequence, time), flush and compaction (job, reason, levels, inputs,
+	// outputs, bytes, time). Default slog.Default().
 	Logger *slog.Logger
 	// ReadOnly opens an existing database without changing its data: no
 	// manifest, table or log is written, no file is removed, and the
