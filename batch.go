@@ -139,44 +139,34 @@ func (b *Batch) Reset() {
 
 func (b *Batch) count() uint32 { return batchrep.Count(b.rep) }
 
-// batchOp is one decoded operation of a batch. For a range deletion
-// (base.KindRangeDelete) value is the end key.
-type batchOp struct {
-	kind       base.Kind
-	key, value []byte
-}
-
-// addToMemtable applies one operation to mem.
-func addToMemtable(mem *memtable.Memtable, seq uint64, op batchOp) {
-	if op.kind == base.KindRangeDelete {
-		mem.AddRangeDel(seq, op.key, op.value)
+// addToMemtable applies one operation of a batch to mem (for a range
+// deletion, op.Value is the end key).
+func addToMemtable(mem *memtable.Memtable, op batchrep.Op) {
+	if op.Kind == base.KindRangeDelete {
+		mem.AddRangeDel(op.Seq, op.Key, op.Value)
 		return
 	}
-	mem.Add(seq, op.kind, op.key, op.value)
+	mem.Add(op.Seq, op.Kind, op.Key, op.Value)
 }
 
-// decodeBatch validates a batch encoding (as read back from a log) and calls
-// fn for each operation with its sequence number. Slices alias rep.
-// Malformed input returns a *batchrep.CorruptionError, wrapping
-// ErrCorruption; fn is not called at all then, so a damaged batch is never
-// half applied.
 // applyBatch calls fn for each operation of rep, a batch already known to
 // be well formed (encoded by this process, or validated when read back):
 // one pass, no validation.
-func applyBatch(rep []byte, fn func(seq uint64, op batchOp)) {
+func applyBatch(rep []byte, fn func(op batchrep.Op)) {
 	r := batchrep.NewReader(rep, batchLimits)
 	for op, ok := r.Next(); ok; op, ok = r.Next() {
-		fn(op.Seq, batchOp{kind: op.Kind, key: op.Key, value: op.Value})
+		fn(op)
 	}
 }
 
-func decodeBatch(rep []byte, fn func(seq uint64, op batchOp)) error {
+// decodeBatch validates a batch encoding (as read back from a log) and calls
+// fn for each operation. Slices alias rep. Malformed input returns a
+// *batchrep.CorruptionError, wrapping ErrCorruption; fn is not called at all
+// then, so a damaged batch is never half applied.
+func decodeBatch(rep []byte, fn func(op batchrep.Op)) error {
 	if _, _, err := batchrep.Validate(rep, batchLimits); err != nil {
 		return err
 	}
-	r := batchrep.NewReader(rep, batchLimits)
-	for op, ok := r.Next(); ok; op, ok = r.Next() {
-		fn(op.Seq, batchOp{kind: op.Kind, key: op.Key, value: op.Value})
-	}
+	applyBatch(rep, fn)
 	return nil
 }

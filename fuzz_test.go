@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/batchrep"
 )
 
 // encodedBatch returns b's log record with sequence seq in its header.
@@ -34,8 +35,8 @@ type decodedOp struct {
 
 func decodeAll(rep []byte) ([]decodedOp, error) {
 	var ops []decodedOp
-	err := decodeBatch(rep, func(seq uint64, op batchOp) {
-		ops = append(ops, decodedOp{seq, op.kind, string(op.key), string(op.value)})
+	err := decodeBatch(rep, func(op batchrep.Op) {
+		ops = append(ops, decodedOp{op.Seq, op.Kind, string(op.Key), string(op.Value)})
 	})
 	return ops, err
 }
@@ -69,7 +70,7 @@ func FuzzDecodeBatch(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, rep []byte) {
 		calls := 0
-		err := decodeBatch(rep, func(uint64, batchOp) { calls++ })
+		err := decodeBatch(rep, func(batchrep.Op) { calls++ })
 		if err != nil {
 			if !errors.Is(err, ErrCorruption) {
 				t.Fatalf("error %v does not wrap ErrCorruption", err)
@@ -161,7 +162,7 @@ func BenchmarkDecodeBatch(b *testing.B) {
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
-		if err := decodeBatch(rep, func(uint64, batchOp) { n++ }); err != nil {
+		if err := decodeBatch(rep, func(batchrep.Op) { n++ }); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/batchrep"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/vfs"
 	"github.com/bloomkv/bloomkv/wal"
@@ -142,8 +143,8 @@ func (db *DB) finishReadOnlyRecovery(state *manifest.State, plan *wal.Result) er
 	for i := range plan.Logs {
 		err := wal.Replay(db.fs, &plan.Logs[i], func(rec []byte) error {
 			// wal.Check decoded this record already.
-			_ = decodeBatch(rec, func(seq uint64, op batchOp) {
-				addToMemtable(mem.Memtable, seq, op)
+			_ = decodeBatch(rec, func(op batchrep.Op) {
+				addToMemtable(mem.Memtable, op)
 			})
 			return nil
 		})

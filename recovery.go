@@ -131,8 +131,8 @@ func (db *DB) replayLogs(res *wal.Result, edit *manifest.VersionEdit) error {
 	for i := range res.Logs {
 		err := wal.Replay(db.fs, &res.Logs[i], func(rec []byte) error {
 			// wal.Check decoded this record already.
-			applyBatch(rec, func(seq uint64, op batchOp) {
-				addToMemtable(mem, seq, op)
+			applyBatch(rec, func(op batchrep.Op) {
+				addToMemtable(mem, op)
 			})
 			if mem.ApproximateSize() >= int64(db.opts.MemtableSize) {
 				return flush()

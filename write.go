@@ -1,12 +1,12 @@
 package bloomkv
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/batchrep"
 	"github.com/bloomkv/bloomkv/vfs"
 	"github.com/bloomkv/bloomkv/wal"
 )
@@ -198,9 +198,9 @@ func (db *DB) lead(w *writer) error {
 		var sync bool
 		rep, group, sync = db.buildGroupLocked()
 		synced := sync || db.opts.WALMode == WALSync
-		count := binary.LittleEndian.Uint32(rep[8:])
+		count := batchrep.Count(rep)
 		seq := db.mu.lastSeq + 1
-		binary.LittleEndian.PutUint64(rep, seq)
+		batchrep.SetSeq(rep, seq)
 		db.mu.lastSeq += uint64(count)
 		last := db.mu.lastSeq
 		log, mem := db.mu.log, db.mu.mem
@@ -217,11 +217,11 @@ func (db *DB) lead(w *writer) error {
 		if err == nil {
 			// rep was encoded by us and decodes without error.
 			var rangeDels uint64
-			applyBatch(rep, func(seq uint64, op batchOp) {
-				if op.kind == base.KindRangeDelete {
+			applyBatch(rep, func(op batchrep.Op) {
+				if op.Kind == base.KindRangeDelete {
 					rangeDels++
 				}
-				addToMemtable(mem.Memtable, seq, op)
+				addToMemtable(mem.Memtable, op)
 			})
 			if rangeDels > 0 {
 				db.counters.rangeDeletions.Add(rangeDels)
@@ -342,7 +342,7 @@ func (db *DB) buildGroupLocked() ([]byte, int, bool) {
 		rep = append(rep, g.batch.rep[batchHeaderLen:]...)
 		count += g.batch.count()
 	}
-	binary.LittleEndian.PutUint32(rep[8:], count)
+	batchrep.SetCount(rep, count)
 	return rep, n, sync
 }
 
