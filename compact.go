@@ -386,8 +386,8 @@ func (db *DB) executeCompaction(c *compaction.Compaction, v *version) (*compacti
 	snaps := db.snapshotSeqs()
 	var in base.InternalIterator = merged
 	if all := rangedel.Merge(rds...); !all.Empty() {
-		in = &rangeDelFilter{InternalIterator: merged, rd: all, snaps: snaps}
-		out.rangeDels = db.compactionRangeDels(all, snaps, v.Version, c.OutputLevel)
+		in = compaction.NewRangeDelFilter(merged, all, snaps)
+		out.rangeDels = compaction.KeptRangeDels(all, snaps, v.Version, c.OutputLevel)
 	}
 	ci := compaction.NewIter(in, snaps, bottommost)
 	n := 0

@@ -164,3 +164,8 @@ func (out *compactionOutputs) cleanup() {
 	}
 	db.mu.Unlock()
 }
+
+// keySuccessor returns the smallest key after k: k followed by a zero byte.
+func keySuccessor(k []byte) []byte {
+	return append(bytes.Clone(k), 0)
+}

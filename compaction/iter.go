@@ -2,7 +2,6 @@ package compaction
 
 import (
 	"bytes"
-	"sort"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 )
@@ -98,9 +97,7 @@ func (c *Iter) Error() error { return c.err }
 
 // stripe returns the index of the snapshot stripe holding seq: the first
 // snapshot >= seq, or len(snapshots) for versions newer than every snapshot.
-func (c *Iter) stripe(seq uint64) int {
-	return sort.Search(len(c.snapshots), func(i int) bool { return c.snapshots[i] >= seq })
-}
+func (c *Iter) stripe(seq uint64) int { return Stripe(c.snapshots, seq) }
 
 // findNext reads the input from its current entry until it can show an
 // entry.

@@ -1,7 +1,6 @@
-package bloomkv
+package compaction
 
 import (
-	"bytes"
 	"sort"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -14,27 +13,35 @@ import (
 //   - a point entry covered by a newer tombstone of the compaction's
 //     inputs in the same snapshot stripe (no snapshot at or above the
 //     entry's sequence and below the tombstone's) is dropped, whatever the
-//     level: no reader can see it;
+//     level: no reader can see it (NewRangeDelFilter);
 //   - a tombstone is dropped when no snapshot is older than it (so every
 //     entry it covers here was dropped above) and no level below the
-//     output overlaps its range (so it covers nothing elsewhere);
+//     output overlaps its range (so it covers nothing elsewhere)
+//     (KeptRangeDels);
 //   - the others are written to the outputs, each clipped to its output's
-//     share of the key space, so that every output's bounds cover what it
-//     holds and adjacent outputs' bounds do not touch.
+//     share of the key space (the engine's output writer), so that every
+//     output's bounds cover what it holds and adjacent outputs' bounds do
+//     not touch.
 
-// stripeOf returns the index of the first snapshot >= seq (len(snaps) when
-// none): versions with the same stripe are told apart by no snapshot.
-func stripeOf(snaps []uint64, seq uint64) int {
-	return sort.Search(len(snaps), func(i int) bool { return snaps[i] >= seq })
+// Stripe returns the index of the snapshot stripe holding seq: the first of
+// snapshots (ascending) >= seq, or len(snapshots) for a version newer than
+// every snapshot. Versions in one stripe are told apart by no snapshot.
+func Stripe(snapshots []uint64, seq uint64) int {
+	return sort.Search(len(snapshots), func(i int) bool { return snapshots[i] >= seq })
 }
 
-// rangeDelFilter drops, from a forward walk of a compaction's merged
-// inputs, the point entries that a range tombstone of the inputs hides from
-// every reader. Only First and Next are used (compaction.Iter).
+// NewRangeDelFilter wraps a compaction's merged inputs and drops, from a
+// forward walk, the point entries that a range tombstone of rd (the inputs'
+// tombstones) hides from every reader. Only First and Next may be used (as
+// Iter does); snapshots are ascending.
+func NewRangeDelFilter(in base.InternalIterator, rd *rangedel.List, snapshots []uint64) base.InternalIterator {
+	return &rangeDelFilter{InternalIterator: in, rd: rd, snaps: snapshots}
+}
+
 type rangeDelFilter struct {
 	base.InternalIterator
 	rd    *rangedel.List
-	snaps []uint64 // ascending
+	snaps []uint64
 }
 
 func (f *rangeDelFilter) First() bool { return f.skip(f.InternalIterator.First()) }
@@ -44,7 +51,7 @@ func (f *rangeDelFilter) skip(ok bool) bool {
 	for ok {
 		ukey, seq, _, valid := base.ParseInternalKey(f.Key())
 		if !valid || !f.hidden(ukey, seq) {
-			return true // malformed keys are compaction.Iter's to report
+			return true // malformed keys are Iter's to report
 		}
 		ok = f.InternalIterator.Next()
 	}
@@ -65,12 +72,14 @@ func (f *rangeDelFilter) hidden(ukey []byte, seq uint64) bool {
 			oldest = q
 		}
 	}
-	return stripeOf(f.snaps, oldest) == stripeOf(f.snaps, seq)
+	return Stripe(f.snaps, oldest) == Stripe(f.snaps, seq)
 }
 
-// compactionRangeDels returns the range tombstones of c's inputs that the
-// outputs must keep (see above), or nil.
-func (db *DB) compactionRangeDels(all *rangedel.List, snaps []uint64, v *manifest.Version, outputLevel int) *rangedel.List {
+// KeptRangeDels returns the range tombstones of a compaction's inputs (all)
+// that its outputs in outputLevel of v must keep, or nil: a tombstone goes
+// when no snapshot is older than it and no level below the output overlaps
+// its range.
+func KeptRangeDels(all *rangedel.List, snapshots []uint64, v *manifest.Version, outputLevel int) *rangedel.List {
 	if all.Empty() {
 		return nil
 	}
@@ -83,12 +92,7 @@ func (db *DB) compactionRangeDels(all *rangedel.List, snaps []uint64, v *manifes
 		return true
 	}
 	keep := func(s rangedel.Span, seq uint64) bool {
-		return !((len(snaps) == 0 || snaps[0] >= seq) && bottommost(s.Start, s.End))
+		return !((len(snapshots) == 0 || snapshots[0] >= seq) && bottommost(s.Start, s.End))
 	}
 	return rangedel.NewList(all.Clip(nil, nil, keep))
-}
-
-// keySuccessor returns the smallest key after k: k followed by a zero byte.
-func keySuccessor(k []byte) []byte {
-	return append(bytes.Clone(k), 0)
 }
