@@ -547,8 +547,12 @@ func (r *soakRun) solve(base, got model, bd soakBounds) (soakSolution, error) {
 		lo, hi := max(m+1, bd.lo[w]), min(nb, bd.hi[w])
 		if lo > hi {
 			if nb < bd.lo[w] {
-				return soakSolution{}, fmt.Errorf("writer %d: acknowledged ops 0..%d must be present, but the marker of its batch %d is not (newest marker present: op %d): a lost acknowledged write or a batch in part",
-					w, bd.lo[w]-1, nb, m)
+				newest := "none of this cycle"
+				if m >= 0 {
+					newest = fmt.Sprintf("op %d's", m)
+				}
+				return soakSolution{}, fmt.Errorf("writer %d: acknowledged ops 0..%d must be present, but the marker of its batch %d is not (newest marker present: %s): a lost acknowledged write or a batch in part",
+					w, bd.lo[w]-1, nb, newest)
 			}
 			return soakSolution{}, fmt.Errorf("writer %d: batch %d present but only ops 0..%d began: invented", w, m, bd.hi[w]-1)
 		}
@@ -618,9 +622,10 @@ func (r *soakRun) solve(base, got model, bd soakBounds) (soakSolution, error) {
 	var msg strings.Builder
 	fmt.Fprintf(&msg, "no state the writers may have left matches: lost acknowledged write, partial batch, resurrected key or invented value\n")
 	for w := range soakWriters {
-		fmt.Fprintf(&msg, "  writer %d: must hold ops 0..%d, may hold up to %d (acked %d), candidates %v\n",
-			w, bd.lo[w]-1, bd.hi[w]-1, len(r.ackPos[w]), cands[w])
+		fmt.Fprintf(&msg, "  writer %d: must hold its first %d ops, may hold %d (%d acked); candidates %v\n",
+			w, bd.lo[w], bd.hi[w], len(r.ackPos[w]), cands[w])
 	}
+
 	if best.diffs < 0 {
 		msg.WriteString("  every candidate leaves a hole: an op present although one acknowledged before it began is absent\n")
 		return soakSolution{}, errors.New(msg.String())
