@@ -8,8 +8,8 @@ package bloomkv
 // keys -- Put, Delete, DeleteRange and atomic batches mixing them -- plus a
 // goroutine that now and then runs Flush, Compact or Checkpoint into a fresh
 // directory. The parent kills it with SIGKILL at a random moment (a quarter
-// of the kills land while Open is still recovering from the previous kill),
-// reopens the directory, checks it, and starts the next child on the same
+// of the kills are aimed at Open, still recovering from the previous kill;
+// about half of those land in it), reopens the directory, checks it, and starts the next child on the same
 // directory, cycle after cycle, each in a WAL mode chosen at random.
 //
 // The expected state. Writer w's operations in a cycle are a pure function
@@ -77,7 +77,7 @@ const (
 	// something (about 40% of the pool is live at any time).
 	soakPool = 256
 	// soakMaxSingles bounds the single operations between two batches of a
-	// writer (see the package comment above).
+	// writer (see the file comment).
 	soakMaxSingles = 3
 )
 
