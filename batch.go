@@ -9,6 +9,10 @@ import (
 	"github.com/bloomkv/bloomkv/memtable"
 )
 
+// Batches: building them (Put, Delete, DeleteRange), the limits on keys
+// and values, and applying their encoding (internal/batchrep) to
+// memtables.
+
 // Batch is a set of Puts, Deletes and DeleteRanges applied atomically by DB.Write: all of
 // them or none, also across a crash. Within a batch a later operation on the
 // same key wins. A Batch copies the keys and values it is given. It is not

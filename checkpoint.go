@@ -14,6 +14,9 @@ import (
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
+// Checkpoint: a consistent copy of the database in another directory,
+// made of hard links (or copies) of its tables and a fresh manifest.
+
 // Checkpoint writes a consistent copy of the database to dir, which must
 // not exist or must be empty (else the error wraps fs.ErrExist). The copy
 // is a database of its own, which Open (read-only or not) accepts: it holds

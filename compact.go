@@ -15,6 +15,10 @@ import (
 	"github.com/bloomkv/bloomkv/internal/rangedel"
 )
 
+// Compaction: the background loop running what compaction.Choose picks,
+// manual Compact, and one compaction (a trivial move or a merge) through
+// to its version edit.
+
 // errCompactionAborted stops a compaction when the DB closes; it is not a
 // background error.
 var errCompactionAborted = errors.New("bloomkv: compaction aborted by Close")

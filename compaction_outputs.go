@@ -11,6 +11,9 @@ import (
 	"github.com/bloomkv/bloomkv/sstable"
 )
 
+// A compaction's output tables: where they split, and the range
+// tombstones each keeps.
+
 // compactionOutputs writes a compaction's output tables, splitting them at
 // the output level's target file size and where one would overlap too much of the grandparent
 // level, but never between two versions of one user key.

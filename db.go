@@ -17,6 +17,9 @@ import (
 	"github.com/bloomkv/bloomkv/wal"
 )
 
+// The DB: its state and locks, memtables, snapshots, Close, background
+// errors, and the causes the engine names for the files it writes.
+
 // DB is an open database. All methods are safe for concurrent use.
 type DB struct {
 	// Constant after Open.
@@ -299,5 +302,121 @@ func metaFromWriter(num uint64, m sstable.WriterMeta) *manifest.FileMetadata {
 		Largest:     m.Largest,
 		SmallestSeq: m.SmallestSeq,
 		LargestSeq:  m.LargestSeq,
+	}
+}
+
+// Snapshot is a fixed point in time: its Get and iterators see exactly the
+// writes acknowledged before NewSnapshot returned. While it is open,
+// compaction keeps the versions it can see. Close it when done.
+type Snapshot struct {
+	db     *DB
+	seq    uint64
+	elem   *list.Element
+	closed atomic.Bool
+}
+
+// NewSnapshot pins the current point in time. After Close of the DB it
+// returns a snapshot whose Get reports ErrClosed.
+func (db *DB) NewSnapshot() *Snapshot {
+	s := &Snapshot{db: db}
+	if db.closed.Load() {
+		s.closed.Store(true)
+		return s
+	}
+	db.mu.Lock()
+	s.seq = db.visibleSeq.Load()
+	s.elem = db.mu.snapshots.PushBack(s)
+	db.mu.Unlock()
+	return s
+}
+
+// Get returns a copy of key's value as of the snapshot, or ErrNotFound.
+func (s *Snapshot) Get(key []byte) ([]byte, error) {
+	if s.closed.Load() || s.db.closed.Load() {
+		return nil, ErrClosed
+	}
+	return s.db.get(key, s.seq)
+}
+
+// NewIterator returns an iterator over the snapshot's point in time.
+func (s *Snapshot) NewIterator(o *IterOptions) *Iterator {
+	if s.closed.Load() || s.db.closed.Load() {
+		return &Iterator{err: ErrClosed}
+	}
+	return s.db.newIterator(o, s.seq)
+}
+
+// Close releases the snapshot; a second Close returns ErrClosed.
+func (s *Snapshot) Close() error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	s.db.mu.Lock()
+	s.db.mu.snapshots.Remove(s.elem)
+	s.db.mu.Unlock()
+	return nil
+}
+
+// snapshotSeqs returns the sequence numbers of open snapshots, ascending.
+func (db *DB) snapshotSeqs() []uint64 {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	seqs := make([]uint64, 0, db.mu.snapshots.Len())
+	for e := db.mu.snapshots.Front(); e != nil; e = e.Next() {
+		seqs = append(seqs, e.Value.(*Snapshot).seq)
+	}
+	return seqs
+}
+
+// writeCause says on whose behalf the engine writes a table or a manifest
+// edit. Test hooks use it to attribute file-system operations to a part of
+// the engine (a flush, a compaction, ...) without guessing.
+type writeCause int
+
+const (
+	causeRecovery   writeCause = iota // Open replaying logs, starting a manifest
+	causeFlush                        // a memtable flush
+	causeCompaction                   // a compaction or a trivial move
+	causeLogSwitch                    // a memtable switch starting a new log
+	causeClose                        // Close recording that every write is durable
+)
+
+func (c writeCause) String() string {
+	switch c {
+	case causeRecovery:
+		return "recovery"
+	case causeFlush:
+		return "flush"
+	case causeCompaction:
+		return "compaction"
+	case causeLogSwitch:
+		return "log switch"
+	case causeClose:
+		return "close"
+	}
+	return "unknown"
+}
+
+// testHooks lets tests see which part of the engine does what. Production
+// code leaves Options.testHooks nil; every call site checks.
+type testHooks struct {
+	// beforeTable is called before a table file is created.
+	beforeTable func(fileNum uint64, cause writeCause)
+	// beforeEdit is called with manifestMu held before the version set
+	// writes a manifest edit or snapshot: every manifest, CURRENT and
+	// directory-sync operation until the next call is on behalf of cause.
+	beforeEdit func(cause writeCause)
+}
+
+func (db *DB) hookBeforeTable(fileNum uint64, cause writeCause) {
+	if h := db.opts.testHooks; h != nil && h.beforeTable != nil {
+		h.beforeTable(fileNum, cause)
+	}
+}
+
+// REQUIRES: manifestMu held.
+func (db *DB) hookBeforeEdit(cause writeCause) {
+	if h := db.opts.testHooks; h != nil && h.beforeEdit != nil {
+		h.beforeEdit(cause)
 	}
 }

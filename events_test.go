@@ -268,11 +268,11 @@ func TestEventListenerEveryCallback(t *testing.T) {
 }
 
 // TestLoggerQuietOnHappyPath: a run with flushes and compactions logs
-// nothing.
+// nothing at Info (Debug hears job summaries: TestDebugLogSummaries).
 func TestLoggerQuietOnHappyPath(t *testing.T) {
 	var logs bytes.Buffer
 	o := tinyOptions(vfs.NewMem())
-	o.Logger = slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	o.Logger = slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	db := mustOpen(t, "/db", o)
 	for i := range 1000 {
 		if err := db.Put(fmt.Appendf(nil, "k%05d", i), make([]byte, 50)); err != nil {

@@ -8,6 +8,9 @@ import (
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
 
+// Structural checks of the tree (sorted levels, table bounds, filters),
+// run by the tests after every flush and compaction.
+
 // errInvariant marks a violated structural invariant of the tree.
 var errInvariant = errors.New("bloomkv: invariant violated")
 

@@ -12,6 +12,9 @@ import (
 	"github.com/bloomkv/bloomkv/sstable"
 )
 
+// DB iterators: memtables and levels merged, bounds, prefixes, snapshots
+// and range deletions.
+
 // IterOptions bound an iterator to [LowerBound, UpperBound): LowerBound is
 // inclusive, UpperBound exclusive, and nil means unbounded on that side.
 // {LowerBound: "b", UpperBound: "d"} sees "b", "b1" and "c", but not "d";

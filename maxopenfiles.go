@@ -1,5 +1,7 @@
 package bloomkv
 
+import "github.com/bloomkv/bloomkv/vfs"
+
 // The default MaxOpenFiles follows the process's descriptor limit.
 //
 // Every table a Get may touch should stay open: a table closed to stay
@@ -22,7 +24,7 @@ const (
 
 // defaultMaxOpenFiles returns MaxOpenFiles' default for this process.
 func defaultMaxOpenFiles() int {
-	return maxOpenFilesFor(descriptorLimit())
+	return maxOpenFilesFor(vfs.DescriptorLimit())
 }
 
 // maxOpenFilesFor returns the default for a descriptor limit (0: unknown).

@@ -24,10 +24,10 @@ func TestMaxOpenFilesDefault(t *testing.T) {
 	}
 	db := mustOpen(t, "/db", &Options{FS: vfs.NewMem()})
 	defer db.Close()
-	if got, want := db.opts.MaxOpenFiles, maxOpenFilesFor(descriptorLimit()); got != want {
-		t.Fatalf("an Open without MaxOpenFiles uses %d, want %d (descriptor limit %d)", got, want, descriptorLimit())
+	if got, want := db.opts.MaxOpenFiles, maxOpenFilesFor(vfs.DescriptorLimit()); got != want {
+		t.Fatalf("an Open without MaxOpenFiles uses %d, want %d (descriptor limit %d)", got, want, vfs.DescriptorLimit())
 	}
-	if descriptorLimit() > 2*minDefaultOpenFiles && db.opts.MaxOpenFiles <= minDefaultOpenFiles {
-		t.Fatalf("descriptor limit %d, yet the default stays at %d", descriptorLimit(), db.opts.MaxOpenFiles)
+	if vfs.DescriptorLimit() > 2*minDefaultOpenFiles && db.opts.MaxOpenFiles <= minDefaultOpenFiles {
+		t.Fatalf("descriptor limit %d, yet the default stays at %d", vfs.DescriptorLimit(), db.opts.MaxOpenFiles)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/dustin/go-humanize"
 )
 
+// Metrics: the counters a DB keeps, and the snapshot Metrics returns.
+
 // Metrics is a snapshot of counters since Open. Every counter is measured
 // where the work happens (the read path, the SSTable reader, the block cache,
 // the compactor), never derived from a model. Subtract two readings with Sub

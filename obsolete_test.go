@@ -47,7 +47,7 @@ func TestObsoleteFilesDeletedOnce(t *testing.T) {
 	tableDeleted := map[string][]error{}
 	walDeleted := map[string][]error{}
 	o := tinyOptions(fs)
-	o.Logger = slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	o.Logger = slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	o.EventListener = &EventListener{
 		TableCreated: func(i TableCreateInfo) {
 			mu.Lock()

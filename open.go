@@ -16,6 +16,9 @@ import (
 	"github.com/bloomkv/bloomkv/wal"
 )
 
+// Open: options, the directory, recovery, and starting the background
+// work.
+
 // Open opens the database in dir, creating it when missing. A nil opts
 // means defaults. Only one DB may hold a directory at a time: a second Open
 // of the same directory, from this process or another, fails with an error

@@ -13,6 +13,8 @@ import (
 	"github.com/bloomkv/bloomkv/wal"
 )
 
+// Options: every setting, its default and its validation.
+
 // Compression selects how data blocks are stored. The zero value means
 // SnappyCompression. It is sstable.Compression under another name: the
 // engine has one compression setting, and the table format alone decides

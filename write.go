@@ -11,6 +11,9 @@ import (
 	"github.com/bloomkv/bloomkv/wal"
 )
 
+// Writes: the write queue and group commit, the log, memtable switches
+// and write stalls.
+
 // writer is one caller waiting in the write queue. The writer at the head
 // of the queue is the leader: it gathers the batches queued behind it into
 // one log record (group commit), writes and applies them, and wakes the

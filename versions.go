@@ -1,0 +1,415 @@
+package bloomkv
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/pslot"
+	"github.com/bloomkv/bloomkv/sstable"
+)
+
+// The tree's versions: reference counts, version edits through the
+// manifest, file numbers, the read state readers load, and deleting the
+// files no live version needs.
+
+// version is a reference-counted manifest.Version. A version stays in the
+// DB's liveVersions while referenced, which keeps its tables' files from
+// being deleted. (manifest.VersionSet owns the durable history; this is
+// the in-memory set of versions readers still hold.)
+type version struct {
+	*manifest.Version
+	refs atomic.Int32
+	set  *liveVersions
+}
+
+func (v *version) ref() { v.refs.Add(1) }
+
+func (v *version) unref() {
+	if n := v.refs.Add(-1); n == 0 {
+		v.set.remove(v)
+	} else if n < 0 {
+		panic("bloomkv: version reference count below zero")
+	}
+}
+
+// liveVersions is the set of versions with references.
+type liveVersions struct {
+	mu sync.Mutex // guards m; a leaf lock
+	m  map[*version]struct{}
+	// onRelease is called (without locks) when a version is released, so
+	// that obsolete files can be collected.
+	onRelease func()
+}
+
+func (l *liveVersions) newVersion(mv *manifest.Version) *version {
+	v := &version{Version: mv, set: l}
+	v.refs.Store(1)
+	l.mu.Lock()
+	l.m[v] = struct{}{}
+	l.mu.Unlock()
+	return v
+}
+
+func (l *liveVersions) remove(v *version) {
+	l.mu.Lock()
+	delete(l.m, v)
+	l.mu.Unlock()
+	if l.onRelease != nil {
+		l.onRelease()
+	}
+}
+
+// addLiveFiles adds every table number of every live version to live.
+func (l *liveVersions) addLiveFiles(live map[uint64]struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for v := range l.m {
+		for level := range v.Levels {
+			for _, f := range v.Levels[level] {
+				live[f.FileNum] = struct{}{}
+			}
+		}
+	}
+}
+
+// logAndApply records edit in the manifest and installs the version it
+// makes. The edit's LastSeq, NextFileNum and SyncedSeq are filled in here.
+// REQUIRES: manifestMu held; db.mu not held.
+func (db *DB) logAndApply(edit *manifest.VersionEdit, cause writeCause) error {
+	db.mu.Lock()
+	edit.HasLastSeq, edit.LastSeq = true, db.mu.lastSeq
+	edit.HasNextFileNum, edit.NextFileNum = true, db.nextFileNumToRecordLocked()
+	if synced := db.mu.syncedSeq; synced > db.vs.State().SyncedSeq {
+		edit.HasSyncedSeq, edit.SyncedSeq = true, synced
+	}
+	db.mu.Unlock()
+
+	db.hookBeforeEdit(cause)
+	nv, err := db.vs.LogAndApply(edit, db.allocManifestNum)
+	if manifest.IsClosed(err) {
+		return ErrClosed // Close has released the manifest
+	}
+	if err != nil {
+		return fmt.Errorf("bloomkv: %w", err)
+	}
+	state := db.vs.State()
+
+	db.mu.Lock()
+	db.mu.fileNumLimit = max(db.mu.fileNumLimit, state.NextFileNum)
+	old := db.mu.current
+	db.mu.current = db.versions.newVersion(nv)
+	db.mu.compactPointers = state.CompactPointers
+	db.updateReadStateLocked()
+	db.mu.Unlock()
+	old.unref()
+	db.maybeCheckInvariants(edit)
+	return nil
+}
+
+// minLogNumLocked returns the number of the oldest log still needed.
+// REQUIRES: db.mu held.
+func (db *DB) minLogNumLocked() uint64 {
+	if len(db.mu.imm) > 0 {
+		return db.mu.imm[0].logNum
+	}
+	return db.mu.mem.logNum
+}
+
+// fileNumReserve is how many file numbers each manifest edit reserves
+// ahead of use when the reservation runs low.
+const fileNumReserve = 64
+
+// allocFileNum hands out a file number that the durable manifest has
+// reserved (it is below the manifest's NextFileNum), writing a manifest
+// edit to reserve more when the reservation is used up. So every file the
+// engine writes has a number below what the manifest records, and a file
+// at or above it is one the engine never wrote. With pending, the number is
+// registered in pendingOutputs in the same critical section, so that file
+// collection never sees the new file unregistered.
+// REQUIRES: db.mu and manifestMu not held.
+func (db *DB) allocFileNum(pending bool, cause writeCause) (uint64, error) {
+	for {
+		db.mu.Lock()
+		if n, ok := db.takeFileNumLocked(); ok {
+			if pending {
+				db.mu.pendingOutputs[n] = struct{}{}
+			}
+			db.mu.Unlock()
+			return n, nil
+		}
+		db.mu.Unlock()
+		db.manifestMu.Lock()
+		err := db.logAndApply(&manifest.VersionEdit{}, cause) // reserves more
+		db.manifestMu.Unlock()
+		if err != nil {
+			return 0, err
+		}
+	}
+}
+
+// takeFileNumLocked takes the next reserved number that is not a foreign
+// file's; ok is false when the reservation is used up. One number is always
+// left for a fresh manifest (allocManifestNum), which cannot wait for a
+// reservation since it is how reservations are written.
+// REQUIRES: db.mu held.
+func (db *DB) takeFileNumLocked() (uint64, bool) {
+	for {
+		n := db.mu.nextFileNum
+		if n+1 >= db.mu.fileNumLimit {
+			return 0, false
+		}
+		db.mu.nextFileNum++
+		if _, foreign := db.foreignNums[n]; !foreign {
+			return n, true
+		}
+	}
+}
+
+// allocManifestNum hands the version set a number for a fresh manifest and
+// the NextFileNum that manifest records: a new reservation past it.
+// REQUIRES: manifestMu held (the version set is writing); db.mu not held.
+func (db *DB) allocManifestNum() (num, next uint64) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for {
+		num = db.mu.nextFileNum
+		db.mu.nextFileNum++
+		if _, foreign := db.foreignNums[num]; !foreign {
+			break
+		}
+	}
+	return num, max(db.mu.fileNumLimit, db.mu.nextFileNum+fileNumReserve)
+}
+
+// nextFileNumToRecordLocked returns the NextFileNum a new manifest edit
+// records: the current reservation, extended when less than half of
+// fileNumReserve is left. REQUIRES: db.mu held.
+func (db *DB) nextFileNumToRecordLocked() uint64 {
+	if db.mu.fileNumLimit >= db.mu.nextFileNum+fileNumReserve/2 {
+		return db.mu.fileNumLimit
+	}
+	return db.mu.nextFileNum + fileNumReserve
+}
+
+// readState is what a read needs: the memtables and the current version,
+// captured together so that they form a consistent view. While anyone
+// holds a reference, the state holds one on its version (so the version's
+// tables are not deleted).
+//
+// # References without a shared write
+//
+// Every Get takes and drops a reference, so the count is split over per-P
+// slots (internal/pslot): readers on two cores write two cache lines of
+// their own, not one line that bounces between them. A holder drops its
+// reference in the slot it took it in, so every slot stays >= 0. The state
+// is released (its version reference dropped) once it has been replaced
+// (retired) and no holder is left; the two sides meet Dekker-style on the
+// slot and the retired flag, both sequentially consistent atomics:
+//
+//   - ref adds 1 to its slot, then reads retired. Seeing it set, it gives
+//     the reference back (as unref does) and the caller loads the newer
+//     state; seeing it clear, its add came before retire's store, so every
+//     later sum over the slots counts it until its unref.
+//   - retire sets retired, then sums the slots; so does an unref that sees
+//     retired set. A zero sum means no holder is left and none can come
+//     (later refs see retired): that caller releases. Several may see zero;
+//     the released flag lets exactly one of them drop the version.
+type readState struct {
+	refs     pslot.Counter // holders, per P
+	retired  atomic.Bool   // replaced: no new references
+	released atomic.Bool   // the version reference was dropped
+	mem      *memTable
+	imm      []*memTable // newest first
+	v        *version
+}
+
+// ref takes a reference in slot i unless the state is retired.
+func (s *readState) ref(i int) bool {
+	s.refs.Add(i, 1)
+	if s.retired.Load() {
+		s.unref(i)
+		return false
+	}
+	return true
+}
+
+// unref drops a reference taken in slot i.
+func (s *readState) unref(i int) {
+	s.refs.Add(i, -1)
+	if s.retired.Load() {
+		s.maybeRelease()
+	}
+}
+
+// retire marks a replaced state: it is released once its last holder is
+// gone, now if there is none.
+func (s *readState) retire() {
+	s.retired.Store(true)
+	s.maybeRelease()
+}
+
+// maybeRelease drops the version reference, once, if no holder is left.
+// REQUIRES: retired is set.
+func (s *readState) maybeRelease() {
+	if s.refs.Sum() == 0 && s.released.CompareAndSwap(false, true) {
+		s.v.unref()
+	}
+}
+
+// loadReadState returns the current read state with a reference the caller
+// must drop with unref(slot). It takes no lock and writes only the calling
+// P's slot: a state replaced between the load and the reference is simply
+// loaded again.
+func (db *DB) loadReadState() (s *readState, slot int) {
+	slot = pslot.Index()
+	for {
+		if s := db.readState.Load(); s.ref(slot) {
+			return s, slot
+		}
+	}
+}
+
+// updateReadStateLocked publishes a read state for the current memtables and
+// version, and retires the one it replaces. REQUIRES: db.mu held.
+func (db *DB) updateReadStateLocked() {
+	s := &readState{mem: db.mu.mem, v: db.mu.current}
+	s.refs.Init()
+	for i := len(db.mu.imm) - 1; i >= 0; i-- {
+		s.imm = append(s.imm, db.mu.imm[i])
+	}
+	s.v.ref()
+	if old := db.readState.Swap(s); old != nil {
+		old.retire()
+	}
+}
+
+// tableIdentity is what the manifest says table f is; the table cache
+// checks every table it opens against it (and the database identity), so a
+// table put in another's place is corruption, not stale data.
+func tableIdentity(f *manifest.FileMetadata) sstable.Identity {
+	return sstable.Identity{
+		FileNum:     f.FileNum,
+		Size:        int64(f.Size),
+		Smallest:    f.Smallest,
+		Largest:     f.Largest,
+		SmallestSeq: f.SmallestSeq,
+		LargestSeq:  f.LargestSeq,
+	}
+}
+
+// findTable returns the open reader of table f from the table cache.
+func findTable(tc *sstable.TableCache, f *manifest.FileMetadata) (*sstable.Reader, func(), error) {
+	return tc.Find(tableIdentity(f))
+}
+
+// findTableAt is findTable for a Get: it takes its reference in slot (the
+// slot of the Get's read-state reference, see sstable.TableCache.FindAt)
+// and counts a table open it causes in stats, with its bytes.
+func findTableAt(tc *sstable.TableCache, slot int, f *manifest.FileMetadata, stats *sstable.ReadStats) (*sstable.Reader, func(), error) {
+	return tc.FindAt(slot, tableIdentity(f), stats)
+}
+
+// findTableStats is findTable for a read that counts its work in stats:
+// a table open it causes is counted there, with its bytes.
+func findTableStats(tc *sstable.TableCache, f *manifest.FileMetadata, stats *sstable.ReadStats) (*sstable.Reader, func(), error) {
+	return tc.FindWithStats(tableIdentity(f), stats)
+}
+
+// noteObsolete is called when a version is released: its tables may now be
+// unreferenced. The compaction goroutine collects them.
+func (db *DB) noteObsolete() {
+	db.mu.Lock()
+	db.mu.obsoletePending = true
+	db.mu.bgCond.Broadcast()
+	db.mu.Unlock()
+}
+
+// deleteObsoleteFiles removes tables no live version references, logs older
+// than the oldest one still needed, manifests older than the current one
+// and, when atOpen, leftover temporary files -- only files whose numbers the
+// engine handed out (below nextFileNum, not foreign).
+// Collections run one at a time (obsoleteMu): a second caller waits, then
+// lists the directory after the first has removed its files, so each file
+// is removed, and reported, once. Waiting rather than skipping keeps the
+// promise callers rely on: when it returns, every file obsolete when it
+// was called is gone (or failed to go, and logged).
+// REQUIRES: db.mu and db.manifestMu not held.
+func (db *DB) deleteObsoleteFiles(atOpen bool) {
+	db.obsoleteMu.Lock()
+	defer db.obsoleteMu.Unlock()
+	live := map[uint64]struct{}{}
+	db.mu.Lock()
+	db.mu.obsoletePending = false
+	for n := range db.mu.pendingOutputs {
+		live[n] = struct{}{}
+	}
+	minLog := db.minLogNumLocked()
+	// Files numbered from here on may be created after the listing below
+	// but before being recorded anywhere: never touch them.
+	nextFileNum := db.mu.nextFileNum
+	db.mu.Unlock()
+	db.versions.addLiveFiles(live)
+	db.manifestMu.Lock()
+	manifestNum := db.vs.ManifestNum()
+	uncertain := db.vs.Uncertain()
+	// Keep every log the durable manifest may still ask a recovery for,
+	// even when memory has moved past it.
+	minLog = min(minLog, db.vs.State().LogNum)
+	db.manifestMu.Unlock()
+	if uncertain {
+		// A failed manifest write may have recorded tables that no live
+		// version references; wait until a fresh manifest settles it.
+		return
+	}
+
+	names, err := db.fs.List(db.dirname)
+	if err != nil {
+		return // retried after the next flush or compaction
+	}
+	for _, name := range names {
+		t, num, ok := base.ParseFilename(name)
+		if !ok || num >= nextFileNum && t != base.FileTypeCurrent && t != base.FileTypeLock {
+			continue
+		}
+		if _, foreign := db.foreignNums[num]; foreign && t != base.FileTypeCurrent && t != base.FileTypeLock {
+			continue // not the engine's: never touched
+		}
+		var obsolete bool
+		switch t {
+		case base.FileTypeTable:
+			_, isLive := live[num]
+			obsolete = !isLive
+		case base.FileTypeLog:
+			obsolete = num < minLog
+		case base.FileTypeManifest:
+			obsolete = num < manifestNum
+		case base.FileTypeTemp:
+			obsolete = atOpen
+		}
+		if !obsolete {
+			continue
+		}
+		if t == base.FileTypeTable {
+			db.filterStats.Delete(num)
+			db.tableCache.Evict(num)
+			if db.blockCache != nil {
+				db.blockCache.EvictFile(num)
+			}
+		}
+		path := db.fs.PathJoin(db.dirname, name)
+		err := db.fs.Remove(path)
+		if err != nil {
+			// Tried again at the next collection.
+			db.opts.Logger.Warn("bloomkv: could not remove an obsolete file", "file", path, "error", err)
+		}
+		switch t {
+		case base.FileTypeTable:
+			db.events.tableDeleted(TableDeleteInfo{Path: path, FileNum: num, Err: err})
+		case base.FileTypeLog:
+			db.events.walDeleted(WALDeleteInfo{Path: path, FileNum: num, Err: err})
+		}
+	}
+}
