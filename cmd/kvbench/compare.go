@@ -34,22 +34,27 @@ func newPair(with, without *float64) pair {
 
 func ptr(v float64) *float64 { return &v }
 
-// compareResults pairs the i-th "filters" result with the i-th
-// "ignore_filters" result: both passes run the same workload list in the
-// same order.
+// compareResults pairs each "ignore_filters" result with the result of
+// the same workload that consulted the filters: the "filters" pass of
+// -compare_filters or the "read" pass of the default run. Workload names
+// are unique within a pass.
 func compareResults(results []*result) []comparison {
-	var with, without []*result
+	with := map[string]*result{}
+	var without []*result
 	for _, r := range results {
 		switch r.Pass {
-		case "filters":
-			with = append(with, r)
+		case "filters", "read":
+			with[r.Benchmark] = r
 		case "ignore_filters":
 			without = append(without, r)
 		}
 	}
 	var out []comparison
-	for i := range min(len(with), len(without)) {
-		w, wo := with[i], without[i]
+	for _, wo := range without {
+		w := with[wo.Benchmark]
+		if w == nil {
+			continue
+		}
 		out = append(out, comparison{
 			Benchmark:        w.Benchmark,
 			BloomBits:        w.BloomBits,

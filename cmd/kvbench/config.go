@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/bloomkv/bloomkv"
 	"github.com/bloomkv/bloomkv/filter"
+	"github.com/dustin/go-humanize"
 	"golang.org/x/term"
 )
 
@@ -43,8 +45,8 @@ type config struct {
 	reads            int            // -reads
 	keySize          int            // -key_size
 	valueSize        int            // -value_size
-	bloomBits        int            // -bloom_bits; <= 0 disables
-	cacheSize        int64          // -cache_size; < 0 disables
+	bloomBits        int            // whole bits per key of the tables written (filterBits rounded); -1 = no filters
+	cacheSize        int64          // -cache_size, resolved: the bytes cached, -1 = no cache
 	blockSize        int            // -block_size
 	writeBufferSize  int            // -write_buffer_size (memtable)
 	targetFileSize   int64          // -target_file_size_base
@@ -54,7 +56,7 @@ type config struct {
 	readCompactions  bool           // -read_compactions
 	compression      string         // -compression
 	filterVariant    filter.Variant // -filter_variant
-	filterBits       float64        // -filter_bits; 0 = -bloom_bits
+	filterBits       float64        // -filter_bits (or its alias -bloom_bits), resolved: > 0 bits per key, -1 = no filters
 	filterPerLevel   bool           // -filter_per_level
 	filterSkipLast   bool           // -filter_skip_last_level
 	cacheFilters     bool           // -cache_filter_blocks
@@ -74,7 +76,9 @@ type config struct {
 	filterWholeKey   bool            // -filter_whole_key
 	batchSize        int             // -batch_size
 	compareFilters   bool            // -compare_filters
-	sweep            []int           // -sweep, as given (0 = no filter)
+	sweep            []int           // -sweep, -1 = no filter
+	baselineReads    int             // -baseline_reads, resolved: reads per workload of the default run's without-filters pass; 0 = none
+	legend           bool            // -legend
 	jsonPath         string          // -json
 	cpuProfile       string          // -cpuprofile
 	memProfile       string          // -memprofile
@@ -109,8 +113,13 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.reads, "reads", -1, "operations per read workload; -1 = -num (scan: keys visited; it seeks reads/scan_length times)")
 	fs.IntVar(&c.keySize, "key_size", 16, "key size in bytes (at least 8)")
 	fs.IntVar(&c.valueSize, "value_size", 100, "value size in bytes")
-	fs.IntVar(&c.bloomBits, "bloom_bits", 10, "filter bits per key in the tables written; 0 or negative writes no filters")
-	fs.Int64Var(&c.cacheSize, "cache_size", 8<<20, "block cache bytes; negative disables the cache")
+	// -filter_bits is the one flag for the filter budget; -bloom_bits, its
+	// older whole-number form, stays as an alias because scripts and
+	// write-ups use it. Both read 0 as the library reads
+	// Options.BloomBitsPerKey 0: the default.
+	var bloomBitsAlias int
+	fs.IntVar(&bloomBitsAlias, "bloom_bits", 0, "deprecated alias of -filter_bits (whole numbers only): the same meaning, 0 = the default (10), negative = no filters")
+	fs.Int64Var(&c.cacheSize, "cache_size", 0, fmt.Sprintf("block cache bytes (Options.BlockCacheSize): 0 = the engine default (%s), negative = no block cache", humanize.IBytes(engineDefaultCache)))
 	fs.IntVar(&c.blockSize, "block_size", 4<<10, "target uncompressed data block size in bytes")
 	fs.IntVar(&c.writeBufferSize, "write_buffer_size", 4<<20, "memtable bytes before a flush")
 	fs.Int64Var(&c.targetFileSize, "target_file_size_base", 0, "compaction output table size in bytes (0 = engine default, 2 MiB)")
@@ -120,14 +129,14 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.idleDelay, "idle_compaction_delay", 0, "compact level 0 into level 1 once writes have paused this long (Options.IdleCompactionDelay; 0 = engine default, 1s; negative = never, to study trees that keep level-0 tables); the settle step waits for it")
 	fs.StringVar(&compression, "compression", "snappy", "data block compression: snappy or none")
 	fs.StringVar(&variant, "filter_variant", "standard", "filter block layout: standard, blocked (each key's probes in one 64-byte cache line: faster, a somewhat higher FP rate) or fuse (binary fuse, 8-bit fingerprints: 0.39% in about 9-10 bits/key, sized by its keys alone)")
-	fs.Float64Var(&c.filterBits, "filter_bits", 0, "filter bits per key, fractional allowed (Options.FilterBitsPerKey); 0 = -bloom_bits. With -filter_per_level, the average")
+	fs.Float64Var(&c.filterBits, "filter_bits", 0, fmt.Sprintf("filter bits per key in the tables written, fractional allowed (Options.BloomBitsPerKey / FilterBitsPerKey): 0 = the engine default (%d), negative = tables without filters. With -filter_per_level, the average", engineDefaultBits))
 	fs.BoolVar(&c.filterPerLevel, "filter_per_level", false, "spend the filter budget unevenly across levels (Options.FilterPerLevel, Monkey): fewer false-positive probes per absent Get at the same memory")
 	fs.BoolVar(&c.filterSkipLast, "filter_skip_last_level", false, "no filters in the last level (Options.FilterSkipLastLevel)")
 	fs.BoolVar(&c.cacheFilters, "cache_filter_blocks", false, "keep filter blocks in the block cache, charged and evicted like data blocks, instead of resident with each open table (Options.CacheFilterBlocks): filter memory bounded by -cache_size")
 	var pinning string
 	fs.StringVar(&pinning, "filter_pinning", "l0", "with -cache_filter_blocks, the filters that stay pinned once probed: l0 (level-0 tables), all, or none (Options.FilterPinning)")
 	var filterSweep string
-	fs.StringVar(&filterSweep, "filter_sweep", "", "comma list of filter settings, each variant[/per_level][/skip_last] (e.g. standard,standard/per_level,blocked,fuse): for each, load the same keys in the same order into a new database with that setting at -filter_bits (or -bloom_bits) bits per key, then run the read workloads")
+	fs.StringVar(&filterSweep, "filter_sweep", "", "comma list of filter settings, each variant[/per_level][/skip_last] (e.g. standard,standard/per_level,blocked,fuse): for each, load the same keys in the same order into a new database with that setting at -filter_bits bits per key, then run the read workloads")
 	fs.Float64Var(&c.compressionRatio, "compression_ratio", 0.5, "fraction of each value that is random (the rest repeats it), so values compress to about this ratio")
 	fs.BoolVar(&c.sync, "sync", false, "fsync the write-ahead log on every write (the same as -wal_mode sync)")
 	var walMode string
@@ -142,8 +151,10 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.colsPerRow, "cols_per_row", 10, "with -rows: columns per row")
 	fs.BoolVar(&c.filterWholeKey, "filter_whole_key", false, "with -rows: filters hold whole keys as well as rows (Options.FilterWholeKey), so an absent column of a present row is a filter negative")
 	fs.IntVar(&c.batchSize, "batch_size", 1, "fill: keys per write (1 = Put, more = an atomic Batch)")
-	fs.BoolVar(&c.compareFilters, "compare_filters", false, "run the read workloads twice on the same tables: consulting filters, then with Options.IgnoreFilters, and compare")
-	fs.StringVar(&sweep, "sweep", "", "comma list of bits per key (0 = no filter): load once, then for each setting recompact all tables with it and run the read workloads")
+	fs.BoolVar(&c.compareFilters, "compare_filters", false, "run the read workloads twice on the same tables, each with all -reads on a cold cache: consulting filters, then with Options.IgnoreFilters, and compare (the default run does this with -baseline_reads reads)")
+	fs.IntVar(&c.baselineReads, "baseline_reads", 0, fmt.Sprintf("the default run's without-filters pass: reads per workload on the same tables with Options.IgnoreFilters, the first of the keys the filtered pass read; 0 = the default (%d, or -reads if fewer), negative = no baseline", defaultBaselineReads))
+	fs.BoolVar(&c.legend, "legend", true, "print a few lines under each table of the report saying what its columns mean (-legend=false for the tables alone)")
+	fs.StringVar(&sweep, "sweep", "", "comma list of bits per key, each a whole number in [1, 64] or off (tables without filters; -1 also works): load once, then for each setting recompact all tables with it and run the read workloads")
 	fs.StringVar(&c.jsonPath, "json", "", "write every figure of the report as JSON to this file")
 	fs.StringVar(&c.csvPath, "csv", "", "write one CSV row per workload run to this file")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (fills and reads) to this file, for go tool pprof")
@@ -151,7 +162,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.plotPath, "plot", "", "with -sweep: write a chart (.png or .svg) of FP rate and data blocks per absent Get against bits per key; with -filter_sweep, of each setting's filter memory and false positives per absent Get")
 	fs.BoolVar(&c.progress, "progress", true, "show progress of long phases on stderr: a bar on a terminal, otherwise a plain line every 5 s (logs, CI, pipes)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: kvbench [flags]\n\nMeasures bloomkv point lookups and what its bloom filters buy.\n\n")
+		fmt.Fprint(fs.Output(), usageIntro)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -161,11 +172,33 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))
 	}
 	c.seed = uint64(seed)
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if err := c.resolveFilterBits(given, bloomBitsAlias, stderr); err != nil {
+		return nil, err
+	}
+	if given["cache_size"] && c.cacheSize == 0 {
+		fmt.Fprintf(stderr, "kvbench: note: -cache_size 0 means the engine default (%s) since issue 30; before, it turned the cache off: use -cache_size -1 for no cache\n", humanize.IBytes(engineDefaultCache))
+	}
+	switch {
+	case c.cacheSize == 0:
+		c.cacheSize = engineDefaultCache
+	case c.cacheSize < 0:
+		c.cacheSize = -1
+	}
 	if c.rows > 0 {
 		c.num = c.rows * c.colsPerRow
 	}
 	if c.reads == -1 {
 		c.reads = c.num
+	}
+	switch {
+	case c.baselineReads == 0:
+		c.baselineReads = min(defaultBaselineReads, c.reads)
+	case c.baselineReads < 0:
+		c.baselineReads = 0
+	default:
+		c.baselineReads = min(c.baselineReads, c.reads)
 	}
 	c.compression = compression
 	switch walMode {
@@ -213,6 +246,12 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.VisitAll(func(f *flag.Flag) {
 		c.flagValues[f.Name] = f.Value.(flag.Getter).Get()
 	})
+	// The values used, not the spellings given: 0 and negatives resolved,
+	// the alias set to what it stands for.
+	c.flagValues["filter_bits"] = c.filterBits
+	c.flagValues["bloom_bits"] = c.bloomBits
+	c.flagValues["cache_size"] = c.cacheSize
+	c.flagValues["baseline_reads"] = c.baselineReads
 
 	if c.benchmarks, err = parseBenchmarks(benchmarks); err != nil {
 		return nil, err
@@ -263,9 +302,21 @@ func parseSweep(s string) ([]int, error) {
 		if f == "" {
 			continue
 		}
+		if f == "off" {
+			out = append(out, -1)
+			continue
+		}
 		b, err := strconv.Atoi(f)
-		if err != nil || b < 0 || b > 64 {
-			return nil, fmt.Errorf("-sweep: %q is not a bits-per-key setting in [0, 64]", f)
+		switch {
+		case err == nil && b == 0:
+			// 0 once meant "no filter" here; everywhere else it means
+			// the default. Refusing it keeps an old script from quietly
+			// measuring something else.
+			return nil, errors.New("-sweep: 0 is ambiguous (kvbench and the library read 0 as the default, 10): write off (or -1) for tables without filters")
+		case err != nil || b > 64:
+			return nil, fmt.Errorf("-sweep: %q is not a bits-per-key setting: a whole number in [1, 64], or off", f)
+		case b < 0:
+			b = -1
 		}
 		out = append(out, b)
 	}
@@ -285,8 +336,6 @@ func (c *config) validate() error {
 		return fmt.Errorf("-key_size %d outside [8, 65536]: kvbench needs 8 bytes to make every key unique", c.keySize)
 	case c.valueSize < 0 || c.valueSize > 16<<20:
 		return fmt.Errorf("-value_size %d outside [0, 16 MiB]", c.valueSize)
-	case c.bloomBits > 64:
-		return fmt.Errorf("-bloom_bits %d above 64", c.bloomBits)
 	case c.targetFileSize < 0 || c.levelBaseBytes < 0 || c.l0Trigger < 0:
 		return errors.New("-target_file_size_base, -max_bytes_for_level_base and -level0_file_num_compaction_trigger must not be negative (0 = engine default)")
 	case c.compression != "snappy" && c.compression != "none":
@@ -315,18 +364,16 @@ func (c *config) validate() error {
 		return errors.New("-use_existing_db needs -db")
 	case c.compareFilters && len(c.sweep) > 0:
 		return errors.New("-compare_filters and -sweep are separate studies (a sweep's 0 setting already reads without filters): pick one")
-	case c.compareFilters && c.bloomBits <= 0:
-		return errors.New("-compare_filters needs tables with filters: -bloom_bits above 0")
-	case !(c.filterBits >= 0 && c.filterBits <= 64):
-		return fmt.Errorf("-filter_bits %g outside [0, 64]", c.filterBits)
+	case c.compareFilters && c.bloomBits < 0:
+		return errors.New("-compare_filters needs tables with filters: -filter_bits 0 (the default) or above")
 	case c.filterPerLevel && c.filterVariant == filter.VariantFuse:
 		return errors.New("-filter_per_level needs a bloom -filter_variant (a fuse filter's size follows from its keys)")
 	case len(c.filterSweep) > 0 && (len(c.sweep) > 0 || c.compareFilters):
 		return errors.New("-filter_sweep, -sweep and -compare_filters are separate studies: pick one")
 	case len(c.filterSweep) > 0 && c.useExistingDB:
 		return errors.New("-filter_sweep loads a new database per setting: it cannot use -use_existing_db")
-	case len(c.filterSweep) > 0 && c.bloomBits <= 0 && c.filterBits == 0:
-		return errors.New("-filter_sweep needs a filter budget: -filter_bits or -bloom_bits above 0")
+	case len(c.filterSweep) > 0 && c.bloomBits < 0:
+		return errors.New("-filter_sweep needs a filter budget: -filter_bits 0 (the default) or above, not negative")
 	case c.plotPath != "" && len(c.sweep) == 0 && len(c.filterSweep) == 0:
 		return errors.New("-plot charts a sweep: it needs -sweep or -filter_sweep")
 	case c.plotPath != "" && len(c.sweep) > 0 && len(c.filterSweep) > 0:
@@ -366,6 +413,66 @@ func tableBits(bits int) int {
 		return -1
 	}
 	return bits
+}
+
+// Engine defaults kvbench prints in its help and report. The library
+// resolves 0 to these itself (options.go); they are repeated here only to
+// be shown, and TestEngineDefaultsMatch pins them to the library's.
+const (
+	engineDefaultBits  = 10
+	engineDefaultCache = 8 << 20
+	// defaultBaselineReads keeps the default run's without-filters pass
+	// short: an absent-key Get without filters reads a block per table
+	// probed, about 20x slower than with them, so a full -reads pass would
+	// add about a minute; per-Get counts settle well within 20k reads.
+	defaultBaselineReads = 20_000
+)
+
+// resolveFilterBits settles the filter budget from -filter_bits and its
+// alias -bloom_bits: one meaning for every spelling, the library's (0 =
+// the default, negative = no filters).
+func (c *config) resolveFilterBits(given map[string]bool, alias int, stderr io.Writer) error {
+	if given["bloom_bits"] {
+		switch {
+		case given["filter_bits"] && float64(alias) != c.filterBits:
+			return fmt.Errorf("-bloom_bits %d and -filter_bits %g: they set the same thing (-bloom_bits is the old name): give one", alias, c.filterBits)
+		case alias == 0:
+			fmt.Fprintf(stderr, "kvbench: note: -bloom_bits is a deprecated alias of -filter_bits, and 0 means the default (%d bits/key) since issue 30; before, it wrote tables without filters: use -filter_bits -1 for that\n", engineDefaultBits)
+		default:
+			fmt.Fprintln(stderr, "kvbench: note: -bloom_bits is a deprecated alias of -filter_bits (same meaning)")
+		}
+		c.filterBits = float64(alias)
+	}
+	f := c.filterBits
+	switch {
+	case math.IsNaN(f) || f > 64:
+		return fmt.Errorf("-filter_bits %g above 64 (0 = the default, %d; negative = no filters)", f, engineDefaultBits)
+	case f == 0:
+		f = engineDefaultBits
+	case f < 0:
+		c.filterBits, c.bloomBits = -1, -1
+		return nil
+	}
+	c.filterBits, c.bloomBits = f, max(1, int(math.Round(f)))
+	return nil
+}
+
+// fractionalBits returns the Options.FilterBitsPerKey that says the budget
+// exactly when it is not a whole number, else 0 (BloomBitsPerKey says it).
+func (c *config) fractionalBits() float64 {
+	if c.filterBits > 0 && c.filterBits != math.Trunc(c.filterBits) {
+		return c.filterBits
+	}
+	return 0
+}
+
+// filterLabel names the main filter setting: "10 bits/key", "9.83
+// bits/key" or "no filter".
+func (c *config) filterLabel() string {
+	if c.filterBits < 0 {
+		return "no filter"
+	}
+	return fmt.Sprintf("%g bits/key", c.filterBits)
 }
 
 func isTerminal(w io.Writer) bool {

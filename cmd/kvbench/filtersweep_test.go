@@ -29,7 +29,7 @@ func TestParseFilterSweep(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{
-		{"-filter_bits", "-1"},
+		{"-filter_sweep", "standard", "-filter_bits", "-1"}, // negative: no filters, no budget
 		{"-filter_bits", "65"},
 		{"-filter_variant", "fuse", "-filter_per_level"},
 		{"-filter_sweep", "standard", "-sweep", "4,8"},

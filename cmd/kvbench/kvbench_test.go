@@ -177,7 +177,7 @@ func TestCompareFiltersTiny(t *testing.T) {
 	if cs := doc["comparisons"].([]any); len(cs) != 4 {
 		t.Errorf("%d comparisons, want 4 (one per read workload)", len(cs))
 	}
-	for _, want := range []string{"with vs without filters", "readmissing (filters)", "readmissing (ignored)", "tree after load and settle"} {
+	for _, want := range []string{"with vs without filters", "readmissing (filters)", "readmissing (filters ignored)", "tree after load and settle"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout)
 		}
@@ -190,7 +190,7 @@ func TestSweepTiny(t *testing.T) {
 	dir := t.TempDir()
 	jsonPath, csvPath, pngPath := filepath.Join(dir, "s.json"), filepath.Join(dir, "s.csv"), filepath.Join(dir, "s.png")
 	settings := []float64{0, 4, 10}
-	args := append(slices.Clone(tinyTree), "-sweep", "0,4,10", "-json", jsonPath, "-csv", csvPath, "-plot", pngPath)
+	args := append(slices.Clone(tinyTree), "-sweep", "off,4,10", "-json", jsonPath, "-csv", csvPath, "-plot", pngPath)
 	stdout, _ := runOK(t, args...)
 
 	results := resultsOf(t, readJSON(t, jsonPath))
@@ -284,7 +284,7 @@ func TestSweepTiny(t *testing.T) {
 func TestSweepSVG(t *testing.T) {
 	svgPath := filepath.Join(t.TempDir(), "s.svg")
 	runOK(t, "-num", "3000", "-reads", "1000", "-progress=false", "-benchmarks", "fillseq,readmissing", "-batch_size", "64",
-		"-sweep", "0,8", "-plot", svgPath)
+		"-sweep", "off,8", "-plot", svgPath)
 	data, err := os.ReadFile(svgPath)
 	if err != nil {
 		t.Fatal(err)
@@ -336,7 +336,9 @@ func TestBadFlags(t *testing.T) {
 		{"-plot", "a.png"},
 		{"-sweep", "1", "-plot", "a.gif"},
 		{"-compare_filters", "-sweep", "4"},
-		{"-compare_filters", "-bloom_bits", "0"},
+		{"-compare_filters", "-filter_bits", "-1"},
+		{"-sweep", "0,4"},
+		{"-bloom_bits", "8", "-filter_bits", "9"},
 		{"-use_existing_db"},
 		{"-benchmarks", "readrandom"},
 		{"-hit_ratio", "1.5"},

@@ -23,7 +23,7 @@ func TestBadOutputPathFailsFirst(t *testing.T) {
 	}{
 		{"-json", filepath.Join(missing, "r.json"), nil},
 		{"-csv", filepath.Join(missing, "r.csv"), nil},
-		{"-plot", filepath.Join(missing, "r.png"), []string{"-sweep", "0,4"}},
+		{"-plot", filepath.Join(missing, "r.png"), []string{"-sweep", "off,4"}},
 		{"-json", tmp, nil}, // a directory
 	} {
 		t.Run(tc.flag+" "+filepath.Base(tc.path), func(t *testing.T) {

@@ -66,7 +66,7 @@ func TestProgressLineFormat(t *testing.T) {
 }
 
 func FuzzParseSweep(f *testing.F) {
-	for _, s := range []string{"0,2,4,6,8,10,12,16", "", "10", "1,,2", "-1", "x", "65"} {
+	for _, s := range []string{"off,2,4,6,8,10,12,16", "0,2", "", "10", "1,,2", "-1", "x", "65"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -75,7 +75,8 @@ func FuzzParseSweep(f *testing.F) {
 			return
 		}
 		for _, b := range bits {
-			if b < 0 || b > 64 {
+			if b != -1 && (b < 1 || b > 64) { // -1: no filter; 0 is refused
+
 				t.Fatalf("parseSweep(%q) accepted %d", s, b)
 			}
 		}

@@ -26,11 +26,22 @@ func printReport(w io.Writer, rep *report) error {
 		writeSweep(&sb, rep)
 	default:
 		writeLatency(&sb, rep.Results)
-		writeCosts(&sb, rep.Results)
-		writeSeekCosts(&sb, rep.Results)
-		writeLevels(&sb, rep.Results)
-		if cfg.compareFilters {
-			writeComparisons(&sb, rep.Comparisons)
+		legend(&sb, cfg.legend, legendLatency...)
+		if writeCosts(&sb, rep.Results) {
+			legend(&sb, cfg.legend, legendCosts...)
+		}
+		if writeSeekCosts(&sb, rep.Results) {
+			legend(&sb, cfg.legend, legendSeekCosts...)
+		}
+		if writeLevels(&sb, rep.Results) {
+			legend(&sb, cfg.legend, legendLevels...)
+		}
+		baseline := 0
+		if !cfg.compareFilters {
+			baseline = cfg.baselineReads
+		}
+		if writeComparisons(&sb, rep.Comparisons, baseline) {
+			legend(&sb, cfg.legend, legendComparison(baseline)...)
 		}
 	}
 	for _, warn := range rep.Warnings {
@@ -50,8 +61,17 @@ func writeHeader(sb *strings.Builder, rep *report) {
 	if cfg.cacheSize > 0 {
 		cache = humanize.IBytes(uint64(cfg.cacheSize))
 	}
-	fmt.Fprintf(sb, "reads    %d per workload, %d thread(s), seed %d; block cache %s; filters written with %s\n",
-		cfg.reads, cfg.threads, cfg.seed, cache, bitsLabel(tableBits(cfg.bloomBits)))
+	// What the tables carry: one setting, except in the sweeps, whose
+	// settings are listed in their own tables below.
+	filters := "filters written with " + cfg.filterLabel()
+	switch {
+	case len(cfg.sweep) > 0:
+		filters = "filters: each -sweep setting below (loaded with " + cfg.filterLabel() + ", then recompacted)"
+	case len(cfg.filterSweep) > 0:
+		filters = "filters: each -filter_sweep setting below at " + cfg.filterLabel()
+	}
+	fmt.Fprintf(sb, "reads    %d per workload, %d thread(s), seed %d; block cache %s; %s\n",
+		cfg.reads, cfg.threads, cfg.seed, cache, filters)
 	where := rep.Run.DBDir
 	if rep.Run.DBTemporary {
 		where += " (temporary, removed)"
@@ -109,7 +129,7 @@ func label(r *result) string {
 	case "filters":
 		return r.Benchmark + " (filters)"
 	case "ignore_filters":
-		return r.Benchmark + " (ignored)"
+		return r.Benchmark + " (filters ignored)"
 	case "sweep":
 		return fmt.Sprintf("%s (%s)", r.Benchmark, bitsLabel(r.BloomBits))
 	case "filter_sweep":
@@ -143,7 +163,8 @@ func filterState(r *result) string {
 	return fmt.Sprint(r.BloomBits)
 }
 
-func writeCosts(sb *strings.Builder, results []*result) {
+// writeCosts prints the per-Get table and reports whether it had rows.
+func writeCosts(sb *strings.Builder, results []*result) bool {
 	t := &table{}
 	t.add("per Get", "bits/key", "tables", "filter neg", "filter FP", "FP rate", "theory", "data blocks", "bytes read", "cache hits", "found")
 	n := 0
@@ -158,11 +179,12 @@ func writeCosts(sb *strings.Builder, results []*result) {
 			fmt.Sprintf("%d/%d", r.Found, r.Ops))
 	}
 	if n == 0 {
-		return
+		return false
 	}
 	_ = t.write(sb)
 	sb.WriteString("\n")
 	writeFilterCache(sb, results)
+	return true
 }
 
 // writeFilterCache shows, with -cache_filter_blocks, what keeping filters
@@ -195,8 +217,9 @@ func writeFilterCache(sb *strings.Builder, results []*result) {
 
 // writeSeekCosts shows what iterator workloads cost per operation (a seek
 // and its steps): tables a prefix seek considered, skipped on their filter
-// or let through for nothing, and data blocks and bytes read.
-func writeSeekCosts(sb *strings.Builder, results []*result) {
+// or let through for nothing, and data blocks and bytes read. It reports
+// whether there were any.
+func writeSeekCosts(sb *strings.Builder, results []*result) bool {
 	t := &table{}
 	t.add("per seek", "bits/key", "tables", "filter neg", "filter FP", "data blocks", "bytes read", "found")
 	n := 0
@@ -210,15 +233,17 @@ func writeSeekCosts(sb *strings.Builder, results []*result) {
 			fmt.Sprintf("%d", r.Found))
 	}
 	if n == 0 {
-		return
+		return false
 	}
 	_ = t.write(sb)
 	sb.WriteString("\n")
+	return true
 }
 
 // writeLevels shows, per read workload, where Gets went level by level:
 // tables probed per Get, and data blocks read per Get after the filters.
-func writeLevels(sb *strings.Builder, results []*result) {
+// It reports whether there were any Gets to show.
+func writeLevels(sb *strings.Builder, results []*result) bool {
 	deepest := -1
 	for _, r := range results {
 		for l, p := range r.TablesProbedPerGetByLevel {
@@ -228,7 +253,7 @@ func writeLevels(sb *strings.Builder, results []*result) {
 		}
 	}
 	if deepest < 0 {
-		return
+		return false
 	}
 	t := &table{}
 	head := []string{"probed -> blocks"}
@@ -249,16 +274,26 @@ func writeLevels(sb *strings.Builder, results []*result) {
 	sb.WriteString("per level: tables probed per Get -> data blocks read per Get\n")
 	_ = t.write(sb)
 	sb.WriteString("\n")
+	return true
 }
 
-func writeComparisons(sb *strings.Builder, cs []comparison) {
+// writeComparisons prints what the filters bought: a sentence per read
+// workload, then the with/without table. baseline is the without pass's
+// reads per workload in the default run (0: -compare_filters, all of
+// them). It reports whether there was anything to compare.
+func writeComparisons(sb *strings.Builder, cs []comparison, baseline int) bool {
 	if len(cs) == 0 {
-		return
+		return false
 	}
-	fmt.Fprintf(sb, "with vs without filters: the same tables (%s), read consulting their filters and with IgnoreFilters; ratio = with / without\n",
-		bitsLabel(cs[0].BloomBits))
+	fmt.Fprintf(sb, "what the filters bought: the same tables (%s) read consulting their filters, then ignoring them\n", bitsLabel(cs[0].BloomBits))
+	for _, c := range cs {
+		if line := boughtLine(c); line != "" {
+			fmt.Fprintf(sb, "  %s\n", line)
+		}
+	}
+	sb.WriteString("\n")
 	t := &table{}
-	t.add("", "filters", "ignored", "ratio")
+	t.add("with vs without filters", "filters", "ignored", "ratio")
 	row := func(name string, p pair, prec int) {
 		if p.Filters == nil && p.IgnoreFilters == nil {
 			return // a per-Get figure of a workload without Gets (scan)
@@ -278,23 +313,51 @@ func writeComparisons(sb *strings.Builder, cs []comparison) {
 	}
 	_ = t.write(sb)
 	sb.WriteString("\n")
+	return true
+}
+
+// boughtLine says in words what the filters changed for one workload:
+// data blocks read per operation (exact) and throughput (noisy).
+func boughtLine(c comparison) string {
+	blocks, op := c.DataBlocksPerGet, "Get"
+	if blocks.Filters == nil {
+		blocks, op = c.DataBlocksPerOp, "seek"
+	}
+	if blocks.Filters == nil || blocks.IgnoreFilters == nil {
+		return ""
+	}
+	with, without := *blocks.Filters, *blocks.IgnoreFilters
+	change := "the same number of"
+	switch {
+	case without > 0 && with < without:
+		change = fmt.Sprintf("%.0f%% fewer", 100*(1-with/without))
+	case with > without:
+		change = fmt.Sprintf("%.0f%% more", 100*(with/without-1))
+	}
+	speed := ""
+	if r := c.OpsPerSec.Ratio; r != nil {
+		speed = fmt.Sprintf("; %.2fx the %ss per second", *r, op)
+	}
+	return fmt.Sprintf("%-12s %s data blocks read per %s (%.3f with filters, %.3f without)%s",
+		c.Benchmark+":", change, op, with, without, speed)
 }
 
 func writeSweep(sb *strings.Builder, rep *report) {
 	if len(rep.Sweep) > 0 {
-		s := rep.Sweep[0].Shape
-		var levels []string
-		for _, l := range s.Levels {
-			if l.Files > 0 {
-				levels = append(levels, fmt.Sprintf("L%d %d tables", l.Level, l.Files))
-			}
-		}
-		fmt.Fprintf(sb, "sweep    each setting: Compact(nil, nil) rebuilds every filter, then the reads run on a reopened database; tree: %s\n",
-			strings.Join(levels, ", "))
+		// Each setting's own tree: recompacting with other filter sizes
+		// can cut the tables at other keys, so one tree for all (once the
+		// first setting's, above a table that disagreed) would mislead.
+		fmt.Fprintf(sb, "sweep    each setting: Compact(nil, nil) rebuilds every filter, then the reads run on a reopened database\n")
 		t := &table{}
-		t.add("recompaction", "seconds", "tables", "filter memory", "bits/key spent")
+		t.add("recompaction", "seconds", "tables", "tree", "filter memory", "bits/key spent")
 		for _, st := range rep.Sweep {
-			t.add(bitsLabel(st.BloomBits), fmt.Sprintf("%.1f", st.RecompactSeconds), fmt.Sprint(st.Shape.Files),
+			var levels []string
+			for _, l := range st.Shape.Levels {
+				if l.Files > 0 {
+					levels = append(levels, fmt.Sprintf("L%d %d", l.Level, l.Files))
+				}
+			}
+			t.add(bitsLabel(st.BloomBits), fmt.Sprintf("%.1f", st.RecompactSeconds), fmt.Sprint(st.Shape.Files), strings.Join(levels, ", "),
 				humanize.IBytes(uint64(st.Shape.FilterBytes)), fmt.Sprintf("%.2f", st.Shape.FilterBitsPerKey))
 		}
 		_ = t.write(sb)
@@ -368,12 +431,7 @@ func writeFilterSweep(sb *strings.Builder, rep *report) {
 	}
 }
 
-func budgetLabel(cfg *config) string {
-	if cfg.filterBits > 0 {
-		return fmt.Sprintf("%g bits/key", cfg.filterBits)
-	}
-	return bitsLabel(tableBits(cfg.bloomBits))
-}
+func budgetLabel(cfg *config) string { return cfg.filterLabel() }
 
 func fmtPct(v *float64) string {
 	if v == nil {

@@ -188,14 +188,15 @@ func (r *result) setFilterShape(bits int, variant filter.Variant, m bloomkv.Metr
 	if m.FilterKeys > 0 {
 		r.FilterBitsPerKey = float64(m.FilterBytes) * 8 / float64(m.FilterKeys)
 	}
-	switch {
-	case bits <= 0:
-		// No filter: every probe of a table lacking the key reads it.
-		one := 1.0
-		r.FPRateTheory = &one
-	case m.FilterKeys > 0:
-		r.FilterProbes = filter.NumProbes(float64(bits))
-		r.FilterVariant = variant.String()
+	if bits <= 0 || m.FilterKeys == 0 {
+		return
+	}
+	r.FilterProbes = filter.NumProbes(float64(bits))
+	r.FilterVariant = variant.String()
+	// The theory sits beside the measured rate, so it is given only where
+	// there is one to compare it with: not for tables without filters, nor
+	// for reads that ignored them (both once printed "-" beside "100%").
+	if r.FiltersConsulted {
 		fp := probeWeightedTheory(m)
 		r.FPRateTheory = &fp
 	}

@@ -19,7 +19,7 @@ func TestTinyFreshRunIsNotReused(t *testing.T) {
 		{"plain", []string{"-num", "2"}, []float64{10}},
 		{"plain 100 keys", []string{"-num", "100", "-bloom_bits", "4"}, []float64{4}},
 		{"compare", []string{"-num", "2", "-compare_filters"}, []float64{10}},
-		{"sweep", []string{"-num", "2", "-sweep", "0,4,10"}, []float64{-1, 4, 10}},
+		{"sweep", []string{"-num", "2", "-sweep", "off,4,10"}, []float64{-1, 4, 10}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			jsonPath := filepath.Join(t.TempDir(), "r.json")

@@ -136,22 +136,23 @@ type study struct {
 	// setting is the filter variant and policy of the tables written: the
 	// flags', or the -filter_sweep entry being run.
 	setting filterSetting
+	// sweeping is set once a -sweep has loaded: its settings' bits replace
+	// the main one.
+	sweeping bool
 }
 
 // options returns the engine options for tables written with bits per key
 // (<= 0: none), read with or without consulting filters.
 func (s *study) options(bits int, ignoreFilters bool) *bloomkv.Options {
-	cache := s.cfg.cacheSize
-	if cache == 0 {
-		cache = -1 // a 0-byte cache is no cache (the engine reads 0 as "default")
-	}
 	compression := bloomkv.SnappyCompression
 	if s.cfg.compression == "none" {
 		compression = bloomkv.NoCompression
 	}
+	// A fractional budget is the main setting's alone: a -sweep setting
+	// is whole bits, which BloomBitsPerKey says.
 	var fractional float64
-	if bits > 0 {
-		fractional = s.cfg.filterBits // 0 = the whole bits
+	if bits > 0 && !s.sweeping {
+		fractional = s.cfg.fractionalBits()
 	}
 	return &bloomkv.Options{
 		MemtableSize:        s.cfg.writeBufferSize,
@@ -164,7 +165,7 @@ func (s *study) options(bits int, ignoreFilters bool) *bloomkv.Options {
 		FilterSkipLastLevel: s.setting.SkipLast,
 		CacheFilterBlocks:   s.cfg.cacheFilters,
 		FilterPinning:       s.cfg.filterPinning,
-		BlockCacheSize:      cache,
+		BlockCacheSize:      s.cfg.cacheSize, // resolved: never 0
 		WALMode:             s.cfg.walMode,
 		IgnoreFilters:       ignoreFilters,
 		FilterKey:           s.filterKey(),
@@ -204,14 +205,30 @@ func (s *study) withDB(bits int, ignoreFilters bool, f func(*bloomkv.DB) error) 
 	return f(db)
 }
 
-// plain: load, then one read pass on the same open database.
+// plain: load, then one read pass on the same open database, then the
+// baseline: the same tables reopened with IgnoreFilters and read again for
+// the first -baseline_reads keys of each workload, so that the default run
+// shows what the filters bought without the minute a full unfiltered pass
+// of absent keys takes.
 func (s *study) plain() error {
-	return s.withDB(s.cfg.bloomBits, false, func(db *bloomkv.DB) error {
+	if err := s.withDB(s.cfg.bloomBits, false, func(db *bloomkv.DB) error {
 		if err := s.load(db); err != nil {
 			return err
 		}
 		return s.readPass(db, "read", s.cfg.bloomBits, true)
-	})
+	}); err != nil {
+		return err
+	}
+	if s.cfg.baselineReads == 0 || s.cfg.bloomBits < 0 || len(s.cfg.readWorkloads()) == 0 {
+		return nil // no baseline asked for, or nothing to compare
+	}
+	if err := s.withDB(s.cfg.bloomBits, true, func(db *bloomkv.DB) error {
+		return s.readPassN(db, "ignore_filters", s.cfg.bloomBits, false, s.cfg.baselineReads)
+	}); err != nil {
+		return err
+	}
+	s.rep.Comparisons = compareResults(s.rep.Results)
+	return nil
 }
 
 // compare: load, then two read passes over the same tables, each on a
@@ -241,6 +258,7 @@ func (s *study) sweep() error {
 	if err := s.withDB(s.cfg.bloomBits, false, s.load); err != nil {
 		return err
 	}
+	s.sweeping = true
 	for _, bits := range s.cfg.sweep {
 		setting := sweepSetting{BloomBits: tableBits(bits)}
 		if err := s.withDB(bits, false, func(db *bloomkv.DB) error {
@@ -334,7 +352,7 @@ func (s *study) recompact(db *bloomkv.DB, bits int) (float64, error) {
 	for _, l := range base.Levels {
 		total += l.Bytes
 	}
-	name := fmt.Sprintf("recompact %d bits/key", max(0, bits))
+	name := "recompact " + bitsLabel(tableBits(bits))
 	stop := s.r.prog.start(name, total, unitBytes, func() int64 {
 		return int64(db.Metrics().CompactionBytesWritten - base.CompactionBytesWritten)
 	})
@@ -357,6 +375,13 @@ func (s *study) recompact(db *bloomkv.DB, bits int) (float64, error) {
 // what the tables really spend wins, with a warning, so theory and labels
 // describe the tables read.
 func (s *study) readPass(db *bloomkv.DB, pass string, bits int, consulted bool) error {
+	return s.readPassN(db, pass, bits, consulted, s.cfg.reads)
+}
+
+// readPassN is readPass with n operations per workload: the first n of the
+// keys a full pass reads (each workload's keys come from a generator
+// seeded by -seed and its name).
+func (s *study) readPassN(db *bloomkv.DB, pass string, bits int, consulted bool, n int) error {
 	written := s.wroteAll && max(s.wroteBits, 0) == max(bits, 0)
 	if actual := spentBitsPerKey(db.Metrics()); !written && actual != max(bits, 0) {
 		s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf(
@@ -366,7 +391,7 @@ func (s *study) readPass(db *bloomkv.DB, pass string, bits int, consulted bool) 
 	}
 	for _, name := range s.cfg.readWorkloads() {
 		m0 := db.Metrics()
-		run, err := s.r.read(db, name)
+		run, err := s.r.read(db, name, n)
 		if err != nil {
 			return err
 		}

@@ -99,9 +99,10 @@ func streamID(name string, thread int) uint64 {
 	return h.Sum64() + uint64(thread)
 }
 
-// read runs one read workload with -threads goroutines.
-func (r *runner) read(db *bloomkv.DB, name string) (*workloadRun, error) {
-	ops := int64(r.cfg.reads)
+// read runs one read workload of reads operations (as -reads counts them)
+// with -threads goroutines.
+func (r *runner) read(db *bloomkv.DB, name string, reads int) (*workloadRun, error) {
+	ops := int64(reads)
 	switch name {
 	case scanBench:
 		ops = max(1, ops/int64(r.cfg.scanLength))

@@ -341,7 +341,7 @@ func levelBounds(files []*manifest.FileMetadata) (smallest, largest string) {
 			hi = f.Largest
 		}
 	}
-	return base.FormatInternalKey(lo), base.FormatInternalKey(hi)
+	return fmtKey(lo), fmtKey(hi)
 }
 
 // noteExtractorFilters says once, not per table, that filters built over a

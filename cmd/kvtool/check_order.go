@@ -89,10 +89,10 @@ func checkReadOrder(fs vfs.FS, dir string, v *manifest.Version, skip map[uint64]
 				reported++
 				if sameSeq {
 					out.errorf(s.name(), "sequence number used twice: this table holds %s, %s holds %s",
-						base.FormatInternalKey(k), prevFile, base.FormatInternalKey(prevKey))
+						fmtKey(k), prevFile, fmtKey(prevKey))
 				} else {
 					out.errorf(s.name(), "read order violated: this level-%d table holds %s, older than %s in %s (level %d), yet reads visit this table first and return the older version",
-						s.level, base.FormatInternalKey(k), base.FormatInternalKey(prevKey), prevFile, prevSrc.level)
+						s.level, fmtKey(k), fmtKey(prevKey), prevFile, prevSrc.level)
 				}
 			} else {
 				suppressed++

@@ -101,7 +101,7 @@ func checkLiveTable(fs vfs.FS, dir string, level int, m *manifest.FileMetadata, 
 	lvl := level
 	res := tableResult{
 		File: name, FileNum: m.FileNum, Level: &lvl, Size: int64(m.Size),
-		Smallest: base.FormatInternalKey(m.Smallest), Largest: base.FormatInternalKey(m.Largest),
+		Smallest: fmtKey(m.Smallest), Largest: fmtKey(m.Largest),
 	}
 	if !present {
 		res.Status = statusMissing

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 )
 
 func main() {
@@ -28,6 +29,8 @@ commands:
   repair [-json] DIR                 rebuild a database Open refuses, moving what it
                                      does not keep to DIR/lost/
 
+keys print as quoted text when every byte is printable ASCII, otherwise as
+0x and hex; every command takes -hex to print them all in hex.
 check, sst and manifest only read: they take no lock and change no file.
 repair takes the LOCK, writes new tables and a new manifest, and deletes nothing.
 exit status: 0 no errors (repair: repaired), 1 problems found (repair: not
@@ -80,6 +83,12 @@ func parseFlags(fs *flag.FlagSet, args []string, argName string, stderr io.Write
 // newFlagSet returns a flag set whose usage line names the command.
 func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	hexKeys.Store(false)
+	fs.BoolFunc("hex", "print every key in hex (default: each key as quoted text when all its bytes are printable ASCII, else as 0x and hex)", func(s string) error {
+		v, err := strconv.ParseBool(s)
+		hexKeys.Store(v)
+		return err
+	})
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: kvtool %s %s\n", name, synopsis)
 		fs.PrintDefaults()

@@ -106,7 +106,7 @@ func printEdit(w io.Writer, n int, he historyEdit) {
 		row(t, "  foreign file", name)
 	}
 	for _, cp := range e.CompactPointers {
-		row(t, "  compact pointer", fmt.Sprintf("L%d %q", cp.Level, cp.Key))
+		row(t, "  compact pointer", fmt.Sprintf("L%d %s", cp.Level, fmtUserKey(cp.Key)))
 	}
 	for _, d := range e.DeletedFiles {
 		row(t, "  delete", fmt.Sprintf("L%d", d.Level), base.MakeFilename(base.FileTypeTable, d.FileNum))
@@ -115,7 +115,7 @@ func printEdit(w io.Writer, n int, he historyEdit) {
 		m := nf.Meta
 		row(t, "  add", fmt.Sprintf("L%d", nf.Level), base.MakeFilename(base.FileTypeTable, m.FileNum),
 			humanize.IBytes(m.Size), fmt.Sprintf("seqs %d-%d", m.SmallestSeq, m.LargestSeq),
-			shorten(base.FormatInternalKey(m.Smallest))+" .. "+shorten(base.FormatInternalKey(m.Largest)))
+			shorten(fmtKey(m.Smallest))+" .. "+shorten(fmtKey(m.Largest)))
 	}
 	if len(e.CompactPointers)+len(e.DeletedFiles)+len(e.NewFiles)+len(e.ForeignFiles) == 0 &&
 		!e.HasLogNum && !e.HasNextFileNum && !e.HasLastSeq && !e.HasFlushedSeq && !e.HasSyncedSeq && e.DBID == nil {
@@ -134,7 +134,7 @@ func printVersion(w io.Writer, v *manifest.Version) {
 			n++
 			row(t, fmt.Sprintf("L%d", level), base.MakeFilename(base.FileTypeTable, m.FileNum), humanize.IBytes(m.Size),
 				fmt.Sprintf("%d-%d", m.SmallestSeq, m.LargestSeq),
-				shorten(base.FormatInternalKey(m.Smallest)), shorten(base.FormatInternalKey(m.Largest)))
+				shorten(fmtKey(m.Smallest)), shorten(fmtKey(m.Largest)))
 		}
 	}
 	if n == 0 {

@@ -2,12 +2,17 @@ package main
 
 import (
 	"bytes"
+	"encoding/hex"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"text/tabwriter"
 
+	"github.com/bloomkv/bloomkv/filter"
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/dustin/go-humanize"
 )
 
@@ -51,12 +56,42 @@ func row(w io.Writer, cols ...any) {
 	fmt.Fprintln(w)
 }
 
-// fmtKey renders an internal key; nil prints as "(none)".
-func fmtKey(ikey []byte) string {
-	if ikey == nil {
-		return "(none)"
+// hexKeys is -hex: every key in hex, for comparing keys byte by byte or
+// feeding them to other tools. Each command sets it from its flags.
+var hexKeys atomic.Bool
+
+// fmtUserKey renders a user key one way, chosen per key: quoted text when
+// every byte is printable ASCII, otherwise 0x and hex. Go's %q, used
+// before, mixed the two within a key ("\xff\xff\xadޱ\xbc}": \x escapes
+// beside whatever runes the bytes happened to decode to), so binary keys
+// could be neither read nor compared.
+func fmtUserKey(k []byte) string {
+	if !hexKeys.Load() && isPrintableASCII(k) {
+		return strconv.Quote(string(k))
 	}
-	return base.FormatInternalKey(ikey)
+	return "0x" + hex.EncodeToString(k)
+}
+
+func isPrintableASCII(k []byte) bool {
+	for _, c := range k {
+		if c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// fmtKey renders an internal key as its user key (fmtUserKey), sequence
+// number and kind: "user:1"#42,SET. nil prints as "(none)".
+func fmtKey(ikey []byte) string {
+	switch {
+	case ikey == nil:
+		return "(none)"
+	case len(ikey) < base.TrailerLen:
+		return "invalid internal key " + fmtUserKey(ikey)
+	}
+	t := base.Trailer(ikey)
+	return fmt.Sprintf("%s#%d,%s", fmtUserKey(base.UserKey(ikey)), t>>8, base.Kind(t&0xFF))
 }
 
 // maxKeyWidth keeps aligned tables readable when keys are long; JSON and
@@ -115,6 +150,7 @@ func renderCheckDetails(w io.Writer, rep *checkReport) {
 		}
 		fmt.Fprintf(w, "\nmanifest  %s: %s, %s; log number %d, next file number %d, last sequence %d, flushed %s, synced %d\n",
 			m.Name, plural(m.Edits, "edit"), humanize.IBytes(uint64(m.Bytes)), m.LogNum, m.NextFileNum, m.LastSeq, flushed, m.SyncedSeq)
+		fmt.Fprintf(w, "          %s\n", nextFileNote(m.NextFileNum, len(rep.Tables), len(rep.Logs)))
 	} else if rep.noManifest != "" {
 		fmt.Fprintf(w, "\nmanifest  %s\n", rep.noManifest)
 	}
@@ -189,8 +225,68 @@ func plural(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-// indent prefixes every line of s.
-func indent(s, prefix string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return prefix + strings.Join(lines, "\n"+prefix) + "\n"
+// nextFileNote explains a next file number far above the files present,
+// which looks like loss to a newcomer and is the normal state: every log,
+// flush output, compaction output and manifest takes a number, numbers are
+// never reused, and compaction deletes the inputs it merged.
+func nextFileNote(next uint64, tables, logs int) string {
+	if next <= uint64(tables+logs)+2 {
+		return "(next file number: the number the next new file gets)"
+	}
+	return fmt.Sprintf("(next file number %d with %s and %s here is normal: every log, flush, compaction output and manifest takes a number, "+
+		"numbers are never reused, and compactions delete the tables they merge)", next, plural(tables, "table"), plural(logs, "log"))
+}
+
+// variantWords names a filter variant for a person.
+func variantWords(v filter.Variant) string {
+	switch v {
+	case filter.VariantStandard:
+		return "standard bloom filter"
+	case filter.VariantBlocked:
+		return "blocked bloom filter (probes in one 64-byte line)"
+	case filter.VariantFuse:
+		return "binary fuse filter (8-bit fingerprints, 3 slots per key)"
+	}
+	return fmt.Sprintf("unknown filter variant %d", uint8(v))
+}
+
+// filterKeyWords says what a table's filter indexes.
+func filterKeyWords(p *sstable.Properties) string {
+	switch {
+	case p.FilterKeyName == "":
+		return "whole user keys"
+	case p.FilterWholeKeys:
+		return fmt.Sprintf("whole user keys and keys from the extractor %q", p.FilterKeyName)
+	}
+	return fmt.Sprintf("keys from the extractor %q (e.g. the row of a row+column key)", p.FilterKeyName)
+}
+
+// renderProperties prints a table's properties block in words, keys as
+// fmtKey renders them (sstable.Properties.String is terser: "variant 1",
+// key "").
+func renderProperties(w io.Writer, p *sstable.Properties) {
+	t := newTable(w)
+	row(t, "  format version", p.FormatVersion)
+	row(t, "  entries", fmt.Sprintf("%d (%d deletions)", p.NumEntries, p.NumDeletions))
+	row(t, "  data blocks", p.NumDataBlocks)
+	row(t, "  raw keys / values", fmt.Sprintf("%d / %d bytes", p.RawKeyBytes, p.RawValueBytes))
+	row(t, "  data / index / filter", fmt.Sprintf("%d / %d / %d bytes", p.DataSize, p.IndexSize, p.FilterSize))
+	row(t, "  smallest key", fmtKey(p.SmallestKey))
+	row(t, "  largest key", fmtKey(p.LargestKey))
+	row(t, "  sequences", fmt.Sprintf("%d-%d", p.SmallestSeq, p.LargestSeq))
+	if p.FilterVariant == 0 {
+		row(t, "  filter", "none")
+	} else {
+		row(t, "  filter", fmt.Sprintf("%s, %g bits/key configured, %d keys, over %s",
+			variantWords(filter.Variant(p.FilterVariant)), p.BitsPerKey(), p.FilterKeyCount, filterKeyWords(p)))
+	}
+	row(t, "  compression", p.Compression)
+	row(t, "  block size / restart", fmt.Sprintf("%d / %d", p.BlockSize, p.RestartInterval))
+	if p.NumRangeDels > 0 {
+		row(t, "  range deletions", fmt.Sprintf("%d (block at %d, %d bytes)", p.NumRangeDels, p.RangeDelOffset, p.RangeDelSize))
+	}
+	if p.FileNum != 0 || len(p.DBID) > 0 {
+		row(t, "  identity", fmt.Sprintf("file %06d of database %q", p.FileNum, p.DBID))
+	}
+	t.Flush()
 }

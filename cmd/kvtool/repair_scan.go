@@ -115,7 +115,7 @@ func verifyWholeTable(rp *repairer, f dirFile, id sstable.Identity) (*sstable.Pr
 	for ok := it.First(); ok; ok = it.Next() {
 		if _, _, _, valid := base.ParseInternalKey(it.Key()); !valid {
 			_ = it.Close()
-			return &props, nil, base.CorruptionErrorf("kvtool: %s: entry %d: invalid internal key %s", path, n, base.FormatInternalKey(it.Key()))
+			return &props, nil, base.CorruptionErrorf("kvtool: %s: entry %d: invalid internal key %s", path, n, fmtKey(it.Key()))
 		}
 		n++
 	}

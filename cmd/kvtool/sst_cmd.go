@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 
-	"github.com/bloomkv/bloomkv/filter"
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/sstable"
 	"github.com/bloomkv/bloomkv/vfs"
@@ -156,7 +155,8 @@ func describeTable(w io.Writer, r *sstable.Reader, listBlocks bool) bool {
 	healthy := true
 	fmt.Fprintf(w, "table  %s\nsize   %d bytes (file number %d)\n", r.Name(), r.Size(), r.FileNum())
 
-	fmt.Fprintf(w, "\nproperties:\n%s", indent(p.String(), "  "))
+	fmt.Fprintf(w, "\nproperties:\n")
+	renderProperties(w, p)
 
 	fmt.Fprintf(w, "\nkey range:\n")
 	t := newTable(w)
@@ -194,7 +194,7 @@ func describeTable(w io.Writer, r *sstable.Reader, listBlocks bool) bool {
 				fmt.Fprintf(w, "  ... %d more\n", len(rd.Spans())-i)
 				break
 			}
-			fmt.Fprintf(w, "  [%q, %q) %v\n", sp.Start, sp.End, sp.Seqs)
+			fmt.Fprintf(w, "  [%s, %s) %v\n", fmtUserKey(sp.Start), fmtUserKey(sp.End), sp.Seqs)
 		}
 	}
 
@@ -301,19 +301,8 @@ func printFilter(w io.Writer, r *sstable.Reader, scan tableScan) bool {
 		fmt.Fprintf(w, "  none (written with BloomBitsPerKey %d): every Get reads a data block\n", p.BloomBitsPerKey)
 		return true
 	}
-	variant := fmt.Sprintf("variant %d", fb.Variant())
-	switch fb.Variant() {
-	case filter.VariantStandard:
-		variant = "standard bloom filter"
-	case filter.VariantBlocked:
-		variant = "blocked bloom filter (probes in one 64-byte line)"
-	case filter.VariantFuse:
-		variant = "binary fuse filter (8-bit fingerprints, 3 slots per key)"
-	}
-	builtOver := "whole user keys"
-	if p.FilterKeyName != "" {
-		builtOver = fmt.Sprintf("keys from the extractor %q", p.FilterKeyName)
-	}
+	variant := variantWords(fb.Variant())
+	builtOver := filterKeyWords(p)
 	t := newTable(w)
 	row(t, "  variant", variant)
 	row(t, "  bits", fmt.Sprintf("%d (%s in memory)", fb.Bits(), humanize.IBytes(uint64(r.FilterMemory()))))

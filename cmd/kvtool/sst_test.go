@@ -31,11 +31,13 @@ func TestSSTPrintsProperties(t *testing.T) {
 		p := *r.Properties()
 		r.Close()
 		for _, want := range []string{
-			"properties:", "format version:     1",
-			fmt.Sprintf("entries:            %d (%d deletions)", p.NumEntries, p.NumDeletions),
-			fmt.Sprintf("data blocks:        %d", p.NumDataBlocks),
-			"smallest   " + base.FormatInternalKey(p.SmallestKey),
-			"largest    " + base.FormatInternalKey(p.LargestKey),
+			"properties:", "format version         1",
+			fmt.Sprintf("entries                %d (%d deletions)", p.NumEntries, p.NumDeletions),
+			fmt.Sprintf("data blocks            %d", p.NumDataBlocks),
+			// The filter in words, not "variant 1, ..., key \"\"".
+			fmt.Sprintf("filter                 standard bloom filter, 10 bits/key configured, %d keys, over whole user keys", p.FilterKeyCount),
+			"smallest   " + fmtKey(p.SmallestKey),
+			"largest    " + fmtKey(p.LargestKey),
 			"blocks:", "data block", "index block", "properties block", "footer",
 			"filter:", "standard bloom filter", "false positives", "theory",
 			fmt.Sprintf("every user key present (%d probed)", p.FilterKeyCount),
