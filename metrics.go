@@ -96,6 +96,9 @@ type Metrics struct {
 	// or with Options.CacheFilterBlocks the filters pinned and those in
 	// the block cache.
 	FilterBytesResident int64
+	// IndexBytesResident is the memory the open tables' index blocks take
+	// (held with each open table, outside the block cache).
+	IndexBytesResident int64
 	// With Options.CacheFilterBlocks: the filter bytes in the block cache
 	// now, the bytes pinned (both part of BlockCacheBytes), filter lookups
 	// in the block cache that hit and missed, and the filter blocks read
@@ -383,6 +386,7 @@ func (db *DB) Metrics() Metrics {
 		lm.Bytes = s.v.LevelBytes(l)
 		var levelFPRKeys float64
 		for _, f := range s.v.Levels[l] {
+			m.IndexBytesResident += int64(db.tableCache.IndexMemory(f.FileNum))
 			fs, ok := db.tableFilterStats(f)
 			if ok {
 				if db.opts.CacheFilterBlocks {

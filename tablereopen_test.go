@@ -51,6 +51,9 @@ func TestTableReopensCounted(t *testing.T) {
 			if d.TableReopens == 0 || levelOpens == 0 || d.TableReopens > d.TableOpens {
 				t.Fatalf("re-opens %d, opens %d, Gets' opens %d", d.TableReopens, d.TableOpens, levelOpens)
 			}
+			if m.IndexBytesResident <= 0 {
+				t.Fatalf("IndexBytesResident %d with %d tables open", m.IndexBytesResident, m.TableCacheOpen)
+			}
 			if m.FilterBytesResident <= 0 || m.FilterBytesResident >= m.FilterBytes {
 				t.Fatalf("resident filters %d B of %d B with %d of %d tables open", m.FilterBytesResident, m.FilterBytes, m.TableCacheOpen, files)
 			}

@@ -8,6 +8,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -137,6 +138,16 @@ func TestCompareFiltersTiny(t *testing.T) {
 	}
 	if levels < 2 {
 		t.Errorf("tiny tree settled into %d level(s); the test wants several: %v", levels, sh)
+	}
+	// Memory on the record: resident filters and indexes, per key, and the
+	// peak RSS (read from the system on Unix).
+	for _, field := range []string{"filter_bytes_resident", "index_bytes_resident", "resident_bytes_per_key", "peak_rss_bytes"} {
+		if v, _ := sh[field].(float64); v <= 0 && (field != "peak_rss_bytes" || runtime.GOOS != "windows") {
+			t.Errorf("shape.%s = %v, want > 0", field, sh[field])
+		}
+	}
+	if !strings.Contains(stdout, "memory   resident outside the block cache: filters ") {
+		t.Errorf("the report does not show resident memory:\n%s", stdout)
 	}
 
 	results := resultsOf(t, doc)

@@ -108,8 +108,11 @@ func writeShape(sb *strings.Builder, title string, s shape) {
 	}
 	t.add("total", fmt.Sprint(s.Files), humanize.IBytes(uint64(s.Bytes)))
 	_ = t.write(sb)
-	fmt.Fprintf(sb, "filters  %s in memory for %d keys: %.2f bits/key spent\n\n",
+	fmt.Fprintf(sb, "filters  %s in memory for %d keys: %.2f bits/key spent\n",
 		humanize.IBytes(uint64(s.FilterBytes)), s.FilterKeys, s.FilterBitsPerKey)
+	fmt.Fprintf(sb, "memory   resident outside the block cache: filters %s, indexes %s (%.2f bytes/key); peak RSS %s\n\n",
+		humanize.IBytes(uint64(s.FilterBytesResident)), humanize.IBytes(uint64(s.IndexBytesResident)),
+		s.ResidentBytesPerKey, humanize.IBytes(uint64(s.PeakRSS)))
 }
 
 func loadResults(results []*result) []*result {

@@ -11,6 +11,13 @@ type shape struct {
 	FilterBytes      int64        `json:"filter_bytes"`
 	FilterKeys       uint64       `json:"filter_keys"`
 	FilterBitsPerKey float64      `json:"filter_bits_per_key"`
+	// Memory on the record: what the open tables hold outside the block
+	// cache (filters, indexes), per key written, and the process's peak
+	// resident set when the shape was taken.
+	FilterBytesResident int64   `json:"filter_bytes_resident"`
+	IndexBytesResident  int64   `json:"index_bytes_resident"`
+	ResidentBytesPerKey float64 `json:"resident_bytes_per_key"`
+	PeakRSS             int64   `json:"peak_rss_bytes"`
 }
 
 type levelShape struct {
@@ -33,5 +40,10 @@ func shapeOf(m bloomkv.Metrics) shape {
 	if m.FilterKeys > 0 {
 		s.FilterBitsPerKey = float64(m.FilterBytes) * 8 / float64(m.FilterKeys)
 	}
+	s.FilterBytesResident, s.IndexBytesResident = m.FilterBytesResident, m.IndexBytesResident
+	if m.FilterKeys > 0 {
+		s.ResidentBytesPerKey = float64(m.FilterBytesResident+m.IndexBytesResident) / float64(m.FilterKeys)
+	}
+	s.PeakRSS = peakRSS()
 	return s
 }
