@@ -113,8 +113,7 @@ func batchSequences(rec []byte) (first, count uint64, err error) {
 // replayLogs applies the records plan keeps to memtables and writes them
 // to level-0 tables recorded in edit.
 func (db *DB) replayLogs(res *wal.Result, edit *manifest.VersionEdit) error {
-	mem := memtable.New()
-	flush := func() error {
+	flush := func(mem *memtable.Memtable) error {
 		if mem.Empty() {
 			return nil
 		}
@@ -132,25 +131,40 @@ func (db *DB) replayLogs(res *wal.Result, edit *manifest.VersionEdit) error {
 			edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: meta})
 			db.counters.flushBytes.Add(meta.Size)
 		}
-		mem = memtable.New()
 		return nil
 	}
+	mem, err := db.replay(res, memtable.New(), flush)
+	if err != nil {
+		return err
+	}
+	return flush(mem)
+}
+
+// replay applies the records res keeps, log by log, to mem, the one replay
+// loop of both recoveries. With flush set (a writable open), a memtable
+// that reaches MemtableSize is handed to flush and replay goes on in a
+// fresh one; without it (a read-only open, which writes nothing) mem takes
+// everything. It returns the memtable holding the last records.
+func (db *DB) replay(res *wal.Result, mem *memtable.Memtable, flush func(*memtable.Memtable) error) (*memtable.Memtable, error) {
 	for i := range res.Logs {
 		err := wal.Replay(db.fs, &res.Logs[i], func(rec []byte) error {
 			// wal.Check decoded this record already.
 			applyBatch(rec, func(op batchrep.Op) {
 				addToMemtable(mem, op)
 			})
-			if mem.ApproximateSize() >= int64(db.opts.MemtableSize) {
-				return flush()
+			if flush != nil && mem.ApproximateSize() >= int64(db.opts.MemtableSize) {
+				if err := flush(mem); err != nil {
+					return err
+				}
+				mem = memtable.New()
 			}
 			return nil
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return flush()
+	return mem, nil
 }
 
 // moveDroppedLogs moves, in point-in-time mode, each log with dropped bytes
@@ -320,17 +334,8 @@ func (db *DB) finishReadOnlyRecovery(state *manifest.State, plan *wal.Result) er
 	// never flushed, and the logs hold at most what a writer kept in its
 	// memtables.
 	mem := db.newMemTableLocked(0)
-	for i := range plan.Logs {
-		err := wal.Replay(db.fs, &plan.Logs[i], func(rec []byte) error {
-			// wal.Check decoded this record already.
-			_ = decodeBatch(rec, func(op batchrep.Op) {
-				addToMemtable(mem.Memtable, op)
-			})
-			return nil
-		})
-		if err != nil {
-			return err
-		}
+	if _, err := db.replay(plan, mem.Memtable, nil); err != nil {
+		return err
 	}
 	db.mu.mem = mem
 	db.updateReadStateLocked()
