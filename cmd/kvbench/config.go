@@ -50,6 +50,7 @@ type config struct {
 	blockSize        int            // -block_size
 	writeBufferSize  int            // -write_buffer_size (memtable)
 	targetFileSize   int64          // -target_file_size_base
+	fileSizeMult     int            // -target_file_size_multiplier
 	levelBaseBytes   int64          // -max_bytes_for_level_base
 	l0Trigger        int            // -level0_file_num_compaction_trigger
 	idleDelay        time.Duration  // -idle_compaction_delay
@@ -122,7 +123,8 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.Int64Var(&c.cacheSize, "cache_size", 0, fmt.Sprintf("block cache bytes (Options.BlockCacheSize): 0 = the engine default (%s), negative = no block cache", humanize.IBytes(engineDefaultCache)))
 	fs.IntVar(&c.blockSize, "block_size", 4<<10, "target uncompressed data block size in bytes")
 	fs.IntVar(&c.writeBufferSize, "write_buffer_size", 4<<20, "memtable bytes before a flush")
-	fs.Int64Var(&c.targetFileSize, "target_file_size_base", 0, "compaction output table size in bytes (0 = engine default, 2 MiB)")
+	fs.Int64Var(&c.targetFileSize, "target_file_size_base", 0, "compaction output table size in level 1, in bytes (0 = engine default, 2 MiB)")
+	fs.IntVar(&c.fileSizeMult, "target_file_size_multiplier", 0, "growth of table sizes per level below level 1 (Options.TargetFileSizeMultiplier; 0 = engine default, 2; 1 = every level alike)")
 	fs.Int64Var(&c.levelBaseBytes, "max_bytes_for_level_base", 0, "size target of level 1 in bytes (0 = engine default, 10 MiB); small values give small data sets a deep tree")
 	fs.IntVar(&c.l0Trigger, "level0_file_num_compaction_trigger", 0, "level-0 tables that trigger a compaction (0 = engine default, 4)")
 	fs.BoolVar(&c.readCompactions, "read_compactions", false, "let reads trigger compactions (Options.DisableReadCompactions false, the engine default); off by default so that every workload reads the tree the fill left and the filter settings compared read the same tree")
@@ -336,8 +338,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-key_size %d outside [8, 65536]: kvbench needs 8 bytes to make every key unique", c.keySize)
 	case c.valueSize < 0 || c.valueSize > 16<<20:
 		return fmt.Errorf("-value_size %d outside [0, 16 MiB]", c.valueSize)
-	case c.targetFileSize < 0 || c.levelBaseBytes < 0 || c.l0Trigger < 0:
-		return errors.New("-target_file_size_base, -max_bytes_for_level_base and -level0_file_num_compaction_trigger must not be negative (0 = engine default)")
+	case c.targetFileSize < 0 || c.levelBaseBytes < 0 || c.l0Trigger < 0 || c.fileSizeMult < 0:
+		return errors.New("-target_file_size_base, -target_file_size_multiplier, -max_bytes_for_level_base and -level0_file_num_compaction_trigger must not be negative (0 = engine default)")
 	case c.compression != "snappy" && c.compression != "none":
 		return fmt.Errorf("-compression %q: want snappy or none", c.compression)
 	case c.compressionRatio <= 0 || c.compressionRatio > 1:

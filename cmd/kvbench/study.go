@@ -172,10 +172,11 @@ func (s *study) options(bits int, ignoreFilters bool) *bloomkv.Options {
 		FilterKeyName:       s.filterKeyName(),
 		FilterWholeKey:      s.cfg.filterWholeKey,
 
-		TargetFileSize:        s.cfg.targetFileSize,
-		LBaseMaxBytes:         s.cfg.levelBaseBytes,
-		L0CompactionThreshold: s.cfg.l0Trigger,
-		IdleCompactionDelay:   s.cfg.idleDelay,
+		TargetFileSize:           s.cfg.targetFileSize,
+		TargetFileSizeMultiplier: s.cfg.fileSizeMult,
+		LBaseMaxBytes:            s.cfg.levelBaseBytes,
+		L0CompactionThreshold:    s.cfg.l0Trigger,
+		IdleCompactionDelay:      s.cfg.idleDelay,
 		// Studies compare filter settings on the tree the fill left:
 		// reads must not reshape it (-read_compactions allows it).
 		DisableReadCompactions: !s.cfg.readCompactions,
