@@ -56,6 +56,9 @@ type Iterator struct {
 	// until SetBounds gives it valid ones.
 	boundsErr error
 	closed    bool
+	// scan is the bounds the levels' range filters see (rangefilter_iter.go);
+	// nil with Options.IgnoreRangeFilters.
+	scan *scanBounds
 }
 
 // NewIterator returns an iterator over the database as of now.
@@ -82,6 +85,10 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 		seq = db.visibleSeq.Load()
 	}
 	sh := db.reads.at(slot)
+	var scan *scanBounds
+	if !db.opts.IgnoreRangeFilters {
+		scan = &scanBounds{lower: lower, upper: upper}
+	}
 	iters := []base.InternalIterator{s.mem.NewIter()}
 	for _, m := range s.imm {
 		iters = append(iters, m.NewIter())
@@ -91,6 +98,7 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 		li.level = l
 		li.stats, li.probes, li.prefixOf = &sh.iterLevels[l], &sh.iterProbes[l], db.opts.FilterKey
 		li.ignoreFilters = db.opts.IgnoreFilters
+		li.scan = scan
 		return li
 	}
 	// Level-0 tables may overlap: each is its own one-table "level".
@@ -107,7 +115,7 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 	}
 	vis := iterator.NewVisible(iterator.NewMerging(iters...), seq, lower, upper)
 	vis.SetPrefixExtractor(db.opts.FilterKey)
-	it := &Iterator{db: db, vis: vis, state: s, stateSlot: slot, shard: sh, prefix: prefix, levels: sorted}
+	it := &Iterator{db: db, vis: vis, state: s, stateSlot: slot, shard: sh, prefix: prefix, levels: sorted, scan: scan}
 	if prefix != nil && prefixIsFilterKey(db.opts.FilterKey, prefix) {
 		it.filterPrefix = prefix
 	}
@@ -342,6 +350,9 @@ func (it *Iterator) SetBounds(lower, upper []byte) {
 		lower, upper = prefixBounds(it.prefix, lower, upper)
 	}
 	it.vis.SetBounds(lower, upper)
+	if it.scan != nil {
+		it.scan.lower, it.scan.upper = cloneOrNil(lower), cloneOrNil(upper)
+	}
 	it.setRangeDels(lower, upper)
 }
 
