@@ -399,6 +399,16 @@ func RangeFilterFPR(n, r, width uint64) float64 {
 	return -math.Expm1(float64(n) * math.Log1p(-float64(width)/float64(r)))
 }
 
+// RangeFilterTheory returns the false-positive rate of an empty range of
+// width integers for a large filter of bitsPerKey bits per key: r/n is
+// then 2^floor(b-2) * (b - 1 - floor(b-2)) (see NewRangeFilter), and the
+// rate 1 - exp(-width n / r), about width / 2^(b-2).
+func RangeFilterTheory(bitsPerKey float64, width uint64) float64 {
+	low := math.Floor(bitsPerKey - 2)
+	perKey := math.Exp2(low) * (bitsPerKey - 1 - low) // r / n
+	return -math.Expm1(-float64(width) / perKey)
+}
+
 // RangeFilterBuilder collects the byte keys of a table in increasing order
 // and builds a RangeFilter over RangeKey of each (after a common prefix,
 // when StripPrefix is set). Consecutive keys that map to one integer are

@@ -28,6 +28,7 @@ func printReport(w io.Writer, rep *report) error {
 		writeLatency(&sb, rep.Results)
 		writeCosts(&sb, rep.Results)
 		writeSeekCosts(&sb, rep.Results)
+		writeRangeCosts(&sb, rep.Results)
 		writeLevels(&sb, rep.Results)
 		if cfg.compareFilters {
 			writeComparisons(&sb, rep.Comparisons)

@@ -95,6 +95,8 @@ type result struct {
 	// key the policy gives a table written there now.
 	FilterBytesByLevel      []int64   `json:"filter_bytes_by_level"`
 	FilterBitsPerKeyByLevel []float64 `json:"filter_bits_per_key_by_level"`
+	// RangeFilter: the range workloads' range-filter figures (scanempty.go).
+	RangeFilter *rangeFigures `json:"range_filter,omitempty"`
 }
 
 // newResult combines a workload run with the metrics it cost. bits is the
@@ -172,6 +174,7 @@ func newResult(run *workloadRun, pass string, bits int, variant filter.Variant, 
 	r.FPRateMeasured = ratio(d.FilterFalsePositives, d.FilterNegatives+d.FilterFalsePositives)
 	r.CacheHitRate = ratio(d.BlockCacheHits, d.BlockCacheHits+d.BlockCacheMisses)
 	r.setFilterShape(bits, variant, d)
+	r.RangeFilter = rangeFiguresOf(run, d)
 	return r
 }
 

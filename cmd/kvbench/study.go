@@ -167,9 +167,13 @@ func (s *study) options(bits int, ignoreFilters bool) *bloomkv.Options {
 		BlockCacheSize:      cache,
 		WALMode:             s.cfg.walMode,
 		IgnoreFilters:       ignoreFilters,
-		FilterKey:           s.filterKey(),
-		FilterKeyName:       s.filterKeyName(),
-		FilterWholeKey:      s.cfg.filterWholeKey,
+		// Range filters: written per -range_filter_bits, ignored with the
+		// point filters in the -compare_filters pass without them.
+		RangeFilterBitsPerKey: s.cfg.rangeFilterBits,
+		IgnoreRangeFilters:    ignoreFilters,
+		FilterKey:             s.filterKey(),
+		FilterKeyName:         s.filterKeyName(),
+		FilterWholeKey:        s.cfg.filterWholeKey,
 
 		TargetFileSize:        s.cfg.targetFileSize,
 		LBaseMaxBytes:         s.cfg.levelBaseBytes,
