@@ -56,8 +56,8 @@ type Iterator struct {
 	// until SetBounds gives it valid ones.
 	boundsErr error
 	closed    bool
-	// scan is the bounds the levels' range filters see (rangefilter_iter.go);
-	// nil with Options.IgnoreRangeFilters.
+	// scan is the bounds the levels see, to skip the tables that cannot
+	// hold keys in them (rangefilter_iter.go).
 	scan *scanBounds
 }
 
@@ -85,10 +85,7 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 		seq = db.visibleSeq.Load()
 	}
 	sh := db.reads.at(slot)
-	var scan *scanBounds
-	if !db.opts.IgnoreRangeFilters {
-		scan = &scanBounds{lower: lower, upper: upper}
-	}
+	scan := &scanBounds{lower: lower, upper: upper, filters: !db.opts.IgnoreRangeFilters}
 	iters := []base.InternalIterator{s.mem.NewIter()}
 	for _, m := range s.imm {
 		iters = append(iters, m.NewIter())
@@ -350,9 +347,7 @@ func (it *Iterator) SetBounds(lower, upper []byte) {
 		lower, upper = prefixBounds(it.prefix, lower, upper)
 	}
 	it.vis.SetBounds(lower, upper)
-	if it.scan != nil {
-		it.scan.lower, it.scan.upper = cloneOrNil(lower), cloneOrNil(upper)
-	}
+	it.scan.lower, it.scan.upper = cloneOrNil(lower), cloneOrNil(upper)
 	it.setRangeDels(lower, upper)
 }
 

@@ -41,10 +41,10 @@ type levelIter struct {
 	// SeekGE, nil when the target fell between tables or outside them
 	// (read_compaction.go charges it when a deeper level held it too).
 	seekFile *manifest.FileMetadata
-	// scan holds the iterator's bounds for range filters (nil: bounded
-	// seeks do not consult them); skipped says the last SeekGE or SeekLT
-	// left the level exhausted after skipping tables on their range
-	// filters (rangefilter_iter.go).
+	// scan holds the iterator's bounds (nil: seeks ignore them); skipped
+	// says the last SeekGE or SeekLT left the level exhausted without
+	// positioning on entries it holds beyond the bounds or on tables its
+	// range filters skipped (rangefilter_iter.go).
 	scan    *scanBounds
 	skipped bool
 }
@@ -143,7 +143,7 @@ func (l *levelIter) SeekGE(ikey []byte) bool {
 		l.seekFile = l.files[i]
 	}
 	if l.skipped = false; l.scan != nil && l.scan.upper != nil {
-		return l.seekGEFiltered(i, ikey)
+		return l.seekGEBounded(i, ikey)
 	}
 	if !l.open(i) {
 		return false
@@ -210,7 +210,7 @@ func (l *levelIter) SeekLT(ikey []byte) bool {
 		return base.CompareInternal(l.files[i].Smallest, ikey) >= 0
 	}) - 1
 	if l.skipped = false; l.scan != nil && l.scan.lower != nil {
-		return l.seekLTFiltered(i, ikey)
+		return l.seekLTBounded(i, ikey)
 	}
 	if !l.open(i) {
 		return false

@@ -33,26 +33,36 @@ import (
 
 // scanBounds are an iterator's bounds as its levels see them: shared by
 // the Iterator and its levelIters, replaced by SetBounds. nil: unbounded.
+// filters is false with Options.IgnoreRangeFilters: the levels then stop
+// at the bounds but never ask a range filter, so the two modes differ
+// only in what the filters do.
 type scanBounds struct {
 	lower, upper []byte
+	filters      bool
 	scratch      []byte // SeekLT's inclusive end
 }
 
 // SeekSkipped reports whether the last SeekGE or SeekLT left the level
-// exhausted after skipping a table on its range filter.
+// exhausted while it holds entries it did not position on: tables skipped
+// on their range filter, or a table beyond the bounds.
 func (l *levelIter) SeekSkipped() bool { return l.skipped }
 
-// seekGEFiltered is SeekGE(ikey) from file i on, skipping the tables whose
-// range filter rules out [UserKey(ikey), upper).
-func (l *levelIter) seekGEFiltered(i int, ikey []byte) bool {
+// seekGEBounded is SeekGE(ikey) from file i on, for an iterator with an
+// upper bound: the tables that cannot hold [UserKey(ikey), upper) -- that
+// start at or after upper, or whose range filter rules the range out --
+// are not read. When none is left the level is exhausted (skipped), with
+// no block read.
+func (l *levelIter) seekGEBounded(i int, ikey []byte) bool {
 	lo, hi := base.UserKey(ikey), l.scan.upper
-	skipped := false
 	for ; i < len(l.files) && bytes.Compare(lo, hi) < 0 && bytes.Compare(l.files[i].SmallestUserKey(), hi) < 0; i++ {
 		r, release := l.find(i)
 		if r == nil {
 			return false
 		}
-		may, filtered := r.RangeMayMatch(lo, hi, l.stats)
+		may, filtered := true, false
+		if l.scan.filters {
+			may, filtered = r.RangeMayMatch(lo, hi, l.stats)
+		}
 		if may {
 			l.iter, l.close = r.ReuseIterReleasing(l.spare, true, l.stats), release
 			l.spare = nil
@@ -63,40 +73,34 @@ func (l *levelIter) seekGEFiltered(i int, ikey []byte) bool {
 			return l.skipForward(ok)
 		}
 		release()
-		skipped = true
 		if l.files[i] == l.seekFile {
 			l.seekFile = nil // the seek read nothing there
 		}
 	}
-	if !skipped {
-		if !l.open(i) {
-			return false
-		}
-		return l.skipForward(l.iter.SeekGE(ikey))
-	}
-	// Tables holding nothing in range were skipped up to one that starts
-	// at or after upper (or the end): nothing of this level is in range.
+	// Nothing of this level lies in range; it may hold entries beyond it
+	// (or in skipped tables) that a turn must not miss.
 	l.closeCurrent()
 	l.index, l.skipped = len(l.files), true
 	return false
 }
 
-// seekLTFiltered is SeekLT(ikey) from file i back, skipping the tables
-// whose range filter rules out [lower, UserKey(ikey)]: entries before
-// ikey have user keys up to UserKey(ikey) (newer versions of it sort
-// before it).
-func (l *levelIter) seekLTFiltered(i int, ikey []byte) bool {
+// seekLTBounded is SeekGE's mirror for an iterator with a lower bound:
+// entries before ikey have user keys up to UserKey(ikey) (newer versions
+// of it sort before it), so the range is [lower, UserKey(ikey)].
+func (l *levelIter) seekLTBounded(i int, ikey []byte) bool {
 	lower := l.scan.lower
 	u := base.UserKey(ikey)
 	hi := append(append(l.scan.scratch[:0], u...), 0)
 	l.scan.scratch = hi
-	skipped := false
 	for ; i >= 0 && bytes.Compare(lower, hi) < 0 && bytes.Compare(l.files[i].LargestUserKey(), lower) >= 0; i-- {
 		r, release := l.find(i)
 		if r == nil {
 			return false
 		}
-		may, filtered := r.RangeMayMatch(lower, hi, l.stats)
+		may, filtered := true, false
+		if l.scan.filters {
+			may, filtered = r.RangeMayMatch(lower, hi, l.stats)
+		}
 		if may {
 			l.iter, l.close = r.ReuseIterReleasing(l.spare, true, l.stats), release
 			l.spare = nil
@@ -107,13 +111,6 @@ func (l *levelIter) seekLTFiltered(i int, ikey []byte) bool {
 			return l.skipBackward(ok)
 		}
 		release()
-		skipped = true
-	}
-	if !skipped {
-		if !l.open(i) {
-			return false
-		}
-		return l.skipBackward(l.iter.SeekLT(ikey))
 	}
 	l.closeCurrent()
 	l.index, l.skipped = -1, true

@@ -129,48 +129,23 @@ func (r *runner) rangeLoop(db *bloomkv.DB, name string, n int64, rng *rand.Rand,
 	return found, it.Close()
 }
 
-// rangeFigures are a range workload's range-filter figures per seek.
-type rangeFigures struct {
-	Probes         uint64   `json:"probes"`
-	Negatives      uint64   `json:"negatives"`
-	FalsePositives uint64   `json:"false_positives"`
-	ProbesPerOp    *float64 `json:"probes_per_op"`
-	NegativesPerOp *float64 `json:"negatives_per_op"`
-	// FPRMeasured: of the tables that held nothing in range, the share
-	// their range filter let through (Metrics.RangeFilter.FPR).
-	FPRMeasured *float64 `json:"fpr_measured"`
-	// FPRTheory: 1 - (1 - w/r)^n of the bits per key asked for, at the
-	// range's width w in integers (filter.RangeFilterTheory); nil for
-	// scanbounded.
-	FPRTheory  *float64 `json:"fpr_theory"`
-	Width      uint64   `json:"width"`
-	BitsPerKey float64  `json:"bits_per_key"`
-	// Per level: the measured FPR.
-	FPRByLevel []float64 `json:"fpr_by_level"`
-}
-
-// rangeFiguresOf returns the figures of a range workload, nil for others.
-func rangeFiguresOf(run *workloadRun, d bloomkv.Metrics) *rangeFigures {
+// setRangeFigures fills the range-filter figures of a range workload.
+func (r *result) setRangeFigures(run *workloadRun, d bloomkv.Metrics) {
 	if !isRangeWorkload(run.name) {
-		return nil
+		return
 	}
 	rf := d.RangeFilter
-	f := &rangeFigures{
-		Probes: rf.Probes, Negatives: rf.Negatives, FalsePositives: rf.FalsePositives,
-		ProbesPerOp:    ratio(rf.Probes, uint64(run.ops)),
-		NegativesPerOp: ratio(rf.Negatives, uint64(run.ops)),
-		FPRMeasured:    ratio(rf.FalsePositives, rf.FalsePositives+rf.Negatives),
-		Width:          run.rangeWidth,
-		BitsPerKey:     run.rangeBits,
-	}
+	r.RangeWidth, r.RangeFilterBits = run.rangeWidth, run.rangeBits
+	r.RangeFilterProbesPerOp = ratio(rf.Probes, uint64(run.ops))
+	r.RangeFilterNegativesPerOp = ratio(rf.Negatives, uint64(run.ops))
+	r.RangeFilterFPRMeasured = ratio(rf.FalsePositives, rf.FalsePositives+rf.Negatives)
 	if run.name != scanBounded && run.rangeBits > 0 && rf.Probes > 0 {
 		th := filter.RangeFilterTheory(run.rangeBits, run.rangeWidth)
-		f.FPRTheory = &th
+		r.RangeFilterFPRTheory = &th
 	}
 	for _, l := range d.Levels {
-		f.FPRByLevel = append(f.FPRByLevel, l.RangeFilter.FPR())
+		r.RangeFilterFPRMeasuredByLevel = append(r.RangeFilterFPRMeasuredByLevel, l.RangeFilter.FPR())
 	}
-	return f
 }
 
 // writeRangeCosts shows the range workloads' range-filter figures.
@@ -179,14 +154,13 @@ func writeRangeCosts(sb *strings.Builder, results []*result) {
 	t.add("range filters", "bits/key", "width", "ops/s", "probes/seek", "negatives/seek", "FPR", "FPR theory", "data blocks/seek")
 	n := 0
 	for _, r := range results {
-		if r.RangeFilter == nil {
+		if r.RangeFilterProbesPerOp == nil {
 			continue
 		}
 		n++
-		f := r.RangeFilter
-		t.add(label(r), fmt.Sprintf("%g", f.BitsPerKey), fmt.Sprintf("%d", f.Width), fmt.Sprintf("%.0f", r.OpsPerSec),
-			fmtFloat(f.ProbesPerOp, 3), fmtFloat(f.NegativesPerOp, 3), fmtFloat(f.FPRMeasured, 4), fmtFloat(f.FPRTheory, 4),
-			fmtFloat(r.DataBlocksPerOp, 4))
+		t.add(label(r), fmt.Sprintf("%g", r.RangeFilterBits), fmt.Sprintf("%d", r.RangeWidth), fmt.Sprintf("%.0f", r.OpsPerSec),
+			fmtFloat(r.RangeFilterProbesPerOp, 3), fmtFloat(r.RangeFilterNegativesPerOp, 3), fmtFloat(r.RangeFilterFPRMeasured, 4),
+			fmtFloat(r.RangeFilterFPRTheory, 4), fmtFloat(r.DataBlocksPerOp, 4))
 	}
 	if n == 0 {
 		return
