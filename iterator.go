@@ -160,11 +160,10 @@ func (it *Iterator) setRangeDels(lower, upper []byte) {
 	for _, m := range s.imm {
 		add(m.RangeDels())
 	}
-	for _, files := range s.v.Levels {
-		for _, f := range files {
-			if !f.Overlaps(lower, upper) {
-				continue
-			}
+	// Binary searched in levels >= 1: a short scan's SetBounds on a big
+	// tree would otherwise compare its bounds with every table's.
+	for level := range s.v.Levels {
+		for _, f := range s.v.Overlaps(level, lower, upper) {
 			r, release, err := findTable(it.db.tableCache, f)
 			if err != nil {
 				if errors.Is(err, sstable.ErrTableCacheClosed) {

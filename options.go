@@ -159,9 +159,10 @@ type Options struct {
 	// filter of about this many bits per key, in [2, 48] (rangefilter.go):
 	// a bounded seek -- SeekGE with an UpperBound, SeekLT with a
 	// LowerBound -- skips the tables whose range filter says the range
-	// holds no key, without reading a block. It indexes the first 8 bytes
-	// of each key, so it suits keys that start with an integer or a
-	// timestamp. 0 (the default) writes none; tables written with one are
+	// holds no key, without reading a block. It indexes 8 bytes of each
+	// key, after a prefix all keys of the table share (chosen per table),
+	// so it resolves ranges to those bytes: it suits keys whose order is
+	// an integer or a timestamp there. 0 (the default) writes none; tables written with one are
 	// read with it whatever this says.
 	RangeFilterBitsPerKey float64
 	// IgnoreRangeFilters makes iterators skip range filters: a study knob

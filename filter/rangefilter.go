@@ -410,60 +410,118 @@ func RangeFilterTheory(bitsPerKey float64, width uint64) float64 {
 }
 
 // RangeFilterBuilder collects the byte keys of a table in increasing order
-// and builds a RangeFilter over RangeKey of each (after a common prefix,
-// when StripPrefix is set). Consecutive keys that map to one integer are
-// kept once.
+// and builds a RangeFilter over RangeKey of each, after a prefix they all
+// share when adaptive. Keys that map to one integer are kept once.
+//
+// Choosing the prefix (adaptive). The filter resolves ranges to the 8
+// bytes it indexes, so those should be where the keys differ: all of
+// "user:42/" + a big-endian integer share 8 bytes of "user:42/", and
+// indexing those would make every range of the user a "maybe". The
+// builder counts, for each pair of adjacent keys, the first byte where
+// they differ (keys cut to maxWindowStart+8 bytes). Of the prefixes no
+// longer than the one all keys share (which keeps the map monotone) whose
+// following 8 bytes tell the most adjacent pairs apart, it takes the one
+// whose 8 bytes end where the shortest key ends, when there is one (the
+// last bytes of such keys are their finest unit: "user:42/" above), else
+// the shortest (the first 8 bytes of keys that start with an integer,
+// kvbench's among them, whatever follows). It keeps the cut keys until
+// Finish.
 type RangeFilterBuilder struct {
 	bitsPerKey float64
-	keys       []uint64
-	// With stripping, the first key is kept whole until the common prefix
-	// is known at Finish (the first and last key bound it).
-	strip       bool
-	first, last []byte
-	raw         [][]byte
+	keys       []uint64 // without adaptive: the integers so far
+	adaptive   bool
+	arena      []byte   // adaptive: the cut keys, back to back
+	ends       []uint32 // end of each cut key in arena
+	cpl        int      // bytes every cut key shares with the first
+	minLen     int      // the shortest cut key
+	diffAt     [maxWindowStart + 9]int
 }
 
+// maxWindowStart bounds the prefix an adaptive builder strips.
+const maxWindowStart = 64
+
 // NewRangeFilterBuilder returns a builder spending bitsPerKey per distinct
-// key (see NewRangeFilter). With stripPrefix the filter indexes the 8 bytes
-// after the longest prefix every key shares (then it keeps every key until
-// Finish); without, the first 8 bytes of each key.
-func NewRangeFilterBuilder(bitsPerKey float64, stripPrefix bool) (*RangeFilterBuilder, error) {
+// key (see NewRangeFilter). With adaptive it indexes the 8 bytes after a
+// common prefix chosen from the keys (see RangeFilterBuilder); without,
+// the first 8 bytes of each key.
+func NewRangeFilterBuilder(bitsPerKey float64, adaptive bool) (*RangeFilterBuilder, error) {
 	if !(bitsPerKey >= MinRangeBitsPerKey && bitsPerKey <= MaxRangeBitsPerKey) {
 		return nil, invalidArgf("range filter bits per key %v outside [%d, %d]", bitsPerKey, MinRangeBitsPerKey, MaxRangeBitsPerKey)
 	}
-	return &RangeFilterBuilder{bitsPerKey: bitsPerKey, strip: stripPrefix}, nil
+	return &RangeFilterBuilder{bitsPerKey: bitsPerKey, adaptive: adaptive}, nil
+}
+
+func commonPrefixLen(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 // AddKey adds key; keys must come in increasing order (equal keys are
 // fine). The builder copies what it keeps.
 func (b *RangeFilterBuilder) AddKey(key []byte) {
-	if b.strip {
-		b.raw = append(b.raw, slices.Clone(key))
+	if !b.adaptive {
+		x := RangeKey(key)
+		if len(b.keys) == 0 || b.keys[len(b.keys)-1] != x {
+			b.keys = append(b.keys, x)
+		}
 		return
 	}
-	x := RangeKey(key)
-	if len(b.keys) == 0 || b.keys[len(b.keys)-1] != x {
-		b.keys = append(b.keys, x)
+	cut := key[:min(len(key), maxWindowStart+8)]
+	if n := len(b.ends); n > 0 {
+		prev := b.arena[b.prevStart():]
+		d := commonPrefixLen(prev, cut)
+		if d == len(prev) && d == len(cut) {
+			return // the same cut key: the same integer at any prefix
+		}
+		b.diffAt[d]++
+		b.cpl = min(b.cpl, commonPrefixLen(b.arena[:b.ends[0]], cut))
+		b.minLen = min(b.minLen, len(cut))
+	} else {
+		b.cpl, b.minLen = len(cut), len(cut)
 	}
+	b.arena = append(b.arena, cut...)
+	b.ends = append(b.ends, uint32(len(b.arena)))
 }
 
-// NumKeys returns the distinct integers added so far (keys added, with
-// StripPrefix).
-func (b *RangeFilterBuilder) NumKeys() int { return len(b.keys) + len(b.raw) }
+func (b *RangeFilterBuilder) prevStart() uint32 {
+	if n := len(b.ends); n > 1 {
+		return b.ends[n-2]
+	}
+	return 0
+}
+
+// NumKeys returns the distinct integers (adaptive: cut keys) added so far.
+func (b *RangeFilterBuilder) NumKeys() int { return len(b.keys) + len(b.ends) }
 
 // Finish builds the filter.
 func (b *RangeFilterBuilder) Finish() (*RangeFilter, error) {
-	var prefix []byte
-	if b.strip && len(b.raw) > 0 {
-		first, last := b.raw[0], b.raw[len(b.raw)-1]
+	if !b.adaptive || len(b.ends) == 0 {
+		return NewRangeFilter(b.keys, b.bitsPerKey, nil)
+	}
+	score := func(s int) int {
 		n := 0
-		for n < len(first) && n < len(last) && first[n] == last[n] {
-			n++
+		for d := s; d < s+8 && d < len(b.diffAt); d++ {
+			n += b.diffAt[d]
 		}
-		prefix = first[:n]
-		for _, k := range b.raw {
-			b.keys = append(b.keys, RangeKey(k[n:]))
+		return n
+	}
+	best, bestScore := 0, -1
+	for s := 0; s <= min(b.cpl, maxWindowStart); s++ {
+		if n := score(s); n > bestScore {
+			best, bestScore = s, n
 		}
 	}
-	return NewRangeFilter(b.keys, b.bitsPerKey, prefix)
+	if s := b.minLen - 8; s > best && s <= min(b.cpl, maxWindowStart) && score(s) == bestScore {
+		best = s
+	}
+	xs := make([]uint64, len(b.ends))
+	start := uint32(0)
+	for i, end := range b.ends {
+		xs[i] = RangeKey(b.arena[start+uint32(best) : end])
+		start = end
+	}
+	return NewRangeFilter(xs, b.bitsPerKey, b.arena[:best])
 }

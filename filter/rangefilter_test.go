@@ -271,3 +271,69 @@ func FuzzUnmarshalRangeFilter(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkRangeFilterMayContainRange: one empty-range probe of a filter
+// of a million keys at 16 bits per key (what a bounded seek pays per
+// table before it reads anything).
+func BenchmarkRangeFilterMayContainRange(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	xs := sortedRandom(rng, 1_000_000, false)
+	f, _ := NewRangeFilter(xs, 16, nil)
+	qs := make([]uint64, 1<<16)
+	for i := range qs {
+		qs[i] = rng.Uint64()
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		q := qs[i&(len(qs)-1)]
+		f.MayContainRange(q, q+63)
+	}
+}
+
+// TestRangeFilterBuilderStripPrefix: an adaptive builder strips the
+// user's prefix (not more: the integers' high zero bytes would leave too
+// few bytes after them); every range holding a key says maybe.
+func TestRangeFilterBuilderStripPrefix(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	b, err := NewRangeFilterBuilder(16, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys [][]byte
+	for i := 0; i < 3000; i++ {
+		keys = append(keys, binary.BigEndian.AppendUint64([]byte("user:42/"), uint64(i)*1000+uint64(rng.IntN(10))))
+	}
+	for _, k := range keys {
+		b.AddKey(k)
+	}
+	f, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(f.Prefix()) != "user:42/" {
+		t.Fatalf("prefix %q", f.Prefix())
+	}
+	neg := 0
+	for i := 0; i < 20000; i++ {
+		k := keys[rng.IntN(len(keys))]
+		lo := slices.Clone(k)
+		lo[len(lo)-1] -= byte(rng.IntN(int(lo[len(lo)-1]) + 1))
+		hi := append(slices.Clone(k), 0)
+		if !f.MayContainKeys(lo, hi) {
+			t.Fatalf("false negative: [%x, %x) holds %x", lo, hi, k)
+		}
+		// Just after a key: empty unless the next key is within 64.
+		x := binary.BigEndian.Uint64(k[8:]) + 1
+		elo := binary.BigEndian.AppendUint64([]byte("user:42/"), x)
+		ehi := binary.BigEndian.AppendUint64([]byte("user:42/"), x+64)
+		if !f.MayContainKeys(elo, ehi) {
+			neg++
+		}
+	}
+	if neg < 19000 {
+		t.Fatalf("only %d of 20000 near-empty ranges ruled out", neg)
+	}
+	if f.MayContainKeys([]byte("user:43"), nil) || f.MayContainKeys(nil, []byte("user:41")) {
+		t.Fatal("ranges outside the prefix may match")
+	}
+}

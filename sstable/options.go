@@ -47,8 +47,8 @@ type WriterOptions struct {
 	// (the zero value means it) or filter.VariantBlocked (cache-local).
 	FilterVariant filter.Variant
 	// RangeFilterBitsPerKey, when > 0, gives the table a range filter
-	// (filter.RangeFilter over the first 8 bytes of each user key, every
-	// kind of entry included) spending about this many bits per distinct
+	// (filter.RangeFilter over 8 bytes of each user key after a prefix
+	// the table's keys share, every kind of entry included) spending about this many bits per distinct
 	// key, in [filter.MinRangeBitsPerKey, filter.MaxRangeBitsPerKey].
 	// Reader.RangeMayMatch consults it.
 	RangeFilterBitsPerKey float64

@@ -8,9 +8,11 @@ import "github.com/bloomkv/bloomkv/filter"
 // properties 27 (RangeFilterHandle: offset uvarint, size uvarint) and 28
 // (RangeFilterBitsPerKey: the budget, a float64); a build that predates
 // it skips both properties and never reads the block, so such tables stay
-// FormatVersion 1 and readable by it. The filter indexes RangeKey (the
-// first 8 bytes) of the user key of every entry of the table, tombstones
-// included; range tombstones are not in it (they live in their own block,
+// FormatVersion 1 and readable by it. The filter indexes the user key of
+// every entry of the table, tombstones included: RangeKey (8 bytes,
+// big-endian, zero-padded) of what follows a prefix all of them share,
+// chosen per table and stored in the filter (filter.RangeFilterBuilder,
+// adaptive); range tombstones are not in it (they live in their own block,
 // which readers consult whatever the range filter says).
 
 // openRangeFilter reads and decodes the range-filter block, when the

@@ -86,7 +86,7 @@ func NewWriter(f vfs.File, o WriterOptions) *Writer {
 		w.filter = fb
 	}
 	if w.err == nil && o.RangeFilterBitsPerKey > 0 {
-		w.rangeFilter, w.err = filter.NewRangeFilterBuilder(o.RangeFilterBitsPerKey, false)
+		w.rangeFilter, w.err = filter.NewRangeFilterBuilder(o.RangeFilterBitsPerKey, true)
 	}
 	w.props = Properties{
 		FormatVersion:   FormatVersion,
