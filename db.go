@@ -234,15 +234,16 @@ func (db *DB) Close() error {
 // levelFilterBits).
 func (db *DB) sstWriterOptions(fileNum uint64, level int, filterBits float64) sstable.WriterOptions {
 	o := sstable.WriterOptions{
-		BlockSize:       db.opts.BlockSize,
-		Compression:     db.opts.compressionAt(level),
-		BloomBitsPerKey: max(0, db.opts.BloomBitsPerKey),
-		FilterKey:       db.opts.FilterKey,
-		FilterKeyName:   db.opts.FilterKeyName,
-		FilterWholeKey:  db.opts.FilterWholeKey,
-		FilterVariant:   db.opts.FilterVariant,
-		FileNum:         fileNum,
-		DBID:            db.dbID,
+		BlockSize:             db.opts.BlockSize,
+		Compression:           db.opts.compressionAt(level),
+		BloomBitsPerKey:       max(0, db.opts.BloomBitsPerKey),
+		FilterKey:             db.opts.FilterKey,
+		FilterKeyName:         db.opts.FilterKeyName,
+		FilterWholeKey:        db.opts.FilterWholeKey,
+		FilterVariant:         db.opts.FilterVariant,
+		RangeFilterBitsPerKey: db.opts.RangeFilterBitsPerKey,
+		FileNum:               fileNum,
+		DBID:                  db.dbID,
 	}
 	switch {
 	case filterBits == 0:

@@ -59,6 +59,9 @@ type Iterator struct {
 	// until SetBounds gives it valid ones.
 	boundsErr error
 	closed    bool
+	// scan is the bounds the levels see, to skip the tables that cannot
+	// hold keys in them (rangefilter_iter.go).
+	scan *scanBounds
 }
 
 // NewIterator returns an iterator over the database as of now.
@@ -85,6 +88,7 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 		seq = db.visibleSeq.Load()
 	}
 	sh := db.reads.at(slot)
+	scan := &scanBounds{lower: lower, upper: upper, filters: !db.opts.IgnoreRangeFilters}
 	iters := []base.InternalIterator{s.mem.NewIter()}
 	for _, m := range s.imm {
 		iters = append(iters, m.NewIter())
@@ -94,6 +98,7 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 		li.level = l
 		li.stats, li.probes, li.prefixOf = &sh.iterLevels[l], &sh.iterProbes[l], db.opts.FilterKey
 		li.ignoreFilters = db.opts.IgnoreFilters
+		li.scan = scan
 		return li
 	}
 	// Level-0 tables may overlap: each is its own one-table "level".
@@ -110,7 +115,7 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 	}
 	vis := iterator.NewVisible(iterator.NewMerging(iters...), seq, lower, upper)
 	vis.SetPrefixExtractor(db.opts.FilterKey)
-	it := &Iterator{db: db, vis: vis, state: s, stateSlot: slot, shard: sh, prefix: prefix, levels: sorted}
+	it := &Iterator{db: db, vis: vis, state: s, stateSlot: slot, shard: sh, prefix: prefix, levels: sorted, scan: scan}
 	if prefix != nil && prefixIsFilterKey(db.opts.FilterKey, prefix) {
 		it.filterPrefix = prefix
 	}
@@ -158,11 +163,10 @@ func (it *Iterator) setRangeDels(lower, upper []byte) {
 	for _, m := range s.imm {
 		add(m.RangeDels())
 	}
-	for _, files := range s.v.Levels {
-		for _, f := range files {
-			if !f.Overlaps(lower, upper) {
-				continue
-			}
+	// Binary searched in levels >= 1: a short scan's SetBounds on a big
+	// tree would otherwise compare its bounds with every table's.
+	for level := range s.v.Levels {
+		for _, f := range s.v.Overlaps(level, lower, upper) {
 			r, release, err := findTable(it.db.tableCache, f)
 			if err != nil {
 				if errors.Is(err, sstable.ErrTableCacheClosed) {
@@ -345,6 +349,7 @@ func (it *Iterator) SetBounds(lower, upper []byte) {
 		lower, upper = prefixBounds(it.prefix, lower, upper)
 	}
 	it.vis.SetBounds(lower, upper)
+	it.scan.lower, it.scan.upper = cloneOrNil(lower), cloneOrNil(upper)
 	it.setRangeDels(lower, upper)
 }
 

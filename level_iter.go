@@ -41,6 +41,12 @@ type levelIter struct {
 	// SeekGE, nil when the target fell between tables or outside them
 	// (read_compaction.go charges it when a deeper level held it too).
 	seekFile *manifest.FileMetadata
+	// scan holds the iterator's bounds (nil: seeks ignore them); skipped
+	// says the last SeekGE or SeekLT left the level exhausted without
+	// positioning on entries it holds beyond the bounds or on tables its
+	// range filters skipped (rangefilter_iter.go).
+	scan    *scanBounds
+	skipped bool
 }
 
 func newLevelIter(tc *sstable.TableCache, files []*manifest.FileMetadata) *levelIter {
@@ -136,6 +142,9 @@ func (l *levelIter) SeekGE(ikey []byte) bool {
 	if i < len(l.files) && base.CompareInternal(l.files[i].Smallest, ikey) <= 0 {
 		l.seekFile = l.files[i]
 	}
+	if l.skipped = false; l.scan != nil && l.scan.upper != nil {
+		return l.seekGEBounded(i, ikey)
+	}
 	if !l.open(i) {
 		return false
 	}
@@ -200,6 +209,9 @@ func (l *levelIter) SeekLT(ikey []byte) bool {
 	i := sort.Search(len(l.files), func(i int) bool {
 		return base.CompareInternal(l.files[i].Smallest, ikey) >= 0
 	}) - 1
+	if l.skipped = false; l.scan != nil && l.scan.lower != nil {
+		return l.seekLTBounded(i, ikey)
+	}
 	if !l.open(i) {
 		return false
 	}

@@ -43,6 +43,8 @@ type Metrics struct {
 	IterFilterFalsePositives uint64
 	IterDataBlockReads       uint64 // data blocks iterators read, from cache or file
 	IterBytesRead            uint64 // bytes iterators read from table files
+	// RangeFilter: bounded seeks and range filters (metrics_rangefilter.go).
+	RangeFilter RangeFilterMetrics
 
 	// Background work.
 	Flushes     uint64
@@ -144,6 +146,8 @@ type LevelMetrics struct {
 	IterFilterFalsePositives uint64
 	IterDataBlockReads       uint64
 	IterBytesRead            uint64
+	// RangeFilter: the range filters of this level's tables at work.
+	RangeFilter RangeFilterMetrics
 	// The filters of this level's live tables: bytes held in memory,
 	// distinct keys indexed, and their theoretical false-positive rate
 	// (key-weighted, see Metrics.FilterFPRTheory). Tables without a filter
@@ -203,6 +207,7 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 			d.Levels[i].IterFilterFalsePositives -= earlier.Levels[i].IterFilterFalsePositives
 			d.Levels[i].IterDataBlockReads -= earlier.Levels[i].IterDataBlockReads
 			d.Levels[i].IterBytesRead -= earlier.Levels[i].IterBytesRead
+			d.Levels[i].RangeFilter = d.Levels[i].RangeFilter.sub(earlier.Levels[i].RangeFilter)
 		}
 	}
 	d.Gets -= earlier.Gets
@@ -221,6 +226,7 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 	d.IterFilterFalsePositives -= earlier.IterFilterFalsePositives
 	d.IterDataBlockReads -= earlier.IterDataBlockReads
 	d.IterBytesRead -= earlier.IterBytesRead
+	d.RangeFilter = d.RangeFilter.sub(earlier.RangeFilter)
 	d.Flushes -= earlier.Flushes
 	d.Compactions -= earlier.Compactions
 	d.IdleCompactions -= earlier.IdleCompactions
@@ -374,6 +380,7 @@ func (db *DB) Metrics() Metrics {
 			m.CompactionBytesWritten += m.Levels[l].CompactionBytesOut
 		}
 	}
+	db.rangeFilterMetrics(&m)
 	if db.closed.Load() {
 		return m
 	}

@@ -365,6 +365,7 @@ func randomizeOptions(rng *rand.Rand, o *Options) {
 		o.FilterKey = func(k []byte) []byte { return k[:min(3, len(k))] }
 		o.FilterKeyName = []string{"prefix3", "prefix3-renamed"}[rng.IntN(2)]
 	}
+	o.RangeFilterBitsPerKey = []float64{0, 2, 10, 20}[rng.IntN(4)]
 }
 
 func slicesDelete(s []string, k string) []string {

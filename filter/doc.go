@@ -96,6 +96,16 @@
 // A zero-value filter is only something to decode into: any other use
 // panics with ErrZeroFilter.
 //
+// # Range filter
+//
+// RangeFilter (rangefilter.go) answers "may the set hold a key in
+// [lo, hi]?" for short ranges: a Grafite filter (locality-preserving
+// hashes in an Elias-Fano sequence), whose false-positive rate for an
+// empty range of w integers is about w / 2^(bitsPerKey-2) whatever the
+// query distribution. Byte keys map onto integers with RangeKey after a
+// prefix RangeFilterBuilder chooses. It is the SSTable range-filter block
+// and serializes as envelope kind 6 (rangefilter_codec.go).
+//
 // # Invariants
 //
 // A filter never answers "absent" for a key that was added (no false

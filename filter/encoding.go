@@ -20,7 +20,8 @@ import (
 //	0       4     magic "BKVF"
 //	4       1     format version, 1
 //	5       1     kind: 1 Bloom, 2 Counting, 3 Cuckoo, 4 Scalable,
-//	              5 Cuckoo with another bucket size or with expansion
+//	              5 Cuckoo with another bucket size or with expansion,
+//	              6 RangeFilter (rangefilter_codec.go)
 //	6       2     reserved, zero
 //	8       8     body length L, uint64
 //	16      L     body, laid out per kind (see the kind's *_codec.go)
@@ -74,6 +75,8 @@ func (k filterKind) String() string {
 		return "cuckoo"
 	case kindScalable:
 		return "scalable"
+	case kindRange:
+		return "range"
 	}
 	return "unknown"
 }

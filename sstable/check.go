@@ -12,7 +12,8 @@ import (
 // verifies: every block's checksum and encoding; that data blocks tile
 // [0, DataSize) in index order; that keys increase across blocks and every
 // index key separates its block from the next; that the properties match
-// the contents; and that the filter reports every key present. Filter
+// the contents; and that the filter and the range filter report every key
+// present. Filter
 // membership is verified when the filter's keys can be recomputed: always
 // for filters over whole user keys, and for extractor filters when the
 // reader has the extractor of the same name. It is meant for tools and
@@ -114,6 +115,9 @@ func (c *checker) walkBlock(b *block, loc location, indexKey []byte) error {
 		c.count(k, seq, kind, len(it.Value()))
 		if err := c.checkFilterKeys(ukey, k); err != nil {
 			return err
+		}
+		if rf := r.rangeFilter; rf != nil && !rf.MayContainKeys(ukey, append(ukey[:len(ukey):len(ukey)], 0)) {
+			return location{r.name, kindRangeFilter, r.props.RangeFilterOffset}.corruptf("range filter: false negative for key %s", formatKey(k))
 		}
 		c.prevKey = append(c.prevKey[:0], k...)
 	}

@@ -18,6 +18,13 @@
 //	                                      BloomBitsPerKey    FormatVersionRangeDels)
 //	                                      <= 0)
 //
+// A table written with WriterOptions.RangeFilterBitsPerKey also has a
+// range-filter block among the metadata blocks (after the filter block;
+// see rangefilter.go for its contents and TestGoldenRangeFilterTable for
+// a worked example), located by properties 27 and 28 alone: the footer
+// and the format version do not change, and a reader that predates it
+// skips the two properties and reads the table without it.
+//
 // Readers locate blocks only through the footer, the index and the
 // properties, never by this order, except that data blocks must lie in
 // [0, DataSize).
@@ -132,7 +139,7 @@
 // Numbers are uvarint values filling their record, except BloomBitsPerKey
 // (varint) and FilterBitsPerKey (the 8 bytes of a float64, IEEE 754 bits
 // little-endian); keys and names are raw bytes. Tags 01-20 (decimal) are
-// required; 21 to 26 are optional (written only when set); readers skip
+// required; 21 to 28 are optional (written only when set); readers skip
 // unknown tags, which leaves room for later additions.
 //
 //	01 FormatVersion   08 IndexSize        15 BloomBitsPerKey (as configured)
@@ -151,6 +158,10 @@
 //	25 RangeDelHandle (bytes: offset uvarint | size uvarint, the
 //	   range-deletion block's handle; version 2 tables only)
 //	26 NumRangeDels (the block's (span, sequence) pairs; version 2 only)
+//	27 RangeFilterHandle (bytes: offset uvarint | size uvarint, the
+//	   range-filter block's handle; any version)
+//	28 RangeFilterBitsPerKey (a float64 as FilterBitsPerKey: the budget
+//	   the range filter was built with)
 //
 // Sizes include trailers; DataSize is where the data blocks end.
 //

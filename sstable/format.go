@@ -86,6 +86,7 @@ const (
 	kindProperties
 	kindFooter
 	kindRangeDel
+	kindRangeFilter
 )
 
 func (k blockKind) String() string {
@@ -102,6 +103,8 @@ func (k blockKind) String() string {
 		return "footer"
 	case kindRangeDel:
 		return "range-deletion block"
+	case kindRangeFilter:
+		return "range-filter block"
 	}
 	return "unknown block"
 }

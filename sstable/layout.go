@@ -11,12 +11,13 @@ type BlockKind uint8
 
 // The kinds of block in a table, in the order the package doc lists them.
 const (
-	DataBlock       = BlockKind(kindData)
-	IndexBlock      = BlockKind(kindIndex)
-	FilterBlock     = BlockKind(kindFilter)
-	PropertiesBlock = BlockKind(kindProperties)
-	FooterBlock     = BlockKind(kindFooter)
-	RangeDelBlock   = BlockKind(kindRangeDel)
+	DataBlock        = BlockKind(kindData)
+	IndexBlock       = BlockKind(kindIndex)
+	FilterBlock      = BlockKind(kindFilter)
+	PropertiesBlock  = BlockKind(kindProperties)
+	FooterBlock      = BlockKind(kindFooter)
+	RangeDelBlock    = BlockKind(kindRangeDel)
+	RangeFilterBlock = BlockKind(kindRangeFilter)
 )
 
 // String returns the name error messages use, e.g. "data block".
@@ -86,6 +87,9 @@ func (r *Reader) Layout() ([]BlockInfo, error) {
 		BlockInfo{Kind: PropertiesBlock, Offset: ft.props.offset, Size: ft.props.size})
 	if r.props.NumRangeDels > 0 {
 		blocks = append(blocks, BlockInfo{Kind: RangeDelBlock, Offset: r.props.RangeDelOffset, Size: r.props.RangeDelSize})
+	}
+	if r.props.RangeFilterSize > 0 {
+		blocks = append(blocks, BlockInfo{Kind: RangeFilterBlock, Offset: r.props.RangeFilterOffset, Size: r.props.RangeFilterSize})
 	}
 	var trailer [blockTrailerLen]byte
 	for i := range blocks {

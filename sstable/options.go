@@ -46,6 +46,12 @@ type WriterOptions struct {
 	// FilterVariant is the filter block layout: filter.VariantStandard
 	// (the zero value means it) or filter.VariantBlocked (cache-local).
 	FilterVariant filter.Variant
+	// RangeFilterBitsPerKey, when > 0, gives the table a range filter
+	// (filter.RangeFilter over 8 bytes of each user key after a prefix
+	// the table's keys share, every kind of entry included) spending about this many bits per distinct
+	// key, in [filter.MinRangeBitsPerKey, filter.MaxRangeBitsPerKey].
+	// Reader.RangeMayMatch consults it.
+	RangeFilterBitsPerKey float64
 	// FileNum and DBID are recorded in the properties so that a reader can
 	// tell the table from any other (see Reader.CheckIdentity). Optional.
 	FileNum uint64
@@ -72,6 +78,8 @@ func (o WriterOptions) validate() error {
 		return fmt.Errorf("bloomkv/sstable: unknown compression %d", int(o.Compression))
 	case o.FilterKey != nil && o.FilterKeyName == "":
 		return fmt.Errorf("bloomkv/sstable: WriterOptions.FilterKey is set but FilterKeyName is empty")
+	case o.RangeFilterBitsPerKey != 0 && !(o.RangeFilterBitsPerKey >= filter.MinRangeBitsPerKey && o.RangeFilterBitsPerKey <= filter.MaxRangeBitsPerKey):
+		return fmt.Errorf("bloomkv/sstable: WriterOptions.RangeFilterBitsPerKey %v outside [%d, %d]", o.RangeFilterBitsPerKey, filter.MinRangeBitsPerKey, filter.MaxRangeBitsPerKey)
 	case !(o.FilterBitsPerKey >= 0 && o.FilterBitsPerKey <= filter.MaxBlockBitsPerKey):
 		return fmt.Errorf("bloomkv/sstable: WriterOptions.FilterBitsPerKey %v outside [0, %d]", o.FilterBitsPerKey, filter.MaxBlockBitsPerKey)
 	}

@@ -50,6 +50,12 @@ type Properties struct {
 	// exactly in tables of FormatVersionRangeDels.
 	RangeDelOffset, RangeDelSize uint64
 	NumRangeDels                 uint64
+	// RangeFilterOffset and RangeFilterSize locate the range-filter block
+	// (size without trailer; 0: none), RangeFilterBitsPerKey is the budget
+	// it was built with (WriterOptions.RangeFilterBitsPerKey). Optional:
+	// tables without a range filter do not carry them.
+	RangeFilterOffset, RangeFilterSize uint64
+	RangeFilterBitsPerKey              float64
 }
 
 // BitsPerKey returns the bits per key the table's filter was built with:
@@ -93,12 +99,14 @@ const (
 	tagFilterBitsPerKey
 	tagRangeDelHandle
 	tagNumRangeDels
+	tagRangeFilterHandle
+	tagRangeFilterBitsPerKey
 	numPropertyTags = iota
 )
 
 // optionalPropertyTags may be absent: they are newer than the format and
 // written only when set. Every other known tag is required.
-const optionalPropertyTags = 6
+const optionalPropertyTags = 8
 
 // propertyField binds a tag to a field. kind is 'u' (uvarint), 'i' (zigzag
 // varint), 'b' (raw bytes) or 'f' (a float64's IEEE 754 bits, uint64 LE).
@@ -121,6 +129,7 @@ type propertyScratch struct {
 	filterKeyName                 []byte
 	filterWholeKeys               uint64
 	rangeDelHandle                []byte
+	rangeFilterHandle             []byte
 }
 
 func (p *Properties) fields(s *propertyScratch) []propertyField {
@@ -151,6 +160,8 @@ func (p *Properties) fields(s *propertyScratch) []propertyField {
 		{tag: tagFilterBitsPerKey, name: "FilterBitsPerKey", kind: 'f', f: &p.FilterBitsPerKey, optional: true},
 		{tag: tagRangeDelHandle, name: "RangeDelHandle", kind: 'b', b: &s.rangeDelHandle, optional: true},
 		{tag: tagNumRangeDels, name: "NumRangeDels", kind: 'u', u: &p.NumRangeDels, optional: true},
+		{tag: tagRangeFilterHandle, name: "RangeFilterHandle", kind: 'b', b: &s.rangeFilterHandle, optional: true},
+		{tag: tagRangeFilterBitsPerKey, name: "RangeFilterBitsPerKey", kind: 'f', f: &p.RangeFilterBitsPerKey, optional: true},
 	}
 }
 
@@ -174,6 +185,9 @@ func (p *Properties) encode() []byte {
 	}
 	if p.NumRangeDels > 0 {
 		s.rangeDelHandle = appendHandle(nil, blockHandle{p.RangeDelOffset, p.RangeDelSize})
+	}
+	if p.RangeFilterSize > 0 {
+		s.rangeFilterHandle = appendHandle(nil, blockHandle{p.RangeFilterOffset, p.RangeFilterSize})
 	}
 	var out, val []byte
 	for _, f := range p.fields(&s) {
@@ -261,6 +275,13 @@ func decodeProperties(data []byte, loc location) (Properties, error) {
 		p.RangeDelOffset, p.RangeDelSize = h.offset, h.size
 	} else if p.NumRangeDels != 0 {
 		return Properties{}, loc.corruptf("%d range deletions without a RangeDelHandle", p.NumRangeDels)
+	}
+	if s.rangeFilterHandle != nil {
+		h, ok := decodeHandle(s.rangeFilterHandle)
+		if !ok || h.size == 0 {
+			return Properties{}, loc.corruptf("property RangeFilterHandle %x is not a block handle", s.rangeFilterHandle)
+		}
+		p.RangeFilterOffset, p.RangeFilterSize = h.offset, h.size
 	}
 	return p, nil
 }

@@ -33,6 +33,9 @@ type Reader struct {
 	// Open and held for the Reader's life: Get consults them whatever the
 	// filter says.
 	rangeDels *rangedel.List
+	// rangeFilter is the table's range filter (nil: none), decoded at Open
+	// and held for the Reader's life (rangefilter.go).
+	rangeFilter *filter.RangeFilter
 
 	filterData []byte
 	filter     filter.Block
@@ -163,6 +166,10 @@ func (r *Reader) open(o ReaderOptions) error {
 		if n := uint64(r.rangeDels.Len()); n != r.props.NumRangeDels {
 			return loc.corruptf("%d range deletions, the properties say %d", n, r.props.NumRangeDels)
 		}
+	}
+
+	if err := r.openRangeFilter(); err != nil {
+		return err
 	}
 
 	if ft.hasFilter() {

@@ -30,4 +30,10 @@ type ReadStats struct {
 	// block cache did not hold them (ReaderOptions.CacheFilters); their
 	// bytes are in BytesRead.
 	FilterBlockReads atomic.Uint64
+	// Range filters (iterators; Reader.RangeMayMatch): tables whose range
+	// filter was asked about a bounded seek, those it ruled out (no block
+	// read), and those it let through that held no key in the range.
+	RangeFilterProbes         atomic.Uint64
+	RangeFilterNegatives      atomic.Uint64
+	RangeFilterFalsePositives atomic.Uint64
 }

@@ -42,6 +42,9 @@ type Writer struct {
 	// lastFilterKey is the filter key last added, with FilterWholeKey.
 	lastFilterKey []byte
 	haveFilterKey bool
+	// rangeFilter collects every user key for the range-filter block (nil
+	// without one).
+	rangeFilter *filter.RangeFilterBuilder
 
 	// The index entry for the last flushed data block waits for the next
 	// key, so that its separator can be shortened against it.
@@ -81,6 +84,9 @@ func NewWriter(f vfs.File, o WriterOptions) *Writer {
 			w.err = fmt.Errorf("bloomkv/sstable: %w", err)
 		}
 		w.filter = fb
+	}
+	if w.err == nil && o.RangeFilterBitsPerKey > 0 {
+		w.rangeFilter, w.err = filter.NewRangeFilterBuilder(o.RangeFilterBitsPerKey, true)
 	}
 	w.props = Properties{
 		FormatVersion:   FormatVersion,
@@ -129,6 +135,11 @@ func (w *Writer) Add(ikey, value []byte) error {
 	}
 	if w.filter != nil {
 		w.addFilterKeys(ukey)
+	}
+	if w.rangeFilter != nil {
+		// Tombstones too: a scan that skipped a table holding one would
+		// show the older value it deletes.
+		w.rangeFilter.AddKey(ukey)
 	}
 	w.data.add(ikey, value)
 	w.noteEntry(ikey, seq, kind, len(value))
@@ -303,6 +314,7 @@ func (w *Writer) writeMeta() {
 		ft.filter = w.writeBlock(w.filter.Finish(), NoCompression)
 		w.props.FilterSize = ft.filter.size + blockTrailerLen
 	}
+	w.writeRangeFilter()
 	ft.index = w.writeBlock(w.index.finish(), w.opts.Compression)
 	w.props.IndexSize = ft.index.size + blockTrailerLen
 	if w.props.NumEntries > 0 {
@@ -393,4 +405,23 @@ func (w *Writer) addFilterKeys(ukey []byte) {
 		w.haveFilterKey = true
 	}
 	w.filter.AddKey(ukey)
+}
+
+// writeRangeFilter writes the range-filter block, when the table has one
+// and holds point keys, and records it in the properties. It is stored
+// raw: Elias-Fano bits do not compress, and the block checks itself
+// (filter.DecodeRangeFilter) besides the trailer's checksum.
+func (w *Writer) writeRangeFilter() {
+	if w.rangeFilter == nil || w.rangeFilter.NumKeys() == 0 {
+		return
+	}
+	rf, err := w.rangeFilter.Finish()
+	if err != nil {
+		w.err = fmt.Errorf("bloomkv/sstable: range filter: %w", err)
+		return
+	}
+	enc, _ := rf.MarshalBinary()
+	h := w.writeBlock(enc, NoCompression)
+	w.props.RangeFilterOffset, w.props.RangeFilterSize = h.offset, h.size
+	w.props.RangeFilterBitsPerKey = w.opts.RangeFilterBitsPerKey
 }

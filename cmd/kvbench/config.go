@@ -33,7 +33,7 @@ const (
 	readMissingCol    = "readmissingcol"
 )
 
-var knownBenchmarks = []string{fillSeq, fillRandom, readRandom, readMissing, readMixed, scanBench, seekPrefix, seekPrefixMissing, readMissingCol}
+var knownBenchmarks = []string{fillSeq, fillRandom, readRandom, readMissing, readMixed, scanBench, seekPrefix, seekPrefixMissing, readMissingCol, scanEmpty, scanEmptyNear, scanBounded}
 
 func isFill(name string) bool { return name == fillSeq || name == fillRandom }
 
@@ -86,6 +86,7 @@ type config struct {
 	csvPath          string          // -csv
 	plotPath         string          // -plot
 	progress         bool            // -progress
+	rangeConfig                      // -range_width, -range_filter_bits (scanempty.go)
 
 	// flagValues is every flag's final value, by flag name, for the JSON
 	// "config" object.
@@ -108,7 +109,8 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 			"readrandom (present keys), readmissing (absent keys inside the key range), "+
 			"readmixed (present with probability -hit_ratio), scan (SeekGE then -scan_length entries); "+
 			"with -rows: seekprefix (SeekPrefixGE an existing row, read all its columns), seekprefixmissing (an absent row), "+
-			"readmissingcol (Get an absent column of an existing row). "+
+			"readmissingcol (Get an absent column of an existing row); "+
+			"scanempty, scanemptynear (a seek of an empty range of -range_width, at random or just after a key), scanbounded (a bounded scan of -scan_length keys): range-filter workloads. "+
 			"Fills run first, then the reads, in the order listed")
 	fs.IntVar(&c.num, "num", 1_000_000, "number of keys the fill writes")
 	fs.IntVar(&c.reads, "reads", -1, "operations per read workload; -1 = -num (scan: keys visited; it seeks reads/scan_length times)")
@@ -163,6 +165,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.memProfile, "memprofile", "", "write a heap profile (allocations since the start) to this file at the end of the run")
 	fs.StringVar(&c.plotPath, "plot", "", "with -sweep: write a chart (.png or .svg) of FP rate and data blocks per absent Get against bits per key; with -filter_sweep, of each setting's filter memory and false positives per absent Get")
 	fs.BoolVar(&c.progress, "progress", true, "show progress of long phases on stderr: a bar on a terminal, otherwise a plain line every 5 s (logs, CI, pipes)")
+	c.rangeConfig.register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageIntro)
 		fs.PrintDefaults()
@@ -329,6 +332,9 @@ func parseSweep(s string) ([]int, error) {
 }
 
 func (c *config) validate() error {
+	if err := c.rangeConfig.validate(); err != nil {
+		return err
+	}
 	switch {
 	case c.num < 2 || int64(c.num) > 1<<31:
 		return fmt.Errorf("-num %d outside [2, 2^31]", c.num)

@@ -33,6 +33,7 @@ func printReport(w io.Writer, rep *report) error {
 		if writeSeekCosts(&sb, rep.Results) {
 			legend(&sb, cfg.legend, legendSeekCosts...)
 		}
+		writeRangeCosts(&sb, rep.Results)
 		if writeLevels(&sb, rep.Results) {
 			legend(&sb, cfg.legend, legendLevels...)
 		}

@@ -95,6 +95,18 @@ type result struct {
 	// key the policy gives a table written there now.
 	FilterBytesByLevel      []int64   `json:"filter_bytes_by_level"`
 	FilterBitsPerKeyByLevel []float64 `json:"filter_bits_per_key_by_level"`
+	// Range workloads (scanempty.go): the range width and range-filter
+	// bits per key they ran with, and per seek the tables whose range
+	// filter was asked and those it skipped; the measured false-positive
+	// rate (tables let through that held nothing in range, of all that
+	// held nothing) beside the theory at that width, and per level.
+	RangeWidth                    uint64    `json:"range_width"`
+	RangeFilterBits               float64   `json:"range_filter_bits"`
+	RangeFilterProbesPerOp        *float64  `json:"range_filter_probes_per_op"`
+	RangeFilterNegativesPerOp     *float64  `json:"range_filter_negatives_per_op"`
+	RangeFilterFPRMeasured        *float64  `json:"range_filter_fpr_measured"`
+	RangeFilterFPRTheory          *float64  `json:"range_filter_fpr_theory"`
+	RangeFilterFPRMeasuredByLevel []float64 `json:"range_filter_fpr_measured_by_level"`
 }
 
 // newResult combines a workload run with the metrics it cost. bits is the
@@ -172,6 +184,7 @@ func newResult(run *workloadRun, pass string, bits int, variant filter.Variant, 
 	r.FPRateMeasured = ratio(d.FilterFalsePositives, d.FilterNegatives+d.FilterFalsePositives)
 	r.CacheHitRate = ratio(d.BlockCacheHits, d.BlockCacheHits+d.BlockCacheMisses)
 	r.setFilterShape(bits, variant, d)
+	r.setRangeFigures(run, d)
 	return r
 }
 

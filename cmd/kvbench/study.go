@@ -168,9 +168,13 @@ func (s *study) options(bits int, ignoreFilters bool) *bloomkv.Options {
 		BlockCacheSize:      s.cfg.cacheSize, // resolved: never 0
 		WALMode:             s.cfg.walMode,
 		IgnoreFilters:       ignoreFilters,
-		FilterKey:           s.filterKey(),
-		FilterKeyName:       s.filterKeyName(),
-		FilterWholeKey:      s.cfg.filterWholeKey,
+		// Range filters: written per -range_filter_bits, ignored with the
+		// point filters in the -compare_filters pass without them.
+		RangeFilterBitsPerKey: s.cfg.rangeFilterBits,
+		IgnoreRangeFilters:    ignoreFilters,
+		FilterKey:             s.filterKey(),
+		FilterKeyName:         s.filterKeyName(),
+		FilterWholeKey:        s.cfg.filterWholeKey,
 
 		TargetFileSize:           s.cfg.targetFileSize,
 		TargetFileSizeMultiplier: s.cfg.fileSizeMult,

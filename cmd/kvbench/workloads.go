@@ -22,6 +22,9 @@ type workloadRun struct {
 	found   int64 // Gets that found their key; scan: entries visited
 	elapsed time.Duration
 	hist    *hdrhistogram.Histogram
+	// Range workloads: the range width and range-filter bits they ran with.
+	rangeWidth uint64
+	rangeBits  float64
 }
 
 // runner runs workloads against one open database.
@@ -140,7 +143,8 @@ func (r *runner) read(db *bloomkv.DB, name string, reads int) (*workloadRun, err
 	elapsed := time.Since(begin)
 	stop()
 
-	run := &workloadRun{name: name, ops: ops, elapsed: elapsed, hist: newLatencyHistogram()}
+	run := &workloadRun{name: name, ops: ops, elapsed: elapsed, hist: newLatencyHistogram(),
+		rangeWidth: r.cfg.rangeWidth, rangeBits: r.cfg.rangeFilterBits}
 	var errs []error
 	for _, res := range results {
 		run.found += res.found
@@ -169,6 +173,8 @@ func (r *runner) readLoop(db *bloomkv.DB, name string, n int64, rng *rand.Rand,
 		return r.scanLoop(db, n, rng, hist, done, failed)
 	case seekPrefix, seekPrefixMissing:
 		return r.seekPrefixLoop(db, name == seekPrefixMissing, n, rng, hist, done, failed)
+	case scanEmpty, scanEmptyNear, scanBounded:
+		return r.rangeLoop(db, name, n, rng, hist, done, failed)
 	}
 	var key, want []byte
 	var found int64

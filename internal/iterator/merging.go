@@ -12,6 +12,7 @@ func NewMerging(iters ...base.InternalIterator) base.InternalIterator {
 		m.children[i] = mergeChild{iter: it, index: i}
 	}
 	m.heap.items = make([]*mergeChild, 0, len(iters))
+	m.skippers = skipSeekers(iters)
 	return m
 }
 
@@ -24,8 +25,11 @@ type mergingIter struct {
 	// prefixSeek: positioned by SeekPrefixGE, so children that skipped a
 	// prefix do not rest where the position invariant says; turning
 	// around re-seeks them all. seekKey is scratch for that.
+	// A child that skipped tables on a range filter (SkipSeeker) is in
+	// the same case: prefixSeek is also set after such a seek.
 	prefixSeek bool
 	seekKey    []byte
+	skippers   []SkipSeeker // the children that can skip (skipping.go)
 }
 
 // positionAll applies move to every child and rebuilds the heap for the
@@ -71,7 +75,9 @@ func (m *mergingIter) rebuild(reverse bool) bool {
 }
 
 func (m *mergingIter) SeekGE(ikey []byte) bool {
-	return m.positionAll(false, func(it base.InternalIterator) bool { return it.SeekGE(ikey) })
+	ok := m.positionAll(false, func(it base.InternalIterator) bool { return it.SeekGE(ikey) })
+	m.prefixSeek = m.anySkipped()
+	return ok
 }
 
 // SeekPrefixGE seeks every child to ikey, letting those that can skip a
@@ -90,7 +96,9 @@ func (m *mergingIter) SeekPrefixGE(prefix, ikey []byte) bool {
 var _ base.PrefixSeeker = (*mergingIter)(nil)
 
 func (m *mergingIter) SeekLT(ikey []byte) bool {
-	return m.positionAll(true, func(it base.InternalIterator) bool { return it.SeekLT(ikey) })
+	ok := m.positionAll(true, func(it base.InternalIterator) bool { return it.SeekLT(ikey) })
+	m.prefixSeek = m.anySkipped()
+	return ok
 }
 
 func (m *mergingIter) First() bool {
