@@ -36,6 +36,8 @@ const (
 // Options configure a DB. The zero value of every field means its default;
 // a nil *Options means all defaults.
 type Options struct {
+	// Memtable, tables and the block cache.
+
 	// MemtableSize is the number of bytes buffered in memory before the
 	// memtable is flushed to a level-0 SSTable (default 4 MiB).
 	MemtableSize int
@@ -53,6 +55,14 @@ type Options struct {
 	// compaction moves a table down a level unchanged only when the two
 	// levels' compressions agree.
 	LevelCompression []Compression
+	// BlockCacheSize is the number of bytes of uncompressed blocks cached
+	// (default 8 MiB; negative disables the cache).
+	BlockCacheSize int64
+
+	// Filters. Bits per key are set one way: BloomBitsPerKey (whole bits,
+	// the simple form), or instead FilterBitsPerKey (fractional) or
+	// FilterTargetFPR (from a false-positive rate), which override it.
+
 	// BloomBitsPerKey is the number of filter bits spent per key in every
 	// SSTable written from now on (flushes and compactions); default 10. A
 	// negative value writes tables without filter blocks. It is the simple
@@ -89,27 +99,6 @@ type Options struct {
 	// filter (never with a wrong one). Change it whenever FilterKey changes.
 	// Default "custom" when FilterKey is set.
 	FilterKeyName string
-	// MemtableFilterRatio, when above 0, gives each memtable a bloom filter
-	// of MemtableFilterRatio x MemtableSize bytes over its keys (and rows,
-	// with FilterKey), so that a Get of an absent key, or a prefix seek of
-	// an absent row, skips the memtable's search and its lock (RocksDB's
-	// memtable_prefix_bloom_size_ratio). Default 0: off (see docs/studying-filters.md).
-	MemtableFilterRatio float64
-	// BlockCacheSize is the number of bytes of uncompressed blocks cached
-	// (default 8 MiB; negative disables the cache).
-	BlockCacheSize int64
-	// Sync fsyncs the write-ahead log before a write returns, so that
-	// acknowledged writes survive an operating-system crash too. It is
-	// WALMode WALSync (and conflicts with WALBuffered and WALDisabled).
-	Sync bool
-	// WALMode says how far a write gets before it returns (default
-	// WALWriteThrough; see WALMode). WriteOptions.Sync asks for more, per
-	// write.
-	WALMode WALMode
-	// WALBufferedDelay is, in WALBuffered, the longest an acknowledged
-	// write waits in memory before it reaches the operating system
-	// (default 1 ms; 64 KiB waiting are handed over at once).
-	WALBufferedDelay time.Duration
 	// FilterVariant is the layout of new filter blocks: filter.VariantStandard
 	// (the zero value means it); filter.VariantBlocked, which keeps each
 	// key's probes in one 64-byte cache line: faster probes for a somewhat
@@ -153,6 +142,12 @@ type Options struct {
 	// cache (RocksDB's pin_l0_filter_and_index_blocks_in_cache). Default
 	// PinLevel0Filters: every Get probes every level-0 table.
 	FilterPinning FilterPinning
+	// MemtableFilterRatio, when above 0, gives each memtable a bloom filter
+	// of MemtableFilterRatio x MemtableSize bytes over its keys (and rows,
+	// with FilterKey), so that a Get of an absent key, or a prefix seek of
+	// an absent row, skips the memtable's search and its lock (RocksDB's
+	// memtable_prefix_bloom_size_ratio). Default 0: off (see docs/studying-filters.md).
+	MemtableFilterRatio float64
 	// IgnoreFilters makes reads skip filter blocks entirely: a study knob
 	// for measuring what filters buy. Tables are still written with filters
 	// per BloomBitsPerKey.
@@ -171,6 +166,27 @@ type Options struct {
 	// for measuring what they buy on the same tables.
 	IgnoreRangeFilters bool
 
+	// The write-ahead log: how far a write gets before it returns, and what
+	// recovery accepts.
+
+	// WALMode says how far a write gets before it returns (default
+	// WALWriteThrough; see WALMode). WriteOptions.Sync asks for more, per
+	// write.
+	WALMode WALMode
+	// Sync fsyncs the write-ahead log before a write returns, so that
+	// acknowledged writes survive an operating-system crash too. It is
+	// WALMode WALSync (and conflicts with WALBuffered and WALDisabled).
+	Sync bool
+	// WALBufferedDelay is, in WALBuffered, the longest an acknowledged
+	// write waits in memory before it reaches the operating system
+	// (default 1 ms; 64 KiB waiting are handed over at once).
+	WALBufferedDelay time.Duration
+	// WALRecovery says what Open does with damage in the write-ahead logs
+	// (default WALRecoverTolerateTornTail; see WALRecoveryMode).
+	WALRecovery WALRecoveryMode
+
+	// The tree's shape and compaction.
+
 	// L0CompactionThreshold is the number of level-0 tables that triggers a
 	// compaction into level 1 (default 4).
 	L0CompactionThreshold int
@@ -180,15 +196,6 @@ type Options struct {
 	// L0StopWritesThreshold: at this many level-0 tables writes wait until
 	// compaction reduces them (default 12).
 	L0StopWritesThreshold int
-	// IdleCompactionDelay: once no write has been applied for this long,
-	// background compaction moves every level-0 table into level 1, even
-	// below L0CompactionThreshold. A level-0 table left by a burst of
-	// writes overlaps most keys, so it costs every later seek a block read
-	// and every Get a filter probe; while writes go on, waiting for the
-	// threshold batches that work. Default 1 s; negative turns it off (as
-	// does DisableAutomaticCompactions). WaitForCompactions does not wait
-	// for the delay.
-	IdleCompactionDelay time.Duration
 	// MaxImmutableMemtables is the number of full memtables that may wait
 	// for a flush before writes wait (default 2).
 	MaxImmutableMemtables int
@@ -207,6 +214,35 @@ type Options struct {
 	// MiB in level 6, so that a tree of 100 GiB holds a few thousand tables,
 	// not fifty thousand.
 	TargetFileSizeMultiplier int
+	// IdleCompactionDelay: once no write has been applied for this long,
+	// background compaction moves every level-0 table into level 1, even
+	// below L0CompactionThreshold. A level-0 table left by a burst of
+	// writes overlaps most keys, so it costs every later seek a block read
+	// and every Get a filter probe; while writes go on, waiting for the
+	// threshold batches that work. Default 1 s; negative turns it off (as
+	// does DisableAutomaticCompactions). WaitForCompactions does not wait
+	// for the delay.
+	IdleCompactionDelay time.Duration
+	// DisableAutomaticCompactions stops background compactions (flushes still
+	// happen). Compact still works. For tests and studies.
+	DisableAutomaticCompactions bool
+	// DisableReadCompactions stops read-triggered compactions. By default,
+	// when reads keep passing through a table of one level (1 and deeper)
+	// on their way to a deeper level's table for the same keys -- iterator
+	// seeks that read a block in both, Gets that consulted it in vain --
+	// background compaction merges the table into the level below once it
+	// has been charged about one read per 16 KiB of its size (at least
+	// 100) and writes have paused for a second (under steady writes it
+	// would add to write amplification): later reads there then touch one
+	// table fewer. Metrics.
+	// ReadCompactions counts them; CompactionInfo.ReadTriggered marks them.
+	DisableReadCompactions bool
+	// MaxManifestFileSize is the size past which the manifest is rewritten
+	// as a fresh snapshot of the current version (default 4 MiB).
+	MaxManifestFileSize int64
+
+	// Files.
+
 	// MaxOpenFiles bounds the number of SSTables kept open. A table closed
 	// to stay within it is opened again, its index and filter read again,
 	// by the next read that needs it. Default: half of the process's limit
@@ -231,35 +267,12 @@ type Options struct {
 	// back when the log is sealed; after a crash the newest log ends in
 	// zeros that recovery reads as unused space.
 	DisableMmap bool
-	// MaxManifestFileSize is the size past which the manifest is rewritten
-	// as a fresh snapshot of the current version (default 4 MiB).
-	MaxManifestFileSize int64
-	// DisableAutomaticCompactions stops background compactions (flushes still
-	// happen). Compact still works. For tests and studies.
-	DisableAutomaticCompactions bool
-	// DisableReadCompactions stops read-triggered compactions. By default,
-	// when reads keep passing through a table of one level (1 and deeper)
-	// on their way to a deeper level's table for the same keys -- iterator
-	// seeks that read a block in both, Gets that consulted it in vain --
-	// background compaction merges the table into the level below once it
-	// has been charged about one read per 16 KiB of its size (at least
-	// 100) and writes have paused for a second (under steady writes it
-	// would add to write amplification): later reads there then touch one
-	// table fewer. Metrics.
-	// ReadCompactions counts them; CompactionInfo.ReadTriggered marks them.
-	DisableReadCompactions bool
+	// FS is the file system (default the operating system's). Tests use
+	// vfs.NewMem and vfs.NewErrorFS.
+	FS vfs.FS
 
-	// WALRecovery says what Open does with damage in the write-ahead logs
-	// (default WALRecoverTolerateTornTail; see WALRecoveryMode).
-	WALRecovery WALRecoveryMode
-	// Logger receives what the engine has to report that is not an error
-	// of a call: data dropped by recovery, background errors (Warn when
-	// retried, Error when they stop writes), files it failed to remove.
-	// Nothing is logged on the happy path at Info and above. At Debug it
-	// also hears a summary of each open (tables per level, recovered
-	// sequence, time), flush and compaction (job, reason, levels, inputs,
-	// outputs, bytes, time). Default slog.Default().
-	Logger *slog.Logger
+	// Opening.
+
 	// ReadOnly opens an existing database without changing its data: no
 	// manifest, table or log is written, no file is removed, and the
 	// directory may be read-only. It takes a shared lock on the LOCK file,
@@ -281,14 +294,20 @@ type Options struct {
 	// creating one; nothing is created.
 	ErrorIfNotExists bool
 
+	// Observing.
+
+	// Logger receives what the engine has to report that is not an error
+	// of a call: data dropped by recovery, background errors (Warn when
+	// retried, Error when they stop writes), files it failed to remove.
+	// Nothing is logged on the happy path at Info and above. At Debug it
+	// also hears a summary of each open (tables per level, recovered
+	// sequence, time), flush and compaction (job, reason, levels, inputs,
+	// outputs, bytes, time). Default slog.Default().
+	Logger *slog.Logger
 	// EventListener, when set, is told of flushes, compactions, files
 	// created and deleted, recovery drops, background errors and write
 	// stalls (see EventListener for how callbacks are delivered).
 	EventListener *EventListener
-
-	// FS is the file system (default the operating system's). Tests use
-	// vfs.NewMem and vfs.NewErrorFS.
-	FS vfs.FS
 
 	// testHooks (tests only) sees which part of the engine does what.
 	testHooks *testHooks
