@@ -56,6 +56,8 @@ type DB struct {
 	readState atomic.Pointer[readState]
 	// reads spread the point-lookup counters over cache lines (readshards.go).
 	reads readShards
+	// tf is the tree-wide filter's state (treefilter_db.go).
+	tf treeFilterState
 
 	// manifestMu serializes version edits: one logAndApply at a time, from
 	// reading the base version to installing the new one.

@@ -115,6 +115,9 @@ type Metrics struct {
 	// the block cache when it closed the table, and they were still there.
 	TableReopensCached uint64
 	MemtableBytes      int64 // mutable + immutable memtables
+
+	// TreeFilter describes the tree-wide filter (Options.TreeFilter).
+	TreeFilter TreeFilterMetrics
 }
 
 // LevelMetrics describes one level of the tree.
@@ -238,6 +241,7 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 	d.TableReopens -= earlier.TableReopens
 	d.TableOpenBytes -= earlier.TableOpenBytes
 	d.TableReopensCached -= earlier.TableReopensCached
+	d.TreeFilter = m.TreeFilter.sub(earlier.TreeFilter)
 	return d
 }
 
@@ -372,6 +376,7 @@ func (db *DB) Metrics() Metrics {
 	if db.closed.Load() {
 		return m
 	}
+	m.TreeFilter = db.treeFilterMetrics()
 	s, slot := db.loadReadState()
 	defer s.unref(slot)
 	var fprKeys float64 // sum of keys × theoretical rate

@@ -155,6 +155,14 @@ type Options struct {
 	// for measuring what filters buy. Tables are still written with filters
 	// per BloomBitsPerKey.
 	IgnoreFilters bool
+	// TreeFilter keeps one in-memory filter over the whole tree beside the
+	// tables' own (after Chucky): its entries map a key's fingerprint to
+	// the level holding it, so a Get for an absent key asks one filter
+	// whatever the depth, and a present one reads the level it names.
+	// Built from the tables at Open (reading every table once), kept up to
+	// date by flushes and compactions; memory in Metrics.TreeFilter.
+	// Off by default; ignored with IgnoreFilters. See docs/tree-filter.md.
+	TreeFilter bool
 
 	// L0CompactionThreshold is the number of level-0 tables that triggers a
 	// compaction into level 1 (default 4).

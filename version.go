@@ -15,6 +15,9 @@ type version struct {
 	*manifest.Version
 	refs atomic.Int32
 	set  *liveVersions
+	// treeFilter is this version's tree-wide filter (treefilter.go), nil
+	// without Options.TreeFilter. Set before the version is published.
+	treeFilter *treeFilter
 }
 
 func (v *version) ref() { v.refs.Add(1) }

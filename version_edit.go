@@ -27,11 +27,13 @@ func (db *DB) logAndApply(edit *manifest.VersionEdit, cause writeCause) error {
 		return fmt.Errorf("bloomkv: %w", err)
 	}
 	state := db.vs.State()
+	tf := db.nextTreeFilter(nv) // treefilter_db.go: before the install, outside db.mu
 
 	db.mu.Lock()
 	db.mu.fileNumLimit = max(db.mu.fileNumLimit, state.NextFileNum)
 	old := db.mu.current
 	db.mu.current = db.versions.newVersion(nv)
+	db.mu.current.treeFilter = tf
 	db.mu.compactPointers = state.CompactPointers
 	db.updateReadStateLocked()
 	db.mu.Unlock()

@@ -1,0 +1,358 @@
+package bloomkv
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/pslot"
+)
+
+// The engine side of the tree-wide filter (treefilter.go): built at Open,
+// carried from version to version by logAndApply, read by getFrom.
+
+// treeFilterState is the DB's tree-filter bookkeeping.
+type treeFilterState struct {
+	// cur is the filter of the newest installed version (nil: off, or
+	// broken). Guarded by manifestMu: only logAndApply and Open change it.
+	cur *treeFilter
+	// broken is set when a table could not be read to keep the filter up
+	// to date: Gets then use the per-table filters until a reopen.
+	// Guarded by manifestMu.
+	broken bool
+	rng    uint64 // the cuckoo kicks' generator; guarded by manifestMu
+
+	// Counters, per P (like readShards).
+	probes    pslot.Counter // Gets that asked the tree filter
+	negatives pslot.Counter // of those, answered "absent" with no table read
+	ambiguous pslot.Counter // of those, naming more than one level
+	// Maintenance, under manifestMu.
+	rebuilds    uint64
+	rebuildTime time.Duration
+	updateTime  time.Duration
+	tablesRead  uint64 // tables scanned for their keys (builds and updates)
+}
+
+// TreeFilterMetrics describes the tree-wide filter (Options.TreeFilter).
+type TreeFilterMetrics struct {
+	Enabled bool  // the option is on and the filter is in use
+	Bytes   int64 // memory of the current version's filter
+	Entries uint64
+	// Capacity is its slots; Entries / Capacity is its load.
+	Capacity uint64
+	// FPRTheory is the chance an absent key matches some entry at the
+	// current load.
+	FPRTheory float64
+	// Probes counts the Gets (not answered by a memtable) that asked the
+	// filter; Negatives those it answered "absent" without reading a
+	// table; Ambiguous those whose key matched entries of several levels.
+	Probes, Negatives, Ambiguous uint64
+	// Rebuilds counts whole builds from the tables (Open, growth, or an
+	// update that could not be applied); TablesRead the tables scanned for
+	// their keys by builds and updates; BuildTime and UpdateTime the time
+	// spent on each.
+	Rebuilds              uint64
+	TablesRead            uint64
+	BuildTime, UpdateTime time.Duration
+}
+
+// sub returns m - earlier for the counters.
+func (m TreeFilterMetrics) sub(earlier TreeFilterMetrics) TreeFilterMetrics {
+	m.Probes -= earlier.Probes
+	m.Negatives -= earlier.Negatives
+	m.Ambiguous -= earlier.Ambiguous
+	m.Rebuilds -= earlier.Rebuilds
+	m.TablesRead -= earlier.TablesRead
+	m.BuildTime -= earlier.BuildTime
+	m.UpdateTime -= earlier.UpdateTime
+	return m
+}
+
+// treeFilterMetrics reads the counters and the current filter's shape.
+func (db *DB) treeFilterMetrics() TreeFilterMetrics {
+	st := &db.tf
+	if !db.opts.TreeFilter {
+		return TreeFilterMetrics{}
+	}
+	m := TreeFilterMetrics{
+		Probes:    uint64(st.probes.Sum()),
+		Negatives: uint64(st.negatives.Sum()),
+		Ambiguous: uint64(st.ambiguous.Sum()),
+	}
+	db.manifestMu.Lock()
+	t := st.cur
+	m.Rebuilds, m.TablesRead = st.rebuilds, st.tablesRead
+	m.BuildTime, m.UpdateTime = st.rebuildTime, st.updateTime
+	db.manifestMu.Unlock()
+	if t != nil {
+		m.Enabled = true
+		m.Bytes = t.memory()
+		m.Entries = uint64(t.entries)
+		m.Capacity = uint64(t.capacity())
+		m.FPRTheory = t.fprTheory()
+	}
+	return m
+}
+
+// initTreeFilter builds the filter of v, the version Open recovered, and
+// attaches it. REQUIRES: Open, before any read or version edit.
+func (db *DB) initTreeFilter(v *version) {
+	if !db.opts.TreeFilter {
+		return
+	}
+	db.tf.probes.Init()
+	db.tf.negatives.Init()
+	db.tf.ambiguous.Init()
+	db.tf.rng = 0x2545f4914f6cdd1d
+	if db.opts.IgnoreFilters {
+		return // reads consult no filter; Metrics report it off
+	}
+	db.manifestMu.Lock()
+	defer db.manifestMu.Unlock()
+	t, err := db.buildTreeFilter(v.Version, tfOpenLoad)
+	if err != nil {
+		db.breakTreeFilter(err)
+		return
+	}
+	db.tf.cur = t
+	v.treeFilter = t
+}
+
+// breakTreeFilter turns the filter off until a reopen: a table it needed
+// could not be read. Reads then use the per-table filters, which never
+// depended on it. REQUIRES: manifestMu held.
+func (db *DB) breakTreeFilter(err error) {
+	db.opts.Logger.Warn("bloomkv: tree filter off until reopen: a table could not be read", "error", err)
+	db.tf.cur, db.tf.broken = nil, true
+}
+
+// nextTreeFilter returns the filter of nv, the version logAndApply is
+// about to install: the current one when the tables did not change,
+// else a copy with the tables nv dropped removed and those it added
+// inserted (a table moved to another level counts as both), or a build
+// from scratch when the copy would be too full or could not be applied.
+// Every table it reads is still live: the removed ones belong to the
+// current version, which the caller has not released.
+// REQUIRES: manifestMu held.
+func (db *DB) nextTreeFilter(nv *manifest.Version) *treeFilter {
+	st := &db.tf
+	if !db.opts.TreeFilter || st.broken || st.cur == nil {
+		return nil
+	}
+	old := st.cur
+	removed, added := versionDiff(old.v, nv)
+	if len(removed) == 0 && len(added) == 0 {
+		c := *old // same tables: share the buckets
+		c.v = nv
+		st.cur = &c
+		return st.cur
+	}
+	start := time.Now()
+	expect := old.entries
+	for _, lf := range removed {
+		expect -= int(db.tableKeys(lf.f))
+	}
+	for _, lf := range added {
+		expect += int(db.tableKeys(lf.f))
+	}
+	var t *treeFilter
+	if float64(expect) <= tfMaxLoad*float64(old.capacity()) {
+		t = old.clone()
+		t.v = nv
+		ok, err := db.applyTreeFilterDiff(t, removed, added)
+		if err != nil {
+			db.breakTreeFilter(err)
+			return nil
+		}
+		if !ok {
+			t = nil // too full after all, or out of step: rebuild
+		}
+	}
+	st.updateTime += time.Since(start)
+	if t == nil {
+		var err error
+		if t, err = db.buildTreeFilter(nv, tfGrowLoad); err != nil {
+			db.breakTreeFilter(err)
+			return nil
+		}
+	}
+	st.cur = t
+	return t
+}
+
+// applyTreeFilterDiff removes the keys of removed from t and inserts those
+// of added. false: an entry to remove was missing or one could not be
+// inserted; t is then unusable.
+func (db *DB) applyTreeFilterDiff(t *treeFilter, removed, added []levelFile) (bool, error) {
+	ok := true
+	for _, lf := range removed {
+		t.setRangeDels(lf.f.FileNum, lf.level, false)
+		err := db.scanTableKeys(lf.f, func(h uint64) {
+			ok = ok && t.remove(h, lf.level)
+		}, nil)
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	for _, lf := range added {
+		err := db.scanTableKeys(lf.f, func(h uint64) {
+			ok = ok && t.insert(h, lf.level, &db.tf.rng)
+		}, func() { t.setRangeDels(lf.f.FileNum, lf.level, true) })
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// buildTreeFilter builds the filter of v from its tables' keys, at load,
+// growing it if insertions fail. REQUIRES: manifestMu held.
+func (db *DB) buildTreeFilter(v *manifest.Version, load float64) (*treeFilter, error) {
+	start := time.Now()
+	defer func() {
+		db.tf.rebuilds++
+		db.tf.rebuildTime += time.Since(start)
+	}()
+	var added []levelFile
+	expect := 0
+	for l := range v.Levels {
+		for _, f := range v.Levels[l] {
+			added = append(added, levelFile{l, f})
+			expect += int(db.tableKeys(f))
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		t := newTreeFilter(expect, load)
+		t.v = v
+		ok, err := db.applyTreeFilterDiff(t, nil, added)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return t, nil
+		}
+		// The key estimate (the per-table filters' counts) was short:
+		// grow. Growing cannot help a key with more copies (tables
+		// holding it) than its two buckets' 8 slots: give up then.
+		if attempt == 3 {
+			return nil, fmt.Errorf("bloomkv: tree filter: %d entries do not fit in %d slots", t.entries, t.capacity())
+		}
+		expect = max(expect, t.entries) * 2
+	}
+}
+
+type levelFile struct {
+	level int
+	f     *manifest.FileMetadata
+}
+
+// versionDiff returns the tables of old that nv lacks (at their old
+// level) and those of nv that old lacks (at their new level); a table
+// that moved levels is in both.
+func versionDiff(old, nv *manifest.Version) (removed, added []levelFile) {
+	at := map[uint64]int{}
+	for l := range nv.Levels {
+		for _, f := range nv.Levels[l] {
+			at[f.FileNum] = l
+		}
+	}
+	was := map[uint64]int{}
+	for l := range old.Levels {
+		for _, f := range old.Levels[l] {
+			was[f.FileNum] = l
+			if nl, ok := at[f.FileNum]; !ok || nl != l {
+				removed = append(removed, levelFile{l, f})
+			}
+		}
+	}
+	for l := range nv.Levels {
+		for _, f := range nv.Levels[l] {
+			if ol, ok := was[f.FileNum]; !ok || ol != l {
+				added = append(added, levelFile{l, f})
+			}
+		}
+	}
+	return removed, added
+}
+
+// scanTableKeys calls fn with the hash of each distinct user key of a
+// point entry in table f (values and point tombstones: both answer a
+// Get), and rangeDels (if not nil) when the table holds range tombstones.
+// REQUIRES: manifestMu held (it counts in db.tf).
+func (db *DB) scanTableKeys(f *manifest.FileMetadata, fn func(h uint64), rangeDels func()) error {
+	db.tf.tablesRead++
+	r, release, err := findTable(db.tableCache, f)
+	if err != nil {
+		return fmt.Errorf("bloomkv: tree filter: %w", err)
+	}
+	defer release()
+	if rangeDels != nil && r.RangeDels() != nil {
+		rangeDels()
+	}
+	it := r.NewCompactionIter()
+	var prev []byte
+	for ok := it.First(); ok; ok = it.Next() {
+		uk := base.UserKey(it.Key())
+		if prev != nil && bytes.Equal(uk, prev) {
+			continue // an older version of the same key
+		}
+		prev = append(prev[:0], uk...)
+		fn(tfHash(uk))
+	}
+	if err := it.Error(); err != nil {
+		_ = it.Close()
+		return fmt.Errorf("bloomkv: tree filter: read %s: %w", db.path(base.FileTypeTable, f.FileNum), err)
+	}
+	return it.Close()
+}
+
+// getFromTreeFilter is getFrom's table part for a version with a tree
+// filter: it asks the filter once which levels may hold key and reads
+// only those (and, above the deepest of them, the levels holding range
+// tombstones). The order and the tombstone rule are getFrom's: levels
+// newest first, level 0's tables newest first; a level skipped holds no
+// point entry for key, so it cannot be the answer, and its tombstones are
+// read whenever it has any.
+func (db *DB) getFromTreeFilter(sh *readShard, slot int, s *readState, t *treeFilter, key []byte, seq uint64, tomb *uint64) ([]byte, error) {
+	db.tf.probes.Add(slot, 1)
+	mask := t.levels(tfHash(key))
+	if mask == 0 {
+		db.tf.negatives.Add(slot, 1)
+		return nil, ErrNotFound
+	}
+	if mask&(mask-1) != 0 {
+		db.tf.ambiguous.Add(slot, 1)
+	}
+	want := t.probeLevels(mask)
+	if want&1 != 0 {
+		for _, f := range s.v.Levels[0] {
+			if !f.Overlaps(key, key) {
+				continue
+			}
+			if v, kind, ok, err := db.getFromTable(sh, slot, f, 0, key, seq, tomb); err != nil || ok {
+				if err != nil {
+					return nil, err
+				}
+				return valueOrNotFound(v, kind)
+			}
+		}
+	}
+	for level := 1; level < manifest.NumLevels; level++ {
+		if want&(1<<level) == 0 {
+			continue
+		}
+		f := findFile(s.v.Levels[level], key)
+		if f == nil {
+			continue
+		}
+		if v, kind, ok, err := db.getFromTable(sh, slot, f, level, key, seq, tomb); err != nil || ok {
+			if err != nil {
+				return nil, err
+			}
+			return valueOrNotFound(v, kind)
+		}
+	}
+	return nil, ErrNotFound
+}
