@@ -72,6 +72,7 @@ type config struct {
 	rows             int             // -rows: row+column keys when > 0
 	colsPerRow       int             // -cols_per_row
 	filterWholeKey   bool            // -filter_whole_key
+	treeFilter       bool            // -tree_filter (treefilter.go)
 	batchSize        int             // -batch_size
 	compareFilters   bool            // -compare_filters
 	sweep            []int           // -sweep, as given (0 = no filter)
@@ -150,6 +151,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.memProfile, "memprofile", "", "write a heap profile (allocations since the start) to this file at the end of the run")
 	fs.StringVar(&c.plotPath, "plot", "", "with -sweep: write a chart (.png or .svg) of FP rate and data blocks per absent Get against bits per key; with -filter_sweep, of each setting's filter memory and false positives per absent Get")
 	fs.BoolVar(&c.progress, "progress", true, "show progress of long phases on stderr: a bar on a terminal, otherwise a plain line every 5 s (logs, CI, pipes)")
+	registerTreeFilterFlags(fs, c) // treefilter.go
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: kvbench [flags]\n\nMeasures bloomkv point lookups and what its bloom filters buy.\n\n")
 		fs.PrintDefaults()

@@ -27,6 +27,7 @@ func printReport(w io.Writer, rep *report) error {
 	default:
 		writeLatency(&sb, rep.Results)
 		writeCosts(&sb, rep.Results)
+		writeTreeFilter(&sb, rep.Results)
 		writeSeekCosts(&sb, rep.Results)
 		writeLevels(&sb, rep.Results)
 		if cfg.compareFilters {

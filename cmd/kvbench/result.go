@@ -95,6 +95,11 @@ type result struct {
 	// key the policy gives a table written there now.
 	FilterBytesByLevel      []int64   `json:"filter_bytes_by_level"`
 	FilterBitsPerKeyByLevel []float64 `json:"filter_bits_per_key_by_level"`
+
+	// Filter probes per Get (the tree filter's and the tables'), and the
+	// tree filter's work and shape (-tree_filter; treefilter.go).
+	FilterProbesPerGet *float64          `json:"filter_probes_per_get"`
+	TreeFilter         *treeFilterResult `json:"tree_filter,omitempty"`
 }
 
 // newResult combines a workload run with the metrics it cost. bits is the
@@ -172,6 +177,7 @@ func newResult(run *workloadRun, pass string, bits int, variant filter.Variant, 
 	r.FPRateMeasured = ratio(d.FilterFalsePositives, d.FilterNegatives+d.FilterFalsePositives)
 	r.CacheHitRate = ratio(d.BlockCacheHits, d.BlockCacheHits+d.BlockCacheMisses)
 	r.setFilterShape(bits, variant, d)
+	r.setTreeFilter(d)
 	return r
 }
 

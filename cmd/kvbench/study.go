@@ -170,6 +170,7 @@ func (s *study) options(bits int, ignoreFilters bool) *bloomkv.Options {
 		FilterKey:           s.filterKey(),
 		FilterKeyName:       s.filterKeyName(),
 		FilterWholeKey:      s.cfg.filterWholeKey,
+		TreeFilter:          s.cfg.treeFilter,
 
 		TargetFileSize:        s.cfg.targetFileSize,
 		LBaseMaxBytes:         s.cfg.levelBaseBytes,
