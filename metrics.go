@@ -376,9 +376,9 @@ func (db *DB) Metrics() Metrics {
 	if db.closed.Load() {
 		return m
 	}
-	m.TreeFilter = db.treeFilterMetrics()
 	s, slot := db.loadReadState()
 	defer s.unref(slot)
+	m.TreeFilter = db.treeFilterMetrics(s.v.treeFilter)
 	var fprKeys float64 // sum of keys × theoretical rate
 	for l := range m.Levels {
 		lm := &m.Levels[l]

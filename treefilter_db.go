@@ -3,6 +3,7 @@ package bloomkv
 import (
 	"bytes"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -28,11 +29,14 @@ type treeFilterState struct {
 	probes    pslot.Counter // Gets that asked the tree filter
 	negatives pslot.Counter // of those, answered "absent" with no table read
 	ambiguous pslot.Counter // of those, naming more than one level
-	// Maintenance, under manifestMu.
-	rebuilds    uint64
-	rebuildTime time.Duration
-	updateTime  time.Duration
-	tablesRead  uint64 // tables scanned for their keys (builds and updates)
+	// Maintenance: written under manifestMu, atomic so that Metrics
+	// takes no lock (it may be called from an event listener).
+	rebuilds    atomic.Uint64
+	rebuildTime atomic.Int64  // nanoseconds
+	updateTime  atomic.Int64  // nanoseconds
+	tablesRead  atomic.Uint64 // tables scanned for their keys (builds and updates)
+	// Saved copies (treefilter_file.go) Open adopted, and rejected as damaged.
+	loaded, rejected atomic.Uint64
 }
 
 // TreeFilterMetrics describes the tree-wide filter (Options.TreeFilter).
@@ -56,6 +60,10 @@ type TreeFilterMetrics struct {
 	Rebuilds              uint64
 	TablesRead            uint64
 	BuildTime, UpdateTime time.Duration
+	// Loaded counts saved copies Open adopted instead of a build (at
+	// most 1 since Open); Rejected those it found damaged (checksum or
+	// shape: it rebuilt instead).
+	Loaded, Rejected uint64
 }
 
 // sub returns m - earlier for the counters.
@@ -70,8 +78,9 @@ func (m TreeFilterMetrics) sub(earlier TreeFilterMetrics) TreeFilterMetrics {
 	return m
 }
 
-// treeFilterMetrics reads the counters and the current filter's shape.
-func (db *DB) treeFilterMetrics() TreeFilterMetrics {
+// treeFilterMetrics reads the counters and the shape of t, the filter of
+// the version Metrics reads.
+func (db *DB) treeFilterMetrics(t *treeFilter) TreeFilterMetrics {
 	st := &db.tf
 	if !db.opts.TreeFilter {
 		return TreeFilterMetrics{}
@@ -81,11 +90,10 @@ func (db *DB) treeFilterMetrics() TreeFilterMetrics {
 		Negatives: uint64(st.negatives.Sum()),
 		Ambiguous: uint64(st.ambiguous.Sum()),
 	}
-	db.manifestMu.Lock()
-	t := st.cur
-	m.Rebuilds, m.TablesRead = st.rebuilds, st.tablesRead
-	m.BuildTime, m.UpdateTime = st.rebuildTime, st.updateTime
-	db.manifestMu.Unlock()
+	m.Rebuilds, m.TablesRead = st.rebuilds.Load(), st.tablesRead.Load()
+	m.Loaded, m.Rejected = st.loaded.Load(), st.rejected.Load()
+	m.BuildTime = time.Duration(st.rebuildTime.Load())
+	m.UpdateTime = time.Duration(st.updateTime.Load())
 	if t != nil {
 		m.Enabled = true
 		m.Bytes = t.memory()
@@ -111,10 +119,13 @@ func (db *DB) initTreeFilter(v *version) {
 	}
 	db.manifestMu.Lock()
 	defer db.manifestMu.Unlock()
-	t, err := db.buildTreeFilter(v.Version, tfOpenLoad)
-	if err != nil {
-		db.breakTreeFilter(err)
-		return
+	t := db.loadTreeFilter(v.Version) // treefilter_file.go
+	if t == nil {
+		var err error
+		if t, err = db.buildTreeFilter(v.Version, tfOpenLoad); err != nil {
+			db.breakTreeFilter(err)
+			return
+		}
 	}
 	db.tf.cur = t
 	v.treeFilter = t
@@ -170,7 +181,7 @@ func (db *DB) nextTreeFilter(nv *manifest.Version) *treeFilter {
 			t = nil // too full after all, or out of step: rebuild
 		}
 	}
-	st.updateTime += time.Since(start)
+	st.updateTime.Add(int64(time.Since(start)))
 	if t == nil {
 		var err error
 		if t, err = db.buildTreeFilter(nv, tfGrowLoad); err != nil {
@@ -212,8 +223,8 @@ func (db *DB) applyTreeFilterDiff(t *treeFilter, removed, added []levelFile) (bo
 func (db *DB) buildTreeFilter(v *manifest.Version, load float64) (*treeFilter, error) {
 	start := time.Now()
 	defer func() {
-		db.tf.rebuilds++
-		db.tf.rebuildTime += time.Since(start)
+		db.tf.rebuilds.Add(1)
+		db.tf.rebuildTime.Add(int64(time.Since(start)))
 	}()
 	var added []levelFile
 	expect := 0
@@ -282,7 +293,7 @@ func versionDiff(old, nv *manifest.Version) (removed, added []levelFile) {
 // Get), and rangeDels (if not nil) when the table holds range tombstones.
 // REQUIRES: manifestMu held (it counts in db.tf).
 func (db *DB) scanTableKeys(f *manifest.FileMetadata, fn func(h uint64), rangeDels func()) error {
-	db.tf.tablesRead++
+	db.tf.tablesRead.Add(1)
 	r, release, err := findTable(db.tableCache, f)
 	if err != nil {
 		return fmt.Errorf("bloomkv: tree filter: %w", err)

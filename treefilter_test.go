@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
@@ -332,4 +333,128 @@ func TestTreeFilterConcurrentGets(t *testing.T) {
 	}
 	checkTreeFilter(t, db)
 	t.Logf("%+v", db.Metrics().TreeFilter)
+}
+
+// TestTreeFilterSavedCopy: Close saves the filter and Open adopts it
+// without reading a table; a damaged copy is rejected (ErrCorruption from
+// the decoder, for a flipped byte anywhere) and rebuilt; a stale one
+// (other tables) is rebuilt silently.
+func TestTreeFilterSavedCopy(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := tinyOptions(fs)
+	opts.TreeFilter = true
+	db := mustOpen(t, "/db", opts)
+	m := model{}
+	for i := range 3000 {
+		k, v := fmt.Sprintf("k%05d", i*7%3001), fmt.Sprint("v", i)
+		if err := db.Put([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		m[k] = v
+	}
+	if err := db.DeleteRange([]byte("k00100"), []byte("k00200")); err != nil {
+		t.Fatal(err)
+	}
+	m.deleteRange("k00100", "k00200")
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkAll := func(db *DB) {
+		t.Helper()
+		for i := range 3100 {
+			checkGet(t, db.Get, m, fmt.Sprintf("k%05d", i), "reopened")
+		}
+		checkTreeFilter(t, db)
+	}
+
+	db = mustOpen(t, "/db", opts)
+	if tm := db.Metrics().TreeFilter; tm.Loaded != 1 || tm.Rebuilds != 0 || tm.TablesRead != 0 {
+		t.Fatalf("saved copy not adopted: %+v", tm)
+	}
+	checkAll(db)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Damage: every byte flipped in turn is rejected by the decoder.
+	name := "/db/" + treeFilterFileName
+	data := readMemFile(t, fs, name)
+	for i := range data {
+		bad := bytes.Clone(data)
+		bad[i] ^= 0x40
+		if _, _, err := decodeTreeFilter(name, bad); !errors.Is(err, ErrCorruption) {
+			t.Fatalf("byte %d flipped: %v, want ErrCorruption", i, err)
+		}
+	}
+	for _, n := range []int{0, 10, len(data) - 1} {
+		if _, _, err := decodeTreeFilter(name, data[:n]); !errors.Is(err, ErrCorruption) {
+			t.Fatalf("cut to %d bytes: %v, want ErrCorruption", n, err)
+		}
+	}
+	bad := bytes.Clone(data)
+	bad[len(bad)/2] ^= 1
+	replaceFile(t, fs, name, bad)
+	db = mustOpen(t, "/db", opts)
+	if tm := db.Metrics().TreeFilter; tm.Loaded != 0 || tm.Rejected != 1 || tm.Rebuilds != 1 {
+		t.Fatalf("damaged copy not rejected and rebuilt: %+v", tm)
+	}
+	checkAll(db)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Stale: the tables change while the option is off (nothing saved).
+	saved := readMemFile(t, fs, name)
+	opts.TreeFilter = false
+	db = mustOpen(t, "/db", opts)
+	for i := 3000; i < 3100; i++ {
+		k := fmt.Sprintf("k%05d", i)
+		if err := db.Put([]byte(k), []byte("new")); err != nil {
+			t.Fatal(err)
+		}
+		m[k] = "new"
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(readMemFile(t, fs, name), saved) {
+		t.Fatal("the saved copy changed while the option was off")
+	}
+	opts.TreeFilter = true
+	db = mustOpen(t, "/db", opts)
+	defer db.Close()
+	if tm := db.Metrics().TreeFilter; tm.Loaded != 0 || tm.Rejected != 0 || tm.Rebuilds != 1 {
+		t.Fatalf("stale copy not rebuilt: %+v", tm)
+	}
+	checkAll(db)
+}
+
+// TestTreeFilterFileLayout pins the saved filter's layout of
+// docs/formats.md: header, table entries, buckets, checksum.
+func TestTreeFilterFileLayout(t *testing.T) {
+	v := &manifest.Version{}
+	v.Levels[1] = []*manifest.FileMetadata{{FileNum: 5}}
+	tf := newTreeFilter(1, tfOpenLoad)
+	tf.v = v
+	seed := uint64(1)
+	h := tfHash([]byte("a"))
+	tf.insert(h, 1, &seed)
+	data := encodeTreeFilter(tf)
+	if len(data) != 562 {
+		t.Fatalf("%d bytes, want 562", len(data))
+	}
+	want := []byte("BKVTREEF\x01\x00\x00\x00\x0d\x03\x04\x00\x40\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x01\x00")
+	if !bytes.Equal(data[:len(want)], want) {
+		t.Fatalf("header and table entry\n% x\nwant\n% x", data[:len(want)], want)
+	}
+	got, tables, err := decodeTreeFilter("TREEFILTER", data)
+	if err != nil || len(tables) != 1 || tables[0] != (savedTable{5, 1, false}) || got.levels(h) != 1<<1 || got.entries != 1 {
+		t.Fatalf("decoded %v %v, levels %b: %v", got, tables, got.levels(h), err)
+	}
 }
