@@ -78,7 +78,7 @@ func (db *DB) getFrom(sh *readShard, slot int, s *readState, key []byte, seq uin
 	}
 	// With Options.TreeFilter one filter names the levels to read
 	// (treefilter_db.go).
-	if t := s.v.treeFilter; t != nil {
+	if t := s.v.treeFilter.Load(); t != nil {
 		return db.getFromTreeFilter(sh, slot, s, t, key, seq, &tomb)
 	}
 	// Level 0 newest first: tables may overlap, so probe each that covers key.

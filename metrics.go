@@ -378,7 +378,7 @@ func (db *DB) Metrics() Metrics {
 	}
 	s, slot := db.loadReadState()
 	defer s.unref(slot)
-	m.TreeFilter = db.treeFilterMetrics(s.v.treeFilter)
+	m.TreeFilter = db.treeFilterMetrics(s.v.treeFilter.Load())
 	var fprKeys float64 // sum of keys × theoretical rate
 	for l := range m.Levels {
 		lm := &m.Levels[l]

@@ -65,7 +65,16 @@ const (
 	tfOpenLoad = 0.90
 	tfGrowLoad = 0.55
 	tfMaxLoad  = 0.94
+	// tfStartGrow is the load at which a large filter (more than
+	// tfAsyncEntries entries) starts a background rebuild, so that it is
+	// ready before updates reach tfMaxLoad. Smaller ones rebuild in
+	// place, in milliseconds.
+	tfStartGrow = 0.80
 )
+
+// tfAsyncEntries is the size past which rebuilds run in the background (a
+// variable for tests).
+var tfAsyncEntries = 1 << 18
 
 // treeFilter is one version's tree-wide filter. Immutable once published.
 type treeFilter struct {

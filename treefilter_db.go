@@ -24,6 +24,9 @@ type treeFilterState struct {
 	// Guarded by manifestMu.
 	broken bool
 	rng    uint64 // the cuckoo kicks' generator; guarded by manifestMu
+	// rebuilding is set while a background build runs (rebuildAsync);
+	// guarded by manifestMu.
+	rebuilding bool
 
 	// Counters, per P (like readShards).
 	probes    pslot.Counter // Gets that asked the tree filter
@@ -128,7 +131,7 @@ func (db *DB) initTreeFilter(v *version) {
 		}
 	}
 	db.tf.cur = t
-	v.treeFilter = t
+	v.treeFilter.Store(t)
 }
 
 // breakTreeFilter turns the filter off until a reopen: a table it needed
@@ -150,7 +153,7 @@ func (db *DB) breakTreeFilter(err error) {
 func (db *DB) nextTreeFilter(nv *manifest.Version) *treeFilter {
 	st := &db.tf
 	if !db.opts.TreeFilter || st.broken || st.cur == nil {
-		return nil
+		return nil // off, broken, or a background build will catch up
 	}
 	old := st.cur
 	removed, added := versionDiff(old.v, nv)
@@ -169,10 +172,15 @@ func (db *DB) nextTreeFilter(nv *manifest.Version) *treeFilter {
 		expect += int(db.tableKeys(lf.f))
 	}
 	var t *treeFilter
+	if float64(expect) > tfStartGrow*float64(old.capacity()) && expect > tfAsyncEntries {
+		// A large tree is rebuilt bigger in the background before it
+		// fills: a build reads every table, too long to hold manifestMu.
+		db.rebuildAsync()
+	}
 	if float64(expect) <= tfMaxLoad*float64(old.capacity()) {
 		t = old.clone()
 		t.v = nv
-		ok, err := db.applyTreeFilterDiff(t, removed, added)
+		ok, err := db.applyTreeFilterDiff(t, removed, added, &st.rng)
 		if err != nil {
 			db.breakTreeFilter(err)
 			return nil
@@ -182,6 +190,13 @@ func (db *DB) nextTreeFilter(nv *manifest.Version) *treeFilter {
 		}
 	}
 	st.updateTime.Add(int64(time.Since(start)))
+	if t == nil && expect > tfAsyncEntries {
+		// Too full: versions go without a tree filter (reads use the
+		// tables' filters) until the background build catches up.
+		db.rebuildAsync()
+		st.cur = nil
+		return nil
+	}
 	if t == nil {
 		var err error
 		if t, err = db.buildTreeFilter(nv, tfGrowLoad); err != nil {
@@ -196,7 +211,7 @@ func (db *DB) nextTreeFilter(nv *manifest.Version) *treeFilter {
 // applyTreeFilterDiff removes the keys of removed from t and inserts those
 // of added. false: an entry to remove was missing or one could not be
 // inserted; t is then unusable.
-func (db *DB) applyTreeFilterDiff(t *treeFilter, removed, added []levelFile) (bool, error) {
+func (db *DB) applyTreeFilterDiff(t *treeFilter, removed, added []levelFile, rng *uint64) (bool, error) {
 	ok := true
 	for _, lf := range removed {
 		t.setRangeDels(lf.f.FileNum, lf.level, false)
@@ -209,7 +224,7 @@ func (db *DB) applyTreeFilterDiff(t *treeFilter, removed, added []levelFile) (bo
 	}
 	for _, lf := range added {
 		err := db.scanTableKeys(lf.f, func(h uint64) {
-			ok = ok && t.insert(h, lf.level, &db.tf.rng)
+			ok = ok && t.insert(h, lf.level, rng)
 		}, func() { t.setRangeDels(lf.f.FileNum, lf.level, true) })
 		if err != nil || !ok {
 			return false, err
@@ -219,8 +234,10 @@ func (db *DB) applyTreeFilterDiff(t *treeFilter, removed, added []levelFile) (bo
 }
 
 // buildTreeFilter builds the filter of v from its tables' keys, at load,
-// growing it if insertions fail. REQUIRES: manifestMu held.
+// growing it if insertions fail. v's tables must stay live meanwhile
+// (manifestMu held, or v referenced).
 func (db *DB) buildTreeFilter(v *manifest.Version, load float64) (*treeFilter, error) {
+	rng := uint64(0x9e3779b97f4a7c15) // its own: it may run outside manifestMu
 	start := time.Now()
 	defer func() {
 		db.tf.rebuilds.Add(1)
@@ -237,7 +254,7 @@ func (db *DB) buildTreeFilter(v *manifest.Version, load float64) (*treeFilter, e
 	for attempt := 0; ; attempt++ {
 		t := newTreeFilter(expect, load)
 		t.v = v
-		ok, err := db.applyTreeFilterDiff(t, nil, added)
+		ok, err := db.applyTreeFilterDiff(t, nil, added, &rng)
 		if err != nil {
 			return nil, err
 		}
@@ -252,6 +269,64 @@ func (db *DB) buildTreeFilter(v *manifest.Version, load float64) (*treeFilter, e
 		}
 		expect = max(expect, t.entries) * 2
 	}
+}
+
+// rebuildAsync starts a build of the current version's filter in the
+// background, unless one runs. The build holds a reference on the
+// version it reads (its tables stay live) and no lock; then, under
+// manifestMu, it catches up with the versions installed meanwhile (the
+// same diff as an update) and attaches itself to the current version.
+// REQUIRES: manifestMu held.
+func (db *DB) rebuildAsync() {
+	st := &db.tf
+	if st.rebuilding || db.closing.Load() {
+		return
+	}
+	st.rebuilding = true
+	db.mu.Lock()
+	v := db.mu.current
+	v.ref()
+	db.mu.Unlock()
+	db.bgWG.Add(1) // Close waits for it
+	go func() {
+		defer db.bgWG.Done()
+		t, err := db.buildTreeFilter(v.Version, tfGrowLoad)
+		db.manifestMu.Lock()
+		db.catchUpTreeFilter(t, err)
+		db.manifestMu.Unlock()
+		v.unref() // after the catch-up, which reads v's tables; without locks (it may collect files)
+	}()
+}
+
+// catchUpTreeFilter finishes a background build (rebuildAsync): t, built
+// from an older version, is brought to the current one and attached to it.
+// REQUIRES: manifestMu held.
+func (db *DB) catchUpTreeFilter(t *treeFilter, err error) {
+	st := &db.tf
+	st.rebuilding = false
+	if st.broken || db.closing.Load() {
+		return
+	}
+	if err != nil {
+		db.breakTreeFilter(err)
+		return
+	}
+	db.mu.Lock()
+	cur := db.mu.current
+	db.mu.Unlock()
+	removed, added := versionDiff(t.v, cur.Version)
+	ok, err := db.applyTreeFilterDiff(t, removed, added, &st.rng)
+	if err != nil {
+		db.breakTreeFilter(err)
+		return
+	}
+	if !ok {
+		db.rebuildAsync() // outgrown while it was built: again, bigger
+		return
+	}
+	t.v = cur.Version
+	st.cur = t
+	cur.treeFilter.Store(t)
 }
 
 type levelFile struct {
@@ -291,7 +366,6 @@ func versionDiff(old, nv *manifest.Version) (removed, added []levelFile) {
 // scanTableKeys calls fn with the hash of each distinct user key of a
 // point entry in table f (values and point tombstones: both answer a
 // Get), and rangeDels (if not nil) when the table holds range tombstones.
-// REQUIRES: manifestMu held (it counts in db.tf).
 func (db *DB) scanTableKeys(f *manifest.FileMetadata, fn func(h uint64), rangeDels func()) error {
 	db.tf.tablesRead.Add(1)
 	r, release, err := findTable(db.tableCache, f)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/vfs"
@@ -92,6 +93,11 @@ func checkTreeFilter(t *testing.T, db *DB) {
 	t.Helper()
 	db.manifestMu.Lock()
 	defer db.manifestMu.Unlock()
+	for db.tf.rebuilding { // a background build: wait for its catch-up
+		db.manifestMu.Unlock()
+		time.Sleep(time.Millisecond)
+		db.manifestMu.Lock()
+	}
 	tf := db.tf.cur
 	if tf == nil {
 		t.Fatalf("tree filter off (broken %v)", db.tf.broken)
@@ -99,7 +105,7 @@ func checkTreeFilter(t *testing.T, db *DB) {
 	db.mu.Lock()
 	cur := db.mu.current
 	db.mu.Unlock()
-	if cur.treeFilter != tf || tf.v != cur.Version {
+	if cur.treeFilter.Load() != tf || tf.v != cur.Version {
 		t.Fatal("the current version does not carry the current tree filter")
 	}
 	total := 0
@@ -131,8 +137,14 @@ func checkTreeFilter(t *testing.T, db *DB) {
 // against a model, and after each settling that the filter describes the
 // tree exactly.
 func TestTreeFilterAgainstModel(t *testing.T) {
-	for _, seed := range []uint64{1, 2, 3} {
+	for _, seed := range []uint64{1, 2, 3, 4, 5} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			if seed >= 4 {
+				// Every rebuild in the background, racing the updates
+				// and the reads.
+				defer func(n int) { tfAsyncEntries = n }(tfAsyncEntries)
+				tfAsyncEntries = 0
+			}
 			rng := rand.New(rand.NewPCG(seed, 28))
 			opts := tinyOptions(vfs.NewMem())
 			opts.LBaseMaxBytes, opts.TargetFileSize = 8<<10, 4<<10
@@ -201,6 +213,7 @@ func TestTreeFilterAgainstModel(t *testing.T) {
 					tm := db.Metrics().TreeFilter
 					total.Probes += tm.Probes
 					total.Negatives += tm.Negatives
+					total.Rebuilds += tm.Rebuilds
 					if err := db.Close(); err != nil {
 						t.Fatal(err)
 					}
@@ -256,8 +269,9 @@ func TestTreeFilterAgainstModel(t *testing.T) {
 			tm := db.Metrics().TreeFilter
 			total.Probes += tm.Probes
 			total.Negatives += tm.Negatives
-			t.Logf("deepest L%d, %d reopens, %d filter checks; tree filter: %d probes, %d negatives; now %+v",
-				deepest, reopens, checks, total.Probes, total.Negatives, tm)
+			total.Rebuilds += tm.Rebuilds
+			t.Logf("deepest L%d, %d reopens, %d filter checks; tree filter: %d probes, %d negatives, %d builds; now %+v",
+				deepest, reopens, checks, total.Probes, total.Negatives, total.Rebuilds, tm)
 			if deepest < 2 || reopens == 0 || total.Probes == 0 || total.Negatives == 0 {
 				t.Fatalf("workload too small: deepest L%d, %d reopens, %d probes", deepest, reopens, total.Probes)
 			}
@@ -269,6 +283,8 @@ func TestTreeFilterAgainstModel(t *testing.T) {
 // from several goroutines while a writer puts, flushes and compacts, so
 // that filters are replaced under the readers (run with -race).
 func TestTreeFilterConcurrentGets(t *testing.T) {
+	defer func(n int) { tfAsyncEntries = n }(tfAsyncEntries)
+	tfAsyncEntries = 1000 // some rebuilds in place, the later ones in the background
 	opts := tinyOptions(vfs.NewMem())
 	opts.TreeFilter = true
 	db := mustOpen(t, "/db", opts)

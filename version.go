@@ -15,9 +15,11 @@ type version struct {
 	*manifest.Version
 	refs atomic.Int32
 	set  *liveVersions
-	// treeFilter is this version's tree-wide filter (treefilter.go), nil
-	// without Options.TreeFilter. Set before the version is published.
-	treeFilter *treeFilter
+	// treeFilter is this version's tree-wide filter (treefilter_db.go),
+	// nil without Options.TreeFilter or while one is being rebuilt. Set
+	// before the version is published, or later by a rebuild (any filter
+	// stored here describes this version).
+	treeFilter atomic.Pointer[treeFilter]
 }
 
 func (v *version) ref() { v.refs.Add(1) }

@@ -33,7 +33,7 @@ func (db *DB) logAndApply(edit *manifest.VersionEdit, cause writeCause) error {
 	db.mu.fileNumLimit = max(db.mu.fileNumLimit, state.NextFileNum)
 	old := db.mu.current
 	db.mu.current = db.versions.newVersion(nv)
-	db.mu.current.treeFilter = tf
+	db.mu.current.treeFilter.Store(tf)
 	db.mu.compactPointers = state.CompactPointers
 	db.updateReadStateLocked()
 	db.mu.Unlock()

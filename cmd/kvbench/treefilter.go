@@ -28,6 +28,12 @@ type treeFilterResult struct {
 	Capacity     uint64  `json:"capacity"`
 	BitsPerEntry float64 `json:"bits_per_entry"`
 	FPRTheory    float64 `json:"fp_rate_theory"`
+	// Upkeep during the workload: whole builds, tables read back for
+	// their keys, and the seconds builds and updates took.
+	Rebuilds      uint64  `json:"rebuilds"`
+	TablesRead    uint64  `json:"tables_read"`
+	BuildSeconds  float64 `json:"build_seconds"`
+	UpdateSeconds float64 `json:"update_seconds"`
 }
 
 // setTreeFilter records the tree filter's work and shape, and the filter
@@ -46,6 +52,8 @@ func (r *result) setTreeFilter(d bloomkv.Metrics) {
 	r.TreeFilter = &treeFilterResult{
 		Probes: tf.Probes, Negatives: tf.Negatives, Ambiguous: tf.Ambiguous,
 		Bytes: tf.Bytes, Entries: tf.Entries, Capacity: tf.Capacity, FPRTheory: tf.FPRTheory,
+		Rebuilds: tf.Rebuilds, TablesRead: tf.TablesRead,
+		BuildSeconds: tf.BuildTime.Seconds(), UpdateSeconds: tf.UpdateTime.Seconds(),
 	}
 	if tf.Entries > 0 {
 		r.TreeFilter.BitsPerEntry = float64(tf.Bytes*8) / float64(tf.Entries)
