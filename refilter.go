@@ -11,7 +11,8 @@ import (
 // and deeper whose filter is not what the current Options would write
 // (variant, bits per key or the per-level policy's choice, FilterKey):
 // the levels keep exactly the keys they hold, so filter settings can be
-// compared on the very same tree (kvbench -rebuild_filters; issue 28).
+// compared on the very same tree (kvbench -rebuild_filters; issue 28):
+// each table is rewritten alone, so the tables keep their bounds too.
 // Unlike Compact it merges nothing across levels and flushes nothing.
 // Level-0 tables keep their filters (a settled tree has none). Close
 // waits for it, as for Compact.
@@ -57,9 +58,17 @@ func (db *DB) RebuildFilters() error {
 		v := db.mu.current
 		v.ref()
 		db.mu.Unlock()
-		cs := compaction.PickStale(v.Version, level, nil, nil, func(f *manifest.FileMetadata) bool {
-			return db.filterIsStale(v.Version, level, f)
-		})
+		// One compaction per table, not per run of stale tables (as
+		// PickStale would): a table rewritten alone keeps its bounds, so
+		// the key ranges an absent Get falls in, and the tables it
+		// probes, stay as they were. (A table larger than its level's
+		// target size now is split, at a point between two of its keys.)
+		var cs []*compaction.Compaction
+		for _, f := range v.Levels[level] {
+			if db.filterIsStale(v.Version, level, f) {
+				cs = append(cs, &compaction.Compaction{Level: level, OutputLevel: level, Inputs: [2][]*manifest.FileMetadata{{f}}})
+			}
+		}
 		var err error
 		for _, c := range cs {
 			if db.closing.Load() {

@@ -12,8 +12,9 @@ import (
 // The tree-wide filter (-tree_filter, Options.TreeFilter, issue 28): the
 // flag, the figures each result adds, and the report's section.
 
-// registerTreeFilterFlags adds the tree-filter flags to fs.
+// registerTreeFilterFlags adds the issue 28 flags to fs.
 func registerTreeFilterFlags(fs *flag.FlagSet, c *config) {
+	fs.BoolVar(&c.rebuildFilters, "rebuild_filters", false, "with -db DIR -use_existing_db: rewrite the tables' filters in place under the filter flags given (DB.RebuildFilters: each level keeps its keys) before the reads, so settings are compared on the same tree; with -filter_sweep: load once, then rebuild per setting")
 	fs.BoolVar(&c.treeFilter, "tree_filter", false, "keep one in-memory filter over the whole tree that names each key's level (Options.TreeFilter): an absent Get asks one filter, a present one reads the level it names; the tables keep their own filters")
 }
 
