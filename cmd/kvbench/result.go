@@ -99,7 +99,7 @@ type result struct {
 	// Filter probes per Get (the tree filter's and the tables'), and the
 	// tree filter's work and shape (-tree_filter; treefilter.go).
 	FilterProbesPerGet *float64          `json:"filter_probes_per_get"`
-	TreeFilter         *treeFilterResult `json:"tree_filter,omitempty"`
+	TreeFilter         *treeFilterResult `json:"tree_filter"`
 }
 
 // newResult combines a workload run with the metrics it cost. bits is the
