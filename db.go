@@ -198,7 +198,7 @@ func (db *DB) Close() error {
 		// a log deleted or cut short from one that was never written.
 		keep(db.logAndApply(&manifest.VersionEdit{}, causeClose))
 	}
-	db.saveTreeFilter() // treefilter_file.go: for the next Open
+	db.closeTreeFilter() // treefilter_db.go: save it for the next Open
 	db.manifestMu.Unlock()
 	if !db.opts.ReadOnly {
 		// Background work has stopped, and it may not have collected what

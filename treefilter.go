@@ -45,11 +45,10 @@ import (
 // # Snapshots, not locks
 //
 // A treeFilter is immutable once published: each version that changes
-// the set of tables gets its own copy (copy-on-write), made before the
-// version is installed and carried by it, so a Get reads the filter of
-// the very version it reads, with no lock, while a compaction builds the
-// next one. A copy costs a memcpy of the buckets per installed edit (8 MB
-// per million keys of tree is ~2.3 MB; a few ms at 10M keys).
+// the set of tables gets its own copy (copy-on-write), attached to the
+// version, so a Get reads the filter of the very version it reads, with
+// no lock, while the next one is made (treefilter_db.go). A copy costs a
+// memcpy of the buckets (~2.2 MB per million entries at 90% load).
 
 const (
 	tfSlots     = 4  // slots per bucket
@@ -65,16 +64,7 @@ const (
 	tfOpenLoad = 0.90
 	tfGrowLoad = 0.55
 	tfMaxLoad  = 0.94
-	// tfStartGrow is the load at which a large filter (more than
-	// tfAsyncEntries entries) starts a background rebuild, so that it is
-	// ready before updates reach tfMaxLoad. Smaller ones rebuild in
-	// place, in milliseconds.
-	tfStartGrow = 0.80
 )
-
-// tfAsyncEntries is the size past which rebuilds run in the background (a
-// variable for tests).
-var tfAsyncEntries = 1 << 18
 
 // treeFilter is one version's tree-wide filter. Immutable once published.
 type treeFilter struct {

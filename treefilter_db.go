@@ -2,6 +2,7 @@ package bloomkv
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -12,28 +13,53 @@ import (
 )
 
 // The engine side of the tree-wide filter (treefilter.go): built at Open,
-// carried from version to version by logAndApply, read by getFrom.
+// brought to each new version by a background maintainer, read by getFrom.
+//
+// # Keeping up with the tree
+//
+// A version is installed without waiting for its filter: logAndApply
+// attaches one at once only when the tables did not change (the buckets
+// are shared), and otherwise installs the version without one and wakes
+// the maintainer. Gets on a version without a filter use the per-table
+// filters, exactly as with the option off. The maintainer, outside every
+// lock, derives the filter of the newest version from the last one it
+// made: it reads back the tables that left (their keys are removed) and
+// those that came (inserted), skipping any table made and dropped in
+// between, and attaches the result to that version (an atomic pointer:
+// Gets on it switch over). It holds a reference on the version its
+// filter describes, so the tables it must remove stay on disk. When the
+// filter would pass tfMaxLoad it builds a bigger one from all tables
+// instead. So flushes and compactions never wait for the filter: the
+// price is a window after each install in which Gets use the tables'
+// filters.
+
+// errTreeFilterClosing stops a filter update when Close begins.
+var errTreeFilterClosing = errors.New("bloomkv: tree filter: closing")
 
 // treeFilterState is the DB's tree-filter bookkeeping.
 type treeFilterState struct {
-	// cur is the filter of the newest installed version (nil: off, or
-	// broken). Guarded by manifestMu: only logAndApply and Open change it.
-	cur *treeFilter
+	// latest is the filter of the current version, or nil when it has
+	// none (yet). Guarded by manifestMu.
+	latest *treeFilter
+	// running is set while the maintainer goroutine runs. Guarded by
+	// manifestMu.
+	running bool
+	// base is the maintainer's last filter and baseV the version it
+	// describes, referenced. Owned by the maintainer while running, else
+	// guarded by manifestMu.
+	base  *treeFilter
+	baseV *version
 	// broken is set when a table could not be read to keep the filter up
 	// to date: Gets then use the per-table filters until a reopen.
-	// Guarded by manifestMu.
-	broken bool
-	rng    uint64 // the cuckoo kicks' generator; guarded by manifestMu
-	// rebuilding is set while a background build runs (rebuildAsync);
-	// guarded by manifestMu.
-	rebuilding bool
+	broken atomic.Bool
+	rng    uint64 // the cuckoo kicks' generator; the maintainer's
 
 	// Counters, per P (like readShards).
 	probes    pslot.Counter // Gets that asked the tree filter
 	negatives pslot.Counter // of those, answered "absent" with no table read
 	ambiguous pslot.Counter // of those, naming more than one level
-	// Maintenance: written under manifestMu, atomic so that Metrics
-	// takes no lock (it may be called from an event listener).
+	// Maintenance, atomic so that Metrics takes no lock (it may be
+	// called from an event listener).
 	rebuilds    atomic.Uint64
 	rebuildTime atomic.Int64  // nanoseconds
 	updateTime  atomic.Int64  // nanoseconds
@@ -107,16 +133,18 @@ func (db *DB) treeFilterMetrics(t *treeFilter) TreeFilterMetrics {
 	return m
 }
 
-// initTreeFilter builds the filter of v, the version Open recovered, and
-// attaches it. REQUIRES: Open, before any read or version edit.
+// initTreeFilter loads or builds the filter of v, the version Open
+// recovered, and attaches it. REQUIRES: Open, before any read or version
+// edit.
 func (db *DB) initTreeFilter(v *version) {
 	if !db.opts.TreeFilter {
 		return
 	}
-	db.tf.probes.Init()
-	db.tf.negatives.Init()
-	db.tf.ambiguous.Init()
-	db.tf.rng = 0x2545f4914f6cdd1d
+	st := &db.tf
+	st.probes.Init()
+	st.negatives.Init()
+	st.ambiguous.Init()
+	st.rng = 0x2545f4914f6cdd1d
 	if db.opts.IgnoreFilters {
 		return // reads consult no filter; Metrics report it off
 	}
@@ -130,90 +158,168 @@ func (db *DB) initTreeFilter(v *version) {
 			return
 		}
 	}
-	db.tf.cur = t
+	v.ref()
+	st.base, st.baseV, st.latest = t, v, t
 	v.treeFilter.Store(t)
 }
 
 // breakTreeFilter turns the filter off until a reopen: a table it needed
 // could not be read. Reads then use the per-table filters, which never
-// depended on it. REQUIRES: manifestMu held.
+// depended on it.
 func (db *DB) breakTreeFilter(err error) {
 	db.opts.Logger.Warn("bloomkv: tree filter off until reopen: a table could not be read", "error", err)
-	db.tf.cur, db.tf.broken = nil, true
+	db.tf.broken.Store(true)
 }
 
-// nextTreeFilter returns the filter of nv, the version logAndApply is
-// about to install: the current one when the tables did not change,
-// else a copy with the tables nv dropped removed and those it added
-// inserted (a table moved to another level counts as both), or a build
-// from scratch when the copy would be too full or could not be applied.
-// Every table it reads is still live: the removed ones belong to the
-// current version, which the caller has not released.
+// nextTreeFilter returns the filter for nv, the version logAndApply is
+// about to install: the current version's when nv has the same tables,
+// else nil, and the maintainer is woken to make one.
 // REQUIRES: manifestMu held.
 func (db *DB) nextTreeFilter(nv *manifest.Version) *treeFilter {
 	st := &db.tf
-	if !db.opts.TreeFilter || st.broken || st.cur == nil {
-		return nil // off, broken, or a background build will catch up
+	if !db.opts.TreeFilter || st.broken.Load() || db.opts.IgnoreFilters {
+		return nil
 	}
-	old := st.cur
-	removed, added := versionDiff(old.v, nv)
-	if len(removed) == 0 && len(added) == 0 {
-		c := *old // same tables: share the buckets
-		c.v = nv
-		st.cur = &c
-		return st.cur
+	if cur := st.latest; cur != nil {
+		if removed, added := versionDiff(cur.v, nv); len(removed) == 0 && len(added) == 0 {
+			c := *cur // same tables: share the buckets
+			c.v = nv
+			st.latest = &c
+			return st.latest
+		}
 	}
+	st.latest = nil
+	if !st.running && !db.closing.Load() && st.baseV != nil {
+		// Close waits for it. The Add cannot race Close's Wait: version
+		// edits run as background work (counted in bgWG) or in Close
+		// itself, after closing is set.
+		st.running = true
+		db.bgWG.Add(1)
+		go db.maintainTreeFilter()
+	}
+	return nil
+}
+
+// maintainTreeFilter brings the filter to the current version, again and
+// again until it is there (or Close), then exits.
+func (db *DB) maintainTreeFilter() {
+	defer db.bgWG.Done()
+	st := &db.tf
+	for {
+		db.manifestMu.Lock()
+		db.mu.Lock()
+		cur := db.mu.current
+		db.mu.Unlock()
+		if cur == st.baseV || db.closing.Load() || st.broken.Load() {
+			st.running = false
+			db.manifestMu.Unlock()
+			return
+		}
+		cur.ref() // its tables stay while they are read
+		db.manifestMu.Unlock()
+
+		t, err := db.advanceTreeFilter(st.base, cur.Version)
+		if err != nil {
+			if !errors.Is(err, errTreeFilterClosing) {
+				db.breakTreeFilter(err)
+			}
+			cur.unref()
+			continue // exits above
+		}
+		db.manifestMu.Lock()
+		cur.treeFilter.Store(t)
+		db.mu.Lock()
+		if db.mu.current == cur {
+			st.latest = t
+		}
+		db.mu.Unlock()
+		old := st.baseV
+		st.base, st.baseV = t, cur
+		db.manifestMu.Unlock()
+		old.unref() // without locks: it may collect files
+	}
+}
+
+// advanceTreeFilter returns the filter of nv from t, the filter of an
+// older version whose tables are still live: a copy with the tables nv
+// dropped removed and those it added inserted (a table moved to another
+// level counts as both), or a build from scratch when the copy would be
+// too full or could not be applied.
+func (db *DB) advanceTreeFilter(t *treeFilter, nv *manifest.Version) (*treeFilter, error) {
+	st := &db.tf
 	start := time.Now()
-	expect := old.entries
+	removed, added := versionDiff(t.v, nv)
+	expect := t.entries
 	for _, lf := range removed {
 		expect -= int(db.tableKeys(lf.f))
 	}
 	for _, lf := range added {
 		expect += int(db.tableKeys(lf.f))
 	}
-	var t *treeFilter
-	if float64(expect) > tfStartGrow*float64(old.capacity()) && expect > tfAsyncEntries {
-		// A large tree is rebuilt bigger in the background before it
-		// fills: a build reads every table, too long to hold manifestMu.
-		db.rebuildAsync()
-	}
-	if float64(expect) <= tfMaxLoad*float64(old.capacity()) {
-		t = old.clone()
-		t.v = nv
-		ok, err := db.applyTreeFilterDiff(t, removed, added, &st.rng)
-		if err != nil {
-			db.breakTreeFilter(err)
-			return nil
+	if float64(expect) <= tfMaxLoad*float64(t.capacity()) {
+		c := t.clone()
+		c.v = nv
+		ok, err := db.applyTreeFilterDiff(c, removed, added, &st.rng)
+		st.updateTime.Add(int64(time.Since(start)))
+		if err != nil || ok {
+			return c, err
 		}
-		if !ok {
-			t = nil // too full after all, or out of step: rebuild
+		// Too full after all, or out of step: rebuild.
+	}
+	return db.buildTreeFilter(nv, tfGrowLoad)
+}
+
+// closeTreeFilter saves the current version's filter for the next Open
+// and drops the maintainer's version reference.
+// REQUIRES: manifestMu held, background work stopped (Close).
+func (db *DB) closeTreeFilter() {
+	st := &db.tf
+	t := st.latest
+	if t == nil && st.base != nil && !st.broken.Load() && !db.opts.ReadOnly {
+		// The maintainer stopped behind (a flush just before Close, say):
+		// catch up here when no rebuild is needed, so the next Open can
+		// load the filter instead of reading every table.
+		db.mu.Lock()
+		cur := db.mu.current.Version
+		db.mu.Unlock()
+		removed, added := versionDiff(st.base.v, cur)
+		expect := st.base.entries
+		for _, lf := range added {
+			expect += int(db.tableKeys(lf.f))
+		}
+		if float64(expect) <= tfMaxLoad*float64(st.base.capacity()) {
+			c := st.base.clone()
+			c.v = cur
+			never := func() bool { return false }
+			if ok, err := db.applyTreeFilterDiffUntil(c, removed, added, &st.rng, never); ok && err == nil {
+				t = c
+			}
 		}
 	}
-	st.updateTime.Add(int64(time.Since(start)))
-	if t == nil && expect > tfAsyncEntries {
-		// Too full: versions go without a tree filter (reads use the
-		// tables' filters) until the background build catches up.
-		db.rebuildAsync()
-		st.cur = nil
-		return nil
+	if t != nil && !st.broken.Load() {
+		db.saveTreeFilter(t)
 	}
-	if t == nil {
-		var err error
-		if t, err = db.buildTreeFilter(nv, tfGrowLoad); err != nil {
-			db.breakTreeFilter(err)
-			return nil
-		}
+	if st.baseV != nil {
+		st.baseV.unref()
+		st.base, st.baseV = nil, nil
 	}
-	st.cur = t
-	return t
 }
 
 // applyTreeFilterDiff removes the keys of removed from t and inserts those
 // of added. false: an entry to remove was missing or one could not be
 // inserted; t is then unusable.
 func (db *DB) applyTreeFilterDiff(t *treeFilter, removed, added []levelFile, rng *uint64) (bool, error) {
+	return db.applyTreeFilterDiffUntil(t, removed, added, rng, db.closing.Load)
+}
+
+// applyTreeFilterDiffUntil is applyTreeFilterDiff stopping with
+// errTreeFilterClosing between two tables once stop returns true.
+func (db *DB) applyTreeFilterDiffUntil(t *treeFilter, removed, added []levelFile, rng *uint64, stop func() bool) (bool, error) {
 	ok := true
 	for _, lf := range removed {
+		if stop() {
+			return false, errTreeFilterClosing // Close waits for the maintainer
+		}
 		t.setRangeDels(lf.f.FileNum, lf.level, false)
 		err := db.scanTableKeys(lf.f, func(h uint64) {
 			ok = ok && t.remove(h, lf.level)
@@ -223,6 +329,9 @@ func (db *DB) applyTreeFilterDiff(t *treeFilter, removed, added []levelFile, rng
 		}
 	}
 	for _, lf := range added {
+		if stop() {
+			return false, errTreeFilterClosing
+		}
 		err := db.scanTableKeys(lf.f, func(h uint64) {
 			ok = ok && t.insert(h, lf.level, rng)
 		}, func() { t.setRangeDels(lf.f.FileNum, lf.level, true) })
@@ -269,64 +378,6 @@ func (db *DB) buildTreeFilter(v *manifest.Version, load float64) (*treeFilter, e
 		}
 		expect = max(expect, t.entries) * 2
 	}
-}
-
-// rebuildAsync starts a build of the current version's filter in the
-// background, unless one runs. The build holds a reference on the
-// version it reads (its tables stay live) and no lock; then, under
-// manifestMu, it catches up with the versions installed meanwhile (the
-// same diff as an update) and attaches itself to the current version.
-// REQUIRES: manifestMu held.
-func (db *DB) rebuildAsync() {
-	st := &db.tf
-	if st.rebuilding || db.closing.Load() {
-		return
-	}
-	st.rebuilding = true
-	db.mu.Lock()
-	v := db.mu.current
-	v.ref()
-	db.mu.Unlock()
-	db.bgWG.Add(1) // Close waits for it
-	go func() {
-		defer db.bgWG.Done()
-		t, err := db.buildTreeFilter(v.Version, tfGrowLoad)
-		db.manifestMu.Lock()
-		db.catchUpTreeFilter(t, err)
-		db.manifestMu.Unlock()
-		v.unref() // after the catch-up, which reads v's tables; without locks (it may collect files)
-	}()
-}
-
-// catchUpTreeFilter finishes a background build (rebuildAsync): t, built
-// from an older version, is brought to the current one and attached to it.
-// REQUIRES: manifestMu held.
-func (db *DB) catchUpTreeFilter(t *treeFilter, err error) {
-	st := &db.tf
-	st.rebuilding = false
-	if st.broken || db.closing.Load() {
-		return
-	}
-	if err != nil {
-		db.breakTreeFilter(err)
-		return
-	}
-	db.mu.Lock()
-	cur := db.mu.current
-	db.mu.Unlock()
-	removed, added := versionDiff(t.v, cur.Version)
-	ok, err := db.applyTreeFilterDiff(t, removed, added, &st.rng)
-	if err != nil {
-		db.breakTreeFilter(err)
-		return
-	}
-	if !ok {
-		db.rebuildAsync() // outgrown while it was built: again, bigger
-		return
-	}
-	t.v = cur.Version
-	st.cur = t
-	cur.treeFilter.Store(t)
 }
 
 type levelFile struct {

@@ -160,9 +160,8 @@ func matchesVersion(tables []savedTable, v *manifest.Version) bool {
 // temporary file renamed over TREEFILTER. A failure costs the next Open a
 // rebuild, nothing else, so it is logged, not returned.
 // REQUIRES: manifestMu held, background work stopped (Close).
-func (db *DB) saveTreeFilter() {
-	t := db.tf.cur
-	if t == nil || db.opts.ReadOnly {
+func (db *DB) saveTreeFilter(t *treeFilter) {
+	if db.opts.ReadOnly {
 		return
 	}
 	name := filepath.Join(db.dirname, treeFilterFileName)
