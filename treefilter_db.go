@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/internal/pslot"
+	"github.com/dustin/go-humanize"
 )
 
 // The engine side of the tree-wide filter (treefilter.go): built at Open,
@@ -70,7 +72,11 @@ type treeFilterState struct {
 
 // TreeFilterMetrics describes the tree-wide filter (Options.TreeFilter).
 type TreeFilterMetrics struct {
-	Enabled bool  // the option is on and the filter is in use
+	Enabled bool // the option is on (and the filter not broken)
+	// Lagging says the current version has no filter yet: the maintainer
+	// is catching up, and Gets use the per-table filters meanwhile. The
+	// shape below is then zero.
+	Lagging bool
 	Bytes   int64 // memory of the current version's filter
 	Entries uint64
 	// Capacity is its slots; Entries / Capacity is its load.
@@ -107,14 +113,34 @@ func (m TreeFilterMetrics) sub(earlier TreeFilterMetrics) TreeFilterMetrics {
 	return m
 }
 
+// writeTo adds the tree filter's line to Metrics.String, when it is on.
+func (m TreeFilterMetrics) writeTo(sb *strings.Builder) {
+	if !m.Enabled {
+		return
+	}
+	load := 0.0
+	if m.Capacity > 0 {
+		load = float64(m.Entries) / float64(m.Capacity)
+	}
+	lag := ""
+	if m.Lagging {
+		lag = " (the current version's is being made)"
+	}
+	fmt.Fprintf(sb, "tree filter%s: %s for %d entries (load %.1f%%, FP theory %.4f%%); %d probes, %d negatives, %d ambiguous; %d builds (%s), %d tables read, updates %s\n",
+		lag, humanize.IBytes(uint64(m.Bytes)), m.Entries, 100*load, 100*m.FPRTheory, m.Probes, m.Negatives, m.Ambiguous,
+		m.Rebuilds, m.BuildTime.Round(time.Millisecond), m.TablesRead, m.UpdateTime.Round(time.Millisecond))
+}
+
 // treeFilterMetrics reads the counters and the shape of t, the filter of
 // the version Metrics reads.
 func (db *DB) treeFilterMetrics(t *treeFilter) TreeFilterMetrics {
 	st := &db.tf
-	if !db.opts.TreeFilter {
+	if !db.opts.TreeFilter || db.opts.IgnoreFilters || st.broken.Load() {
 		return TreeFilterMetrics{}
 	}
 	m := TreeFilterMetrics{
+		Enabled:   true,
+		Lagging:   t == nil,
 		Probes:    uint64(st.probes.Sum()),
 		Negatives: uint64(st.negatives.Sum()),
 		Ambiguous: uint64(st.ambiguous.Sum()),
@@ -124,7 +150,6 @@ func (db *DB) treeFilterMetrics(t *treeFilter) TreeFilterMetrics {
 	m.BuildTime = time.Duration(st.rebuildTime.Load())
 	m.UpdateTime = time.Duration(st.updateTime.Load())
 	if t != nil {
-		m.Enabled = true
 		m.Bytes = t.memory()
 		m.Entries = uint64(t.entries)
 		m.Capacity = uint64(t.capacity())
@@ -218,6 +243,7 @@ func (db *DB) maintainTreeFilter() {
 		cur.ref() // its tables stay while they are read
 		db.manifestMu.Unlock()
 
+		start := time.Now()
 		t, err := db.advanceTreeFilter(st.base, cur.Version)
 		if err != nil {
 			if !errors.Is(err, errTreeFilterClosing) {
@@ -237,8 +263,17 @@ func (db *DB) maintainTreeFilter() {
 		st.base, st.baseV = t, cur
 		db.manifestMu.Unlock()
 		old.unref() // without locks: it may collect files
+		// Rest as long as the step took (up to tfMaxRest): at most half a
+		// core for the filter while writes keep the tree changing, and
+		// the tables made and dropped meanwhile are never read.
+		if d := min(time.Since(start), tfMaxRest); d > 0 && !db.closing.Load() {
+			time.Sleep(d)
+		}
 	}
 }
+
+// tfMaxRest caps the maintainer's rest between two steps.
+const tfMaxRest = 500 * time.Millisecond
 
 // advanceTreeFilter returns the filter of nv from t, the filter of an
 // older version whose tables are still live: a copy with the tables nv

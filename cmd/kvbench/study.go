@@ -329,6 +329,7 @@ func (s *study) settle(db *bloomkv.DB, name string) error {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
+	waitTreeFilter(db) // treefilter.go
 	return nil
 }
 
