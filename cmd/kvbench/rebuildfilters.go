@@ -40,6 +40,7 @@ func (s *study) rebuildFilters(db *bloomkv.DB, setting string) error {
 	if err := db.RebuildFilters(); err != nil {
 		return fmt.Errorf("-rebuild_filters %s: %w", setting, err)
 	}
+	waitTreeFilter(db) // the rewritten tables reach the tree filter in the background
 	s.rep.Rebuilds = append(s.rep.Rebuilds, rebuildInfo{Setting: setting, Seconds: time.Since(start).Seconds(), Shape: shapeOf(db.Metrics())})
 	s.wroteAll, s.wroteBits = true, s.cfg.bloomBits
 	return nil
