@@ -59,6 +59,8 @@ type DB struct {
 	readState atomic.Pointer[readState]
 	// reads spread the point-lookup counters over cache lines (readshards.go).
 	reads readShards
+	// tf is the tree-wide filter's state (treefilter_db.go).
+	tf treeFilterState
 
 	// manifestMu serializes version edits: one logAndApply at a time, from
 	// reading the base version to installing the new one.
@@ -199,6 +201,7 @@ func (db *DB) Close() error {
 		// a log deleted or cut short from one that was never written.
 		keep(db.logAndApply(&manifest.VersionEdit{}, causeClose))
 	}
+	db.closeTreeFilter() // treefilter_db.go: save it for the next Open
 	db.manifestMu.Unlock()
 	if !db.opts.ReadOnly {
 		// Background work has stopped, and it may not have collected what

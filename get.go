@@ -81,6 +81,11 @@ func (db *DB) getFrom(sh *readShard, slot int, s *readState, key []byte, seq uin
 			return valueOrNotFound(copyValue(v), kind)
 		}
 	}
+	// With Options.TreeFilter one filter names the levels to read
+	// (treefilter_db.go).
+	if t := s.v.treeFilter.Load(); t != nil {
+		return db.getFromTreeFilter(sh, slot, s, t, key, seq, &tomb)
+	}
 	// Level 0 newest first: tables may overlap, so probe each that covers key.
 	for _, f := range s.v.Levels[0] {
 		if !f.Overlaps(key, key) {

@@ -122,6 +122,9 @@ type Metrics struct {
 	// the block cache when it closed the table, and they were still there.
 	TableReopensCached uint64
 	MemtableBytes      int64 // mutable + immutable memtables
+
+	// TreeFilter describes the tree-wide filter (Options.TreeFilter).
+	TreeFilter TreeFilterMetrics
 }
 
 // LevelMetrics describes one level of the tree.
@@ -249,6 +252,7 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 	d.TableReopens -= earlier.TableReopens
 	d.TableOpenBytes -= earlier.TableOpenBytes
 	d.TableReopensCached -= earlier.TableReopensCached
+	d.TreeFilter = m.TreeFilter.sub(earlier.TreeFilter)
 	return d
 }
 
@@ -298,6 +302,7 @@ func (m Metrics) String() string {
 	fmt.Fprintf(&sb, "memory: filters %s (%d keys; %s resident), block cache %s, memtables %s, open tables %d (opens %d, re-opens %d, %s read)\n",
 		humanize.IBytes(uint64(m.FilterBytes)), m.FilterKeys, humanize.IBytes(uint64(m.FilterBytesResident)), humanize.IBytes(uint64(m.BlockCacheBytes)),
 		humanize.IBytes(uint64(m.MemtableBytes)), m.TableCacheOpen, m.TableOpens, m.TableReopens, humanize.IBytes(m.TableOpenBytes))
+	m.TreeFilter.writeTo(&sb) // treefilter_db.go
 	return sb.String()
 }
 
@@ -386,6 +391,7 @@ func (db *DB) Metrics() Metrics {
 	}
 	s, slot := db.loadReadState()
 	defer s.unref(slot)
+	m.TreeFilter = db.treeFilterMetrics(s.v.treeFilter.Load())
 	var fprKeys float64 // sum of keys × theoretical rate
 	for l := range m.Levels {
 		lm := &m.Levels[l]

@@ -360,6 +360,7 @@ func randomizeOptions(rng *rand.Rand, o *Options) {
 	o.BlockCacheSize = []int64{-1, 1 << 10, 64 << 10}[rng.IntN(3)]
 	// Idle compactions of level 0 in the mix (TestMain turns them off by default).
 	o.IdleCompactionDelay = []time.Duration{-1, time.Millisecond, 10 * time.Millisecond}[rng.IntN(3)]
+	o.TreeFilter = rng.IntN(2) == 0 // issue 28: on and off across reopens
 	o.FilterKey, o.FilterKeyName = nil, ""
 	if rng.IntN(2) == 0 {
 		o.FilterKey = func(k []byte) []byte { return k[:min(3, len(k))] }

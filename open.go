@@ -176,6 +176,7 @@ func (db *DB) recover() error {
 	db.mu.compactPointers = state.CompactPointers
 	db.vs = manifest.NewVersionSet(db.fs, db.dirname, db.opts.MaxManifestFileSize, &opening)
 	db.mu.current = db.versions.newVersion(state.Version)
+	db.initTreeFilter(db.mu.current) // treefilter_db.go
 	db.manifestMu.Lock()
 	db.hookBeforeEdit(causeRecovery)
 	err = db.vs.WriteSnapshot(&opening, db.allocManifestNum)

@@ -165,6 +165,14 @@ type Options struct {
 	// IgnoreRangeFilters makes iterators skip range filters: a study knob
 	// for measuring what they buy on the same tables.
 	IgnoreRangeFilters bool
+	// TreeFilter keeps one in-memory filter over the whole tree beside the
+	// tables' own (after Chucky): its entries map a key's fingerprint to
+	// the level holding it, so a Get for an absent key asks one filter
+	// whatever the depth, and a present one reads the level it names.
+	// Built from the tables at Open (reading every table once), kept up to
+	// date by flushes and compactions; memory in Metrics.TreeFilter.
+	// Off by default; ignored with IgnoreFilters. See docs/tree-filter.md.
+	TreeFilter bool
 
 	// The write-ahead log: how far a write gets before it returns, and what
 	// recovery accepts.

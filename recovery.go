@@ -330,6 +330,7 @@ func (db *DB) finishReadOnlyRecovery(state *manifest.State, plan *wal.Result) er
 	db.mu.compactPointers = state.CompactPointers
 	db.vs = manifest.NewVersionSet(db.fs, db.dirname, db.opts.MaxManifestFileSize, state)
 	db.mu.current = db.versions.newVersion(state.Version)
+	db.initTreeFilter(db.mu.current) // treefilter_db.go
 	// The memtable grows past MemtableSize if the logs hold more: it is
 	// never flushed, and the logs hold at most what a writer kept in its
 	// memtables.

@@ -23,6 +23,11 @@ type version struct {
 	*manifest.Version
 	refs atomic.Int32
 	set  *liveVersions
+	// treeFilter is this version's tree-wide filter (treefilter_db.go),
+	// nil without Options.TreeFilter or while one is being rebuilt. Set
+	// before the version is published, or later by a rebuild (any filter
+	// stored here describes this version).
+	treeFilter atomic.Pointer[treeFilter]
 }
 
 func (v *version) ref() { v.refs.Add(1) }
@@ -96,11 +101,13 @@ func (db *DB) logAndApply(edit *manifest.VersionEdit, cause writeCause) error {
 		return fmt.Errorf("bloomkv: %w", err)
 	}
 	state := db.vs.State()
+	tf := db.nextTreeFilter(nv) // treefilter_db.go: before the install, outside db.mu
 
 	db.mu.Lock()
 	db.mu.fileNumLimit = max(db.mu.fileNumLimit, state.NextFileNum)
 	old := db.mu.current
 	db.mu.current = db.versions.newVersion(nv)
+	db.mu.current.treeFilter.Store(tf)
 	db.mu.compactPointers = state.CompactPointers
 	db.updateReadStateLocked()
 	db.mu.Unlock()

@@ -75,6 +75,8 @@ type config struct {
 	rows             int             // -rows: row+column keys when > 0
 	colsPerRow       int             // -cols_per_row
 	filterWholeKey   bool            // -filter_whole_key
+	treeFilter       bool            // -tree_filter (treefilter.go)
+	rebuildFilters   bool            // -rebuild_filters (rebuildfilters.go)
 	batchSize        int             // -batch_size
 	compareFilters   bool            // -compare_filters
 	sweep            []int           // -sweep, -1 = no filter
@@ -140,7 +142,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	var pinning string
 	fs.StringVar(&pinning, "filter_pinning", "l0", "with -cache_filter_blocks, the filters that stay pinned once probed: l0 (level-0 tables), all, or none (Options.FilterPinning)")
 	var filterSweep string
-	fs.StringVar(&filterSweep, "filter_sweep", "", "comma list of filter settings, each variant[/per_level][/skip_last] (e.g. standard,standard/per_level,blocked,fuse): for each, load the same keys in the same order into a new database with that setting at -filter_bits bits per key, then run the read workloads")
+	fs.StringVar(&filterSweep, "filter_sweep", "", "comma list of filter settings, each variant[/per_level][/skip_last][/tree] (e.g. standard,standard/per_level,blocked,fuse,standard/tree): for each, load the same keys in the same order into a new database with that setting at -filter_bits bits per key, then run the read workloads; with -rebuild_filters, load once and rewrite the filters per setting (the same tree for all)")
 	fs.Float64Var(&c.compressionRatio, "compression_ratio", 0.5, "fraction of each value that is random (the rest repeats it), so values compress to about this ratio")
 	fs.BoolVar(&c.sync, "sync", false, "fsync the write-ahead log on every write (the same as -wal_mode sync)")
 	var walMode string
@@ -166,6 +168,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.plotPath, "plot", "", "with -sweep: write a chart (.png or .svg) of FP rate and data blocks per absent Get against bits per key; with -filter_sweep, of each setting's filter memory and false positives per absent Get")
 	fs.BoolVar(&c.progress, "progress", true, "show progress of long phases on stderr: a bar on a terminal, otherwise a plain line every 5 s (logs, CI, pipes)")
 	c.rangeConfig.register(fs)
+	registerTreeFilterFlags(fs, c) // treefilter.go
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageIntro)
 		fs.PrintDefaults()
@@ -335,6 +338,9 @@ func (c *config) validate() error {
 	if err := c.rangeConfig.validate(); err != nil {
 		return err
 	}
+	if err := c.validateRebuild(); err != nil { // rebuildfilters.go
+		return err
+	}
 	switch {
 	case c.num < 2 || int64(c.num) > 1<<31:
 		return fmt.Errorf("-num %d outside [2, 2^31]", c.num)
@@ -378,7 +384,7 @@ func (c *config) validate() error {
 		return errors.New("-filter_per_level needs a bloom -filter_variant (a fuse filter's size follows from its keys)")
 	case len(c.filterSweep) > 0 && (len(c.sweep) > 0 || c.compareFilters):
 		return errors.New("-filter_sweep, -sweep and -compare_filters are separate studies: pick one")
-	case len(c.filterSweep) > 0 && c.useExistingDB:
+	case len(c.filterSweep) > 0 && c.useExistingDB && !c.rebuildFilters:
 		return errors.New("-filter_sweep loads a new database per setting: it cannot use -use_existing_db")
 	case len(c.filterSweep) > 0 && c.bloomBits < 0:
 		return errors.New("-filter_sweep needs a filter budget: -filter_bits 0 (the default) or above, not negative")

@@ -18,6 +18,7 @@ type filterSetting struct {
 	Variant  filter.Variant
 	PerLevel bool
 	SkipLast bool
+	Tree     bool // "/tree": with Options.TreeFilter (issue 28)
 }
 
 func parseVariant(s string) (filter.Variant, error) {
@@ -55,8 +56,10 @@ func parseFilterSweep(s string) ([]filterSetting, error) {
 				fs.PerLevel = true
 			case "skip_last":
 				fs.SkipLast = true
+			case "tree":
+				fs.Tree = true
 			default:
-				return nil, fmt.Errorf("-filter_sweep %q: %q is not per_level or skip_last", item, p)
+				return nil, fmt.Errorf("-filter_sweep %q: %q is not per_level, skip_last or tree", item, p)
 			}
 		}
 		if fs.PerLevel && v == filter.VariantFuse {
@@ -72,6 +75,11 @@ func parseFilterSweep(s string) ([]filterSetting, error) {
 
 // policyName labels a setting's policy in results.
 func (fs filterSetting) policyName() string {
+	if fs.Tree {
+		tables := fs
+		tables.Tree = false
+		return tables.policyName() + "+tree"
+	}
 	switch {
 	case fs.PerLevel && fs.SkipLast:
 		return "per_level+skip_last"

@@ -21,6 +21,7 @@ func printReport(w io.Writer, rep *report) error {
 	case len(cfg.filterSweep) > 0:
 		writeLatency(&sb, loadResults(rep.Results))
 		writeFilterSweep(&sb, rep)
+		writeTreeFilter(&sb, rep.Results)
 	case len(cfg.sweep) > 0:
 		writeLatency(&sb, loadResults(rep.Results))
 		writeSweep(&sb, rep)
@@ -34,6 +35,7 @@ func printReport(w io.Writer, rep *report) error {
 			legend(&sb, cfg.legend, legendSeekCosts...)
 		}
 		writeRangeCosts(&sb, rep.Results)
+		writeTreeFilter(&sb, rep.Results)
 		if writeLevels(&sb, rep.Results) {
 			legend(&sb, cfg.legend, legendLevels...)
 		}
@@ -402,7 +404,11 @@ func writeSweep(sb *strings.Builder, rep *report) {
 // memory and policy by level, then per read workload the filters' cost
 // and effect side by side.
 func writeFilterSweep(sb *strings.Builder, rep *report) {
-	fmt.Fprintf(sb, "filter sweep: each setting loads the same keys in the same order into a new database, budget %s\n", budgetLabel(rep.cfg))
+	if rep.cfg.rebuildFilters {
+		fmt.Fprintf(sb, "filter sweep on one tree: each setting rewrites the filters of the same tables (-rebuild_filters; \"load s\" is the rewrite), budget %s\n", budgetLabel(rep.cfg))
+	} else {
+		fmt.Fprintf(sb, "filter sweep: each setting loads the same keys in the same order into a new database, budget %s\n", budgetLabel(rep.cfg))
+	}
 	t := &table{}
 	t.add("setting", "policy", "tables", "filter mem", "bits/key", "mem by level", "policy bits by level", "build ns/key", "probe ns", "load s")
 	for _, fr := range rep.FilterSweep {

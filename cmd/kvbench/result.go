@@ -107,6 +107,11 @@ type result struct {
 	RangeFilterFPRMeasured        *float64  `json:"range_filter_fpr_measured"`
 	RangeFilterFPRTheory          *float64  `json:"range_filter_fpr_theory"`
 	RangeFilterFPRMeasuredByLevel []float64 `json:"range_filter_fpr_measured_by_level"`
+
+	// Filter probes per Get (the tree filter's and the tables'), and the
+	// tree filter's work and shape (-tree_filter; treefilter.go).
+	FilterProbesPerGet *float64          `json:"filter_probes_per_get"`
+	TreeFilter         *treeFilterResult `json:"tree_filter"`
 }
 
 // newResult combines a workload run with the metrics it cost. bits is the
@@ -185,6 +190,7 @@ func newResult(run *workloadRun, pass string, bits int, variant filter.Variant, 
 	r.CacheHitRate = ratio(d.BlockCacheHits, d.BlockCacheHits+d.BlockCacheMisses)
 	r.setFilterShape(bits, variant, d)
 	r.setRangeFigures(run, d)
+	r.setTreeFilter(d)
 	return r
 }
 

@@ -23,6 +23,7 @@ type report struct {
 	Comparisons []comparison     `json:"comparisons,omitempty"`
 	Sweep       []sweepSetting   `json:"sweep,omitempty"`
 	FilterSweep []filterSweepRun `json:"filter_sweep,omitempty"`
+	Rebuilds    []rebuildInfo    `json:"rebuild_filters,omitempty"` // -rebuild_filters
 	Warnings    []string         `json:"warnings"`
 	cfg         *config          // for the text report
 }
@@ -74,6 +75,8 @@ func execute(cfg *config, stderr io.Writer) (*report, error) {
 		s.wroteAll, s.wroteBits = true, cfg.bloomBits
 	}
 	switch {
+	case len(cfg.filterSweep) > 0 && cfg.rebuildFilters:
+		err = s.filterSweepSameTree() // rebuildfilters.go
 	case len(cfg.filterSweep) > 0:
 		err = s.filterSweep()
 	case len(cfg.sweep) > 0:
@@ -175,6 +178,7 @@ func (s *study) options(bits int, ignoreFilters bool) *bloomkv.Options {
 		FilterKey:             s.filterKey(),
 		FilterKeyName:         s.filterKeyName(),
 		FilterWholeKey:        s.cfg.filterWholeKey,
+		TreeFilter:            s.cfg.treeFilter || s.setting.Tree,
 
 		TargetFileSize:           s.cfg.targetFileSize,
 		TargetFileSizeMultiplier: s.cfg.fileSizeMult,
@@ -219,6 +223,11 @@ func (s *study) plain() error {
 	if err := s.withDB(s.cfg.bloomBits, false, func(db *bloomkv.DB) error {
 		if err := s.load(db); err != nil {
 			return err
+		}
+		if s.cfg.rebuildFilters { // rebuildfilters.go
+			if err := s.rebuildFilters(db, s.setting.Name); err != nil {
+				return err
+			}
 		}
 		return s.readPass(db, "read", s.cfg.bloomBits, true)
 	}); err != nil {
@@ -343,6 +352,7 @@ func (s *study) settle(db *bloomkv.DB, name string) error {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
+	waitTreeFilter(db) // treefilter.go
 	return nil
 }
 

@@ -1,0 +1,89 @@
+package bloomkv
+
+import (
+	"errors"
+
+	"github.com/bloomkv/bloomkv/compaction"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+)
+
+// RebuildFilters rewrites, each in its own level, every table of levels 1
+// and deeper whose filter is not what the current Options would write
+// (variant, bits per key or the per-level policy's choice, FilterKey):
+// the levels keep exactly the keys they hold, so filter settings can be
+// compared on the very same tree (kvbench -rebuild_filters; issue 28):
+// each table is rewritten alone, so the tables keep their bounds too.
+// Unlike Compact it merges nothing across levels and flushes nothing.
+// Level-0 tables keep their filters (a settled tree has none). Close
+// waits for it, as for Compact.
+func (db *DB) RebuildFilters() error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	// The manual-compaction slot, taken as Compact takes it (compact.go).
+	db.mu.Lock()
+	db.mu.manualWaiting++
+	for db.mu.compacting && !db.closing.Load() {
+		db.mu.bgCond.Wait()
+	}
+	db.mu.manualWaiting--
+	if db.closing.Load() {
+		db.mu.Unlock()
+		return ErrClosed
+	}
+	if err := db.mu.bgErr; err != nil {
+		db.mu.Unlock()
+		return err
+	}
+	db.mu.compacting = true
+	db.bgWG.Add(1)
+	db.mu.Unlock()
+	defer func() {
+		db.mu.Lock()
+		db.mu.compacting = false
+		db.mu.bgCond.Broadcast()
+		db.mu.Unlock()
+		db.deleteObsoleteFiles(false)
+		db.bgWG.Done()
+	}()
+
+	// Shallow levels first: the per-level policy then sees each deeper
+	// level as it stands when its turn comes (each level rewritten spends
+	// its share of the budget on the current shape).
+	for level := 1; level < manifest.NumLevels; level++ {
+		db.mu.Lock()
+		v := db.mu.current
+		v.ref()
+		db.mu.Unlock()
+		// One compaction per table, not per run of stale tables (as
+		// PickStale would): a table rewritten alone keeps its bounds, so
+		// the key ranges an absent Get falls in, and the tables it
+		// probes, stay as they were. (A table larger than its level's
+		// target size now is split, at a point between two of its keys.)
+		var cs []*compaction.Compaction
+		for _, f := range v.Levels[level] {
+			if db.filterIsStale(v.Version, level, f) {
+				cs = append(cs, &compaction.Compaction{Level: level, OutputLevel: level, Inputs: [2][]*manifest.FileMetadata{{f}}})
+			}
+		}
+		var err error
+		for _, c := range cs {
+			if db.closing.Load() {
+				err = ErrClosed
+			} else if err = db.runCompaction(c, v, compactionCause{manual: true}); errors.Is(err, errCompactionAborted) {
+				err = ErrClosed
+			}
+			if err != nil {
+				break
+			}
+		}
+		v.unref()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

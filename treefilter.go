@@ -1,0 +1,264 @@
+package bloomkv
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/bloomkv/bloomkv/filter"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+)
+
+// The tree-wide filter (Options.TreeFilter; after Chucky, Dayan and
+// Twitto, SIGMOD 2021) is one cuckoo filter over every table of a version
+// whose entries say which level holds a key. An absent Get asks it once
+// instead of one filter per sorted run, and a present Get goes straight to
+// the level it names. The per-table filters stay: they are the format's
+// promise, the fallback when the tree filter is off or broken, and a
+// second check on the tables the tree filter sends a Get to.
+//
+// # Entries
+//
+// A bucket is one uint64 of four 16-bit slots. A slot holds a 13-bit
+// fingerprint (never 0, so an all-zero slot is empty) and a 3-bit level
+// (0..6, manifest.NumLevels = 7). A key has one entry per table holding a
+// point entry for it (a value or a point tombstone), with that table's
+// level: the filter is a multiset, so the same key in level 0 twice and in
+// level 3 has three entries, and removing one table's keys removes exactly
+// one of them. A lookup returns the set of levels whose entries match the
+// key's fingerprint in its two buckets: empty means no table holds the key
+// (the filter never forgets an entry; only a fingerprint collision can
+// add a level, never drop one).
+//
+// The level costs 3 bits of each slot where Chucky Huffman-codes run
+// identifiers into about 1 to 2; that is the first thing to spend on if
+// memory must shrink.
+//
+// # Buckets and the alternate bucket
+//
+// The table has any number n of buckets (sized to the keys, not rounded to
+// a power of two): a key's first bucket is its hash reduced to [0, n) by
+// multiply-high, and the alternate of bucket i for fingerprint fp is
+// (c(fp) - i) mod n, an involution (the alternate of the alternate is i),
+// so an entry can move between its two buckets knowing only its
+// fingerprint, as in a cuckoo filter.
+//
+// # Snapshots, not locks
+//
+// A treeFilter is immutable once published: each version that changes
+// the set of tables gets its own copy (copy-on-write), attached to the
+// version, so a Get reads the filter of the very version it reads, with
+// no lock, while the next one is made (treefilter_db.go). A copy costs a
+// memcpy of the buckets (~2.2 MB per million entries at 90% load).
+
+const (
+	tfSlots     = 4  // slots per bucket
+	tfFPBits    = 13 // fingerprint bits per slot
+	tfLevelBits = 3  // level bits per slot
+	tfMaxKicks  = 500
+	tfMinBucket = 64
+	// tfOpenLoad is the load a filter is built to from a settled tree
+	// (Open); tfGrowLoad the load it is rebuilt to when the tree outgrows
+	// it, leaving room to grow before the next rebuild; tfMaxLoad the
+	// load past which an update rebuilds instead (a 4-slot cuckoo table
+	// fills to ~95% before insertions start failing).
+	tfOpenLoad = 0.90
+	tfGrowLoad = 0.55
+	tfMaxLoad  = 0.94
+)
+
+// treeFilter is one version's tree-wide filter. Immutable once published.
+type treeFilter struct {
+	buckets []uint64
+	entries int
+	// v is the version the filter describes: the next version's filter
+	// is this one plus the tables v lacks, minus those it has alone.
+	v *manifest.Version
+	// rangeDelFiles maps the tables holding range tombstones to their
+	// level; rangeDelLevels has bit l set when level l holds one. A Get
+	// sent to a deep level must still see the tombstones above it.
+	rangeDelFiles  map[uint64]int
+	rangeDelLevels uint8
+}
+
+// tfHash returns the 64-bit hash the tree filter uses for key: the
+// per-table filters' xxHash64, remixed (a bijection, the murmur3
+// finalizer) so the tree filter's fingerprint and bucket bits are not
+// the bits a table's bloom filter probes with: a key that collides in
+// one is no likelier to collide in the other.
+func tfHash(key []byte) uint64 {
+	h := filter.Hash(key) ^ 0x9e3779b97f4a7c15
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}
+
+func newTreeFilter(expected int, load float64) *treeFilter {
+	n := int(math.Ceil(float64(expected) / (tfSlots * load)))
+	return &treeFilter{buckets: make([]uint64, max(n, tfMinBucket)), rangeDelFiles: map[uint64]int{}}
+}
+
+// index returns h's first bucket and fingerprint.
+func (t *treeFilter) index(h uint64) (uint64, uint64) {
+	fp := (h >> 32) & (1<<tfFPBits - 1)
+	if fp == 0 {
+		fp = 1
+	}
+	return (uint64(uint32(h)) * uint64(len(t.buckets))) >> 32, fp
+}
+
+// alt returns the other bucket of an entry with fingerprint fp in bucket i.
+func (t *treeFilter) alt(i, fp uint64) uint64 {
+	n := uint64(len(t.buckets))
+	c := (uint64(uint32(fp*0x5bd1e9955bd1e995>>16)) * n) >> 32
+	if c >= i {
+		return c - i
+	}
+	return c + n - i
+}
+
+// levels returns the set of levels (bit l for level l) whose entries match
+// key hash h; 0 means no table of the version holds the key.
+func (t *treeFilter) levels(h uint64) uint8 {
+	i, fp := t.index(h)
+	return matchBucket(t.buckets[i], fp) | matchBucket(t.buckets[t.alt(i, fp)], fp)
+}
+
+func matchBucket(b, fp uint64) uint8 {
+	var m uint8
+	for s := 0; s < tfSlots; s++ {
+		e := uint16(b >> (16 * s))
+		if uint64(e>>tfLevelBits) == fp {
+			m |= 1 << (e & (1<<tfLevelBits - 1))
+		}
+	}
+	return m
+}
+
+// put stores entry e in a free slot of bucket i, if it has one.
+func (t *treeFilter) put(i uint64, e uint16) bool {
+	b := t.buckets[i]
+	for s := 0; s < tfSlots; s++ {
+		if uint16(b>>(16*s)) == 0 {
+			t.buckets[i] = b | uint64(e)<<(16*s)
+			return true
+		}
+	}
+	return false
+}
+
+// insert adds an entry for key hash h in level. false means an entry was
+// lost (the table is too full): the filter must then be discarded.
+// REQUIRES: t is not published.
+func (t *treeFilter) insert(h uint64, level int, rng *uint64) bool {
+	i, fp := t.index(h)
+	e := uint16(fp<<tfLevelBits | uint64(level))
+	if t.put(i, e) || t.put(t.alt(i, fp), e) {
+		t.entries++
+		return true
+	}
+	if xorshift(rng)&1 == 1 {
+		i = t.alt(i, fp)
+	}
+	for range tfMaxKicks {
+		s := xorshift(rng) % tfSlots
+		old := uint16(t.buckets[i] >> (16 * s))
+		t.buckets[i] = t.buckets[i]&^(0xffff<<(16*s)) | uint64(e)<<(16*s)
+		e = old
+		i = t.alt(i, uint64(e>>tfLevelBits))
+		if t.put(i, e) {
+			t.entries++
+			return true
+		}
+	}
+	return false
+}
+
+// remove deletes one entry for key hash h in level; false if there is
+// none (the filter does not describe the tables it was told it does).
+// REQUIRES: t is not published.
+func (t *treeFilter) remove(h uint64, level int) bool {
+	i, fp := t.index(h)
+	e := uint16(fp<<tfLevelBits | uint64(level))
+	if t.del(i, e) || t.del(t.alt(i, fp), e) {
+		t.entries--
+		return true
+	}
+	return false
+}
+
+func (t *treeFilter) del(i uint64, e uint16) bool {
+	b := t.buckets[i]
+	for s := 0; s < tfSlots; s++ {
+		if uint16(b>>(16*s)) == e {
+			t.buckets[i] = b &^ (0xffff << (16 * s))
+			return true
+		}
+	}
+	return false
+}
+
+// clone returns an unpublished copy for the next version to change.
+func (t *treeFilter) clone() *treeFilter {
+	c := *t
+	c.buckets = append([]uint64(nil), t.buckets...)
+	return &c
+}
+
+// capacity is the number of slots.
+func (t *treeFilter) capacity() int { return len(t.buckets) * tfSlots }
+
+// memory is the bytes the filter holds.
+func (t *treeFilter) memory() int64 {
+	return int64(len(t.buckets))*8 + int64(len(t.rangeDelFiles))*16
+}
+
+// setRangeDels records whether table fileNum of level holds range
+// tombstones (has) and recomputes rangeDelLevels. The map is copied
+// before a change: a clone shares it with the published original.
+func (t *treeFilter) setRangeDels(fileNum uint64, level int, has bool) {
+	if l, ok := t.rangeDelFiles[fileNum]; ok == has && (!has || l == level) {
+		return
+	}
+	m := make(map[uint64]int, len(t.rangeDelFiles)+1)
+	for k, v := range t.rangeDelFiles {
+		m[k] = v
+	}
+	if has {
+		m[fileNum] = level
+	} else {
+		delete(m, fileNum)
+	}
+	t.rangeDelFiles = m
+	t.rangeDelLevels = 0
+	for _, l := range m {
+		t.rangeDelLevels |= 1 << l
+	}
+}
+
+// fprTheory is the rate at which an absent key matches some entry: each of
+// the 2 × 4 slots it looks at holds a given fingerprint with probability
+// load / (2^13 - 1) (fingerprints are 1 .. 2^13-1).
+func (t *treeFilter) fprTheory() float64 {
+	load := float64(t.entries) / float64(t.capacity())
+	return 1 - math.Pow(1-load/float64(1<<tfFPBits-1), 2*tfSlots)
+}
+
+// probeLevels is the set of levels a Get for a key whose entries name
+// mask must read: those levels, and every level above the deepest of
+// them holding range tombstones (which may hide the key's value below).
+func (t *treeFilter) probeLevels(mask uint8) uint8 {
+	deepest := bits.Len8(mask) - 1
+	return mask | t.rangeDelLevels&(1<<(deepest+1)-1)
+}
+
+func xorshift(s *uint64) uint64 {
+	x := *s
+	x ^= x << 13
+	x ^= x >> 7
+	x ^= x << 17
+	*s = x
+	return x
+}

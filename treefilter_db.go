@@ -1,0 +1,529 @@
+package bloomkv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/pslot"
+	"github.com/dustin/go-humanize"
+)
+
+// The engine side of the tree-wide filter (treefilter.go): built at Open,
+// brought to each new version by a background maintainer, read by getFrom.
+//
+// # Keeping up with the tree
+//
+// A version is installed without waiting for its filter: logAndApply
+// attaches one at once only when the tables did not change (the buckets
+// are shared), and otherwise installs the version without one and wakes
+// the maintainer. Gets on a version without a filter use the per-table
+// filters, exactly as with the option off. The maintainer, outside every
+// lock, derives the filter of the newest version from the last one it
+// made: it reads back the tables that left (their keys are removed) and
+// those that came (inserted), skipping any table made and dropped in
+// between, and attaches the result to that version (an atomic pointer:
+// Gets on it switch over). It holds a reference on the version its
+// filter describes, so the tables it must remove stay on disk. When the
+// filter would pass tfMaxLoad it builds a bigger one from all tables
+// instead. So flushes and compactions never wait for the filter: the
+// price is a window after each install in which Gets use the tables'
+// filters.
+
+// errTreeFilterClosing stops a filter update when Close begins.
+var errTreeFilterClosing = errors.New("bloomkv: tree filter: closing")
+
+// treeFilterState is the DB's tree-filter bookkeeping.
+type treeFilterState struct {
+	// latest is the filter of the current version, or nil when it has
+	// none (yet). Guarded by manifestMu.
+	latest *treeFilter
+	// running is set while the maintainer goroutine runs. Guarded by
+	// manifestMu.
+	running bool
+	// base is the maintainer's last filter and baseV the version it
+	// describes, referenced. Owned by the maintainer while running, else
+	// guarded by manifestMu.
+	base  *treeFilter
+	baseV *version
+	// broken is set when a table could not be read to keep the filter up
+	// to date: Gets then use the per-table filters until a reopen.
+	broken atomic.Bool
+	rng    uint64 // the cuckoo kicks' generator; the maintainer's
+
+	// Counters, per P (like readShards).
+	probes    pslot.Counter // Gets that asked the tree filter
+	negatives pslot.Counter // of those, answered "absent" with no table read
+	ambiguous pslot.Counter // of those, naming more than one level
+	// Maintenance, atomic so that Metrics takes no lock (it may be
+	// called from an event listener).
+	rebuilds    atomic.Uint64
+	rebuildTime atomic.Int64  // nanoseconds
+	updateTime  atomic.Int64  // nanoseconds
+	tablesRead  atomic.Uint64 // tables scanned for their keys (builds and updates)
+	// Saved copies (treefilter_file.go) Open adopted, and rejected as damaged.
+	loaded, rejected atomic.Uint64
+}
+
+// TreeFilterMetrics describes the tree-wide filter (Options.TreeFilter).
+type TreeFilterMetrics struct {
+	Enabled bool // the option is on (and the filter not broken)
+	// Lagging says the current version has no filter yet: the maintainer
+	// is catching up, and Gets use the per-table filters meanwhile. The
+	// shape below is then zero.
+	Lagging bool
+	Bytes   int64 // memory of the current version's filter
+	Entries uint64
+	// Capacity is its slots; Entries / Capacity is its load.
+	Capacity uint64
+	// FPRTheory is the chance an absent key matches some entry at the
+	// current load.
+	FPRTheory float64
+	// Probes counts the Gets (not answered by a memtable) that asked the
+	// filter; Negatives those it answered "absent" without reading a
+	// table; Ambiguous those whose key matched entries of several levels.
+	Probes, Negatives, Ambiguous uint64
+	// Rebuilds counts whole builds from the tables (Open, growth, or an
+	// update that could not be applied); TablesRead the tables scanned for
+	// their keys by builds and updates; BuildTime and UpdateTime the time
+	// spent on each.
+	Rebuilds              uint64
+	TablesRead            uint64
+	BuildTime, UpdateTime time.Duration
+	// Loaded counts saved copies Open adopted instead of a build (at
+	// most 1 since Open); Rejected those it found damaged (checksum or
+	// shape: it rebuilt instead).
+	Loaded, Rejected uint64
+}
+
+// sub returns m - earlier for the counters.
+func (m TreeFilterMetrics) sub(earlier TreeFilterMetrics) TreeFilterMetrics {
+	m.Probes -= earlier.Probes
+	m.Negatives -= earlier.Negatives
+	m.Ambiguous -= earlier.Ambiguous
+	m.Rebuilds -= earlier.Rebuilds
+	m.TablesRead -= earlier.TablesRead
+	m.BuildTime -= earlier.BuildTime
+	m.UpdateTime -= earlier.UpdateTime
+	return m
+}
+
+// writeTo adds the tree filter's line to Metrics.String, when it is on.
+func (m TreeFilterMetrics) writeTo(sb *strings.Builder) {
+	if !m.Enabled {
+		return
+	}
+	load := 0.0
+	if m.Capacity > 0 {
+		load = float64(m.Entries) / float64(m.Capacity)
+	}
+	lag := ""
+	if m.Lagging {
+		lag = " (the current version's is being made)"
+	}
+	fmt.Fprintf(sb, "tree filter%s: %s for %d entries (load %.1f%%, FP theory %.4f%%); %d probes, %d negatives, %d ambiguous; %d builds (%s), %d tables read, updates %s\n",
+		lag, humanize.IBytes(uint64(m.Bytes)), m.Entries, 100*load, 100*m.FPRTheory, m.Probes, m.Negatives, m.Ambiguous,
+		m.Rebuilds, m.BuildTime.Round(time.Millisecond), m.TablesRead, m.UpdateTime.Round(time.Millisecond))
+}
+
+// treeFilterMetrics reads the counters and the shape of t, the filter of
+// the version Metrics reads.
+func (db *DB) treeFilterMetrics(t *treeFilter) TreeFilterMetrics {
+	st := &db.tf
+	if !db.opts.TreeFilter || db.opts.IgnoreFilters || st.broken.Load() {
+		return TreeFilterMetrics{}
+	}
+	m := TreeFilterMetrics{
+		Enabled:   true,
+		Lagging:   t == nil,
+		Probes:    uint64(st.probes.Sum()),
+		Negatives: uint64(st.negatives.Sum()),
+		Ambiguous: uint64(st.ambiguous.Sum()),
+	}
+	m.Rebuilds, m.TablesRead = st.rebuilds.Load(), st.tablesRead.Load()
+	m.Loaded, m.Rejected = st.loaded.Load(), st.rejected.Load()
+	m.BuildTime = time.Duration(st.rebuildTime.Load())
+	m.UpdateTime = time.Duration(st.updateTime.Load())
+	if t != nil {
+		m.Bytes = t.memory()
+		m.Entries = uint64(t.entries)
+		m.Capacity = uint64(t.capacity())
+		m.FPRTheory = t.fprTheory()
+	}
+	return m
+}
+
+// initTreeFilter loads or builds the filter of v, the version Open
+// recovered, and attaches it. REQUIRES: Open, before any read or version
+// edit.
+func (db *DB) initTreeFilter(v *version) {
+	if !db.opts.TreeFilter {
+		return
+	}
+	st := &db.tf
+	st.probes.Init()
+	st.negatives.Init()
+	st.ambiguous.Init()
+	st.rng = 0x2545f4914f6cdd1d
+	if db.opts.IgnoreFilters {
+		return // reads consult no filter; Metrics report it off
+	}
+	db.manifestMu.Lock()
+	defer db.manifestMu.Unlock()
+	t := db.loadTreeFilter(v.Version) // treefilter_file.go
+	if t == nil {
+		var err error
+		if t, err = db.buildTreeFilter(v.Version, tfOpenLoad); err != nil {
+			db.breakTreeFilter(err)
+			return
+		}
+	}
+	v.ref()
+	st.base, st.baseV, st.latest = t, v, t
+	v.treeFilter.Store(t)
+}
+
+// breakTreeFilter turns the filter off until a reopen: a table it needed
+// could not be read. Reads then use the per-table filters, which never
+// depended on it.
+func (db *DB) breakTreeFilter(err error) {
+	db.opts.Logger.Warn("bloomkv: tree filter off until reopen: a table could not be read", "error", err)
+	db.tf.broken.Store(true)
+}
+
+// nextTreeFilter returns the filter for nv, the version logAndApply is
+// about to install: the current version's when nv has the same tables,
+// else nil, and the maintainer is woken to make one.
+// REQUIRES: manifestMu held.
+func (db *DB) nextTreeFilter(nv *manifest.Version) *treeFilter {
+	st := &db.tf
+	if !db.opts.TreeFilter || st.broken.Load() || db.opts.IgnoreFilters {
+		return nil
+	}
+	if cur := st.latest; cur != nil {
+		if removed, added := versionDiff(cur.v, nv); len(removed) == 0 && len(added) == 0 {
+			c := *cur // same tables: share the buckets
+			c.v = nv
+			st.latest = &c
+			return st.latest
+		}
+	}
+	st.latest = nil
+	if !st.running && !db.closing.Load() && st.baseV != nil {
+		// Close waits for it. The Add cannot race Close's Wait: version
+		// edits run as background work (counted in bgWG) or in Close
+		// itself, after closing is set.
+		st.running = true
+		db.bgWG.Add(1)
+		go db.maintainTreeFilter()
+	}
+	return nil
+}
+
+// maintainTreeFilter brings the filter to the current version, again and
+// again until it is there (or Close), then exits.
+func (db *DB) maintainTreeFilter() {
+	defer db.bgWG.Done()
+	st := &db.tf
+	for {
+		db.manifestMu.Lock()
+		db.mu.Lock()
+		cur := db.mu.current
+		db.mu.Unlock()
+		if cur == st.baseV || db.closing.Load() || st.broken.Load() {
+			st.running = false
+			db.manifestMu.Unlock()
+			return
+		}
+		cur.ref() // its tables stay while they are read
+		db.manifestMu.Unlock()
+
+		start := time.Now()
+		t, err := db.advanceTreeFilter(st.base, cur.Version)
+		if err != nil {
+			if !errors.Is(err, errTreeFilterClosing) {
+				db.breakTreeFilter(err)
+			}
+			cur.unref()
+			continue // exits above
+		}
+		db.manifestMu.Lock()
+		cur.treeFilter.Store(t)
+		db.mu.Lock()
+		if db.mu.current == cur {
+			st.latest = t
+		}
+		db.mu.Unlock()
+		old := st.baseV
+		st.base, st.baseV = t, cur
+		db.manifestMu.Unlock()
+		old.unref() // without locks: it may collect files
+		// Rest as long as the step took (up to tfMaxRest): at most half a
+		// core for the filter while writes keep the tree changing, and
+		// the tables made and dropped meanwhile are never read.
+		if d := min(time.Since(start), tfMaxRest); d > 0 && !db.closing.Load() {
+			time.Sleep(d)
+		}
+	}
+}
+
+// tfMaxRest caps the maintainer's rest between two steps.
+const tfMaxRest = 500 * time.Millisecond
+
+// advanceTreeFilter returns the filter of nv from t, the filter of an
+// older version whose tables are still live: a copy with the tables nv
+// dropped removed and those it added inserted (a table moved to another
+// level counts as both), or a build from scratch when the copy would be
+// too full or could not be applied.
+func (db *DB) advanceTreeFilter(t *treeFilter, nv *manifest.Version) (*treeFilter, error) {
+	st := &db.tf
+	start := time.Now()
+	removed, added := versionDiff(t.v, nv)
+	expect := t.entries
+	for _, lf := range removed {
+		expect -= int(db.tableKeys(lf.f))
+	}
+	for _, lf := range added {
+		expect += int(db.tableKeys(lf.f))
+	}
+	if float64(expect) <= tfMaxLoad*float64(t.capacity()) {
+		c := t.clone()
+		c.v = nv
+		ok, err := db.applyTreeFilterDiff(c, removed, added, &st.rng)
+		st.updateTime.Add(int64(time.Since(start)))
+		if err != nil || ok {
+			return c, err
+		}
+		// Too full after all, or out of step: rebuild.
+	}
+	return db.buildTreeFilter(nv, tfGrowLoad)
+}
+
+// closeTreeFilter saves the current version's filter for the next Open
+// and drops the maintainer's version reference.
+// REQUIRES: manifestMu held, background work stopped (Close).
+func (db *DB) closeTreeFilter() {
+	st := &db.tf
+	t := st.latest
+	if t == nil && st.base != nil && !st.broken.Load() && !db.opts.ReadOnly {
+		// The maintainer stopped behind (a flush just before Close, say):
+		// catch up here when no rebuild is needed, so the next Open can
+		// load the filter instead of reading every table.
+		db.mu.Lock()
+		cur := db.mu.current.Version
+		db.mu.Unlock()
+		removed, added := versionDiff(st.base.v, cur)
+		expect := st.base.entries
+		for _, lf := range added {
+			expect += int(db.tableKeys(lf.f))
+		}
+		if float64(expect) <= tfMaxLoad*float64(st.base.capacity()) {
+			c := st.base.clone()
+			c.v = cur
+			never := func() bool { return false }
+			if ok, err := db.applyTreeFilterDiffUntil(c, removed, added, &st.rng, never); ok && err == nil {
+				t = c
+			}
+		}
+	}
+	if t != nil && !st.broken.Load() {
+		db.saveTreeFilter(t)
+	}
+	if st.baseV != nil {
+		st.baseV.unref()
+		st.base, st.baseV = nil, nil
+	}
+}
+
+// applyTreeFilterDiff removes the keys of removed from t and inserts those
+// of added. false: an entry to remove was missing or one could not be
+// inserted; t is then unusable.
+func (db *DB) applyTreeFilterDiff(t *treeFilter, removed, added []levelFile, rng *uint64) (bool, error) {
+	return db.applyTreeFilterDiffUntil(t, removed, added, rng, db.closing.Load)
+}
+
+// applyTreeFilterDiffUntil is applyTreeFilterDiff stopping with
+// errTreeFilterClosing between two tables once stop returns true.
+func (db *DB) applyTreeFilterDiffUntil(t *treeFilter, removed, added []levelFile, rng *uint64, stop func() bool) (bool, error) {
+	ok := true
+	for _, lf := range removed {
+		if stop() {
+			return false, errTreeFilterClosing // Close waits for the maintainer
+		}
+		t.setRangeDels(lf.f.FileNum, lf.level, false)
+		err := db.scanTableKeys(lf.f, func(h uint64) {
+			ok = ok && t.remove(h, lf.level)
+		}, nil)
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	for _, lf := range added {
+		if stop() {
+			return false, errTreeFilterClosing
+		}
+		err := db.scanTableKeys(lf.f, func(h uint64) {
+			ok = ok && t.insert(h, lf.level, rng)
+		}, func() { t.setRangeDels(lf.f.FileNum, lf.level, true) })
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// buildTreeFilter builds the filter of v from its tables' keys, at load,
+// growing it if insertions fail. v's tables must stay live meanwhile
+// (manifestMu held, or v referenced).
+func (db *DB) buildTreeFilter(v *manifest.Version, load float64) (*treeFilter, error) {
+	rng := uint64(0x9e3779b97f4a7c15) // its own: it may run outside manifestMu
+	start := time.Now()
+	defer func() {
+		db.tf.rebuilds.Add(1)
+		db.tf.rebuildTime.Add(int64(time.Since(start)))
+	}()
+	var added []levelFile
+	expect := 0
+	for l := range v.Levels {
+		for _, f := range v.Levels[l] {
+			added = append(added, levelFile{l, f})
+			expect += int(db.tableKeys(f))
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		t := newTreeFilter(expect, load)
+		t.v = v
+		ok, err := db.applyTreeFilterDiff(t, nil, added, &rng)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return t, nil
+		}
+		// The key estimate (the per-table filters' counts) was short:
+		// grow. Growing cannot help a key with more copies (tables
+		// holding it) than its two buckets' 8 slots: give up then.
+		if attempt == 3 {
+			return nil, fmt.Errorf("bloomkv: tree filter: %d entries do not fit in %d slots", t.entries, t.capacity())
+		}
+		expect = max(expect, t.entries) * 2
+	}
+}
+
+type levelFile struct {
+	level int
+	f     *manifest.FileMetadata
+}
+
+// versionDiff returns the tables of old that nv lacks (at their old
+// level) and those of nv that old lacks (at their new level); a table
+// that moved levels is in both.
+func versionDiff(old, nv *manifest.Version) (removed, added []levelFile) {
+	at := map[uint64]int{}
+	for l := range nv.Levels {
+		for _, f := range nv.Levels[l] {
+			at[f.FileNum] = l
+		}
+	}
+	was := map[uint64]int{}
+	for l := range old.Levels {
+		for _, f := range old.Levels[l] {
+			was[f.FileNum] = l
+			if nl, ok := at[f.FileNum]; !ok || nl != l {
+				removed = append(removed, levelFile{l, f})
+			}
+		}
+	}
+	for l := range nv.Levels {
+		for _, f := range nv.Levels[l] {
+			if ol, ok := was[f.FileNum]; !ok || ol != l {
+				added = append(added, levelFile{l, f})
+			}
+		}
+	}
+	return removed, added
+}
+
+// scanTableKeys calls fn with the hash of each distinct user key of a
+// point entry in table f (values and point tombstones: both answer a
+// Get), and rangeDels (if not nil) when the table holds range tombstones.
+func (db *DB) scanTableKeys(f *manifest.FileMetadata, fn func(h uint64), rangeDels func()) error {
+	db.tf.tablesRead.Add(1)
+	r, release, err := findTable(db.tableCache, f)
+	if err != nil {
+		return fmt.Errorf("bloomkv: tree filter: %w", err)
+	}
+	defer release()
+	if rangeDels != nil && r.RangeDels() != nil {
+		rangeDels()
+	}
+	it := r.NewCompactionIter()
+	var prev []byte
+	for ok := it.First(); ok; ok = it.Next() {
+		uk := base.UserKey(it.Key())
+		if prev != nil && bytes.Equal(uk, prev) {
+			continue // an older version of the same key
+		}
+		prev = append(prev[:0], uk...)
+		fn(tfHash(uk))
+	}
+	if err := it.Error(); err != nil {
+		_ = it.Close()
+		return fmt.Errorf("bloomkv: tree filter: read %s: %w", db.path(base.FileTypeTable, f.FileNum), err)
+	}
+	return it.Close()
+}
+
+// getFromTreeFilter is getFrom's table part for a version with a tree
+// filter: it asks the filter once which levels may hold key and reads
+// only those (and, above the deepest of them, the levels holding range
+// tombstones). The order and the tombstone rule are getFrom's: levels
+// newest first, level 0's tables newest first; a level skipped holds no
+// point entry for key, so it cannot be the answer, and its tombstones are
+// read whenever it has any.
+func (db *DB) getFromTreeFilter(sh *readShard, slot int, s *readState, t *treeFilter, key []byte, seq uint64, tomb *uint64) ([]byte, error) {
+	db.tf.probes.Add(slot, 1)
+	mask := t.levels(tfHash(key))
+	if mask == 0 {
+		db.tf.negatives.Add(slot, 1)
+		return nil, ErrNotFound
+	}
+	if mask&(mask-1) != 0 {
+		db.tf.ambiguous.Add(slot, 1)
+	}
+	want := t.probeLevels(mask)
+	if want&1 != 0 {
+		for _, f := range s.v.Levels[0] {
+			if !f.Overlaps(key, key) {
+				continue
+			}
+			if v, kind, ok, err := db.getFromTable(sh, slot, f, 0, key, seq, tomb); err != nil || ok {
+				if err != nil {
+					return nil, err
+				}
+				return valueOrNotFound(v, kind)
+			}
+		}
+	}
+	for level := 1; level < manifest.NumLevels; level++ {
+		if want&(1<<level) == 0 {
+			continue
+		}
+		f := findFile(s.v.Levels[level], key)
+		if f == nil {
+			continue
+		}
+		if v, kind, ok, err := db.getFromTable(sh, slot, f, level, key, seq, tomb); err != nil || ok {
+			if err != nil {
+				return nil, err
+			}
+			return valueOrNotFound(v, kind)
+		}
+	}
+	return nil, ErrNotFound
+}

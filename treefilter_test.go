@@ -1,0 +1,487 @@
+package bloomkv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/vfs"
+)
+
+// TestTreeFilterCuckooNoFalseNegatives fills a filter to 90% with keys in
+// random levels (some keys in several), removes a third, and checks that
+// every remaining entry is still found at its level and the removed ones
+// are gone from the count.
+func TestTreeFilterCuckooNoFalseNegatives(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const n = 100_000
+	f := newTreeFilter(n, tfOpenLoad)
+	seed := uint64(88172645463325252)
+	type ent struct {
+		h     uint64
+		level int
+	}
+	var ents []ent
+	for i := range n {
+		e := ent{tfHash(fmt.Appendf(nil, "key%08d", i)), rng.IntN(7)}
+		if i%10 == 0 && i > 0 { // the same key again in another level
+			e.h = ents[i-1].h
+		}
+		if !f.insert(e.h, e.level, &seed) {
+			t.Fatalf("insert %d failed at load %.3f", i, float64(f.entries)/float64(f.capacity()))
+		}
+		ents = append(ents, e)
+	}
+	for i, e := range ents {
+		if i%3 == 0 {
+			if !f.remove(e.h, e.level) {
+				t.Fatalf("remove %d: entry missing", i)
+			}
+		}
+	}
+	for i, e := range ents {
+		if i%3 != 0 && f.levels(e.h)&(1<<e.level) == 0 {
+			t.Fatalf("entry %d (level %d) lost", i, e.level)
+		}
+	}
+	if want := n - (n+2)/3; f.entries != want {
+		t.Fatalf("entries %d, want %d", f.entries, want)
+	}
+}
+
+// TestTreeFilterFPRMatchesTheory measures the rate at which absent keys
+// match some entry, against 1 - (1 - load/(2^13-1))^8.
+func TestTreeFilterFPRMatchesTheory(t *testing.T) {
+	const n = 200_000
+	f := newTreeFilter(n, tfOpenLoad)
+	seed := uint64(1)
+	for i := range n {
+		if !f.insert(tfHash(fmt.Appendf(nil, "present%d", i)), i%7, &seed) {
+			t.Fatal("insert failed")
+		}
+	}
+	probes := 2_000_000
+	if testing.Short() {
+		probes = 500_000
+	}
+	fp := 0
+	var buf []byte
+	for i := range probes {
+		buf = fmt.Appendf(buf[:0], "absent%d", i)
+		if f.levels(tfHash(buf)) != 0 {
+			fp++
+		}
+	}
+	got, want := float64(fp)/float64(probes), f.fprTheory()
+	t.Logf("load %.3f: measured FPR %.5f%%, theory %.5f%%, %.2f bits per entry",
+		float64(f.entries)/float64(f.capacity()), 100*got, 100*want, float64(f.memory()*8)/float64(n))
+	if got < want*0.9 || got > want*1.1 {
+		t.Fatalf("measured FPR %.5f, theory %.5f: more than 10%% apart", got, want)
+	}
+}
+
+// waitTreeFilter waits until the maintainer has caught up with the
+// current version.
+func waitTreeFilter(t *testing.T, db *DB) {
+	t.Helper()
+	for {
+		db.manifestMu.Lock()
+		done := !db.tf.running && db.tf.latest != nil
+		db.manifestMu.Unlock()
+		if done {
+			return
+		}
+		if db.tf.broken.Load() {
+			t.Fatal("tree filter broken")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// checkTreeFilter checks that the current tree filter describes the current
+// version exactly: every key of every table is found at its level, and the
+// filter holds no other entry.
+func checkTreeFilter(t *testing.T, db *DB) {
+	t.Helper()
+	db.manifestMu.Lock()
+	defer db.manifestMu.Unlock()
+	for db.tf.running { // the maintainer: wait until it has caught up
+		db.manifestMu.Unlock()
+		time.Sleep(time.Millisecond)
+		db.manifestMu.Lock()
+	}
+	tf := db.tf.latest
+	if tf == nil {
+		t.Fatalf("no tree filter for the current version (broken %v)", db.tf.broken.Load())
+	}
+	db.mu.Lock()
+	cur := db.mu.current
+	db.mu.Unlock()
+	if cur.treeFilter.Load() != tf || tf.v != cur.Version {
+		t.Fatal("the current version does not carry the current tree filter")
+	}
+	total := 0
+	for l := range cur.Levels {
+		for _, f := range cur.Levels[l] {
+			err := db.scanTableKeys(f, func(h uint64) {
+				total++
+				if tf.levels(h)&(1<<l) == 0 {
+					t.Fatalf("table %d in L%d: a key has no entry", f.FileNum, l)
+				}
+			}, func() {
+				if tf.rangeDelLevels&(1<<l) == 0 {
+					t.Fatalf("table %d in L%d holds range deletions the filter does not know", f.FileNum, l)
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if total != tf.entries {
+		t.Fatalf("filter holds %d entries, the tables %d keys", tf.entries, total)
+	}
+}
+
+// TestTreeFilterAgainstModel runs random writes, point and range
+// deletions, batches, snapshots, flushes, compactions and reopens with
+// Options.TreeFilter on, checking every Get (on the DB and on snapshots)
+// against a model, and after each settling that the filter describes the
+// tree exactly.
+func TestTreeFilterAgainstModel(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3, 4} {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 28))
+			opts := tinyOptions(vfs.NewMem())
+			opts.LBaseMaxBytes, opts.TargetFileSize = 8<<10, 4<<10
+			opts.TreeFilter = true
+			const dir = "/db"
+			db := mustOpen(t, dir, opts)
+			defer func() { db.Close() }()
+			m := model{}
+			var snaps []openSnapshot
+			steps := 6000
+			if testing.Short() {
+				steps = 2500
+			}
+			key := func() string { return fmt.Sprintf("k%04d", rng.IntN(modelKeySpace)) }
+			deepest, reopens, checks := 0, 0, 0
+			var total TreeFilterMetrics
+			for step := range steps {
+				switch r := rng.IntN(100); {
+				case r < 35:
+					k, v := key(), fmt.Sprintf("v%d-%s", step, bytes.Repeat([]byte("x"), rng.IntN(60)))
+					if err := db.Put([]byte(k), []byte(v)); err != nil {
+						t.Fatal(err)
+					}
+					m[k] = v
+				case r < 42:
+					k := key()
+					if err := db.Delete([]byte(k)); err != nil {
+						t.Fatal(err)
+					}
+					delete(m, k)
+				case r < 46:
+					lo := rng.IntN(modelKeySpace)
+					a, b := fmt.Sprintf("k%04d", lo), fmt.Sprintf("k%04d", lo+1+rng.IntN(30))
+					if err := db.DeleteRange([]byte(a), []byte(b)); err != nil {
+						t.Fatal(err)
+					}
+					m.deleteRange(a, b)
+				case r < 72:
+					checkGet(t, db.Get, m, key(), fmt.Sprintf("step %d", step))
+				case r < 75:
+					snaps = append(snaps, openSnapshot{db.NewSnapshot(), m.clone()})
+				case r < 81 && len(snaps) > 0:
+					s := snaps[rng.IntN(len(snaps))]
+					checkGet(t, s.s.Get, s.m, key(), fmt.Sprintf("step %d snapshot", step))
+				case r < 83 && len(snaps) > 0:
+					i := rng.IntN(len(snaps))
+					snaps[i].s.Close()
+					snaps = append(snaps[:i], snaps[i+1:]...)
+				case r < 90:
+					if err := db.Flush(); err != nil {
+						t.Fatal(err)
+					}
+				case r < 92:
+					lo, hi := key(), key()
+					if lo > hi {
+						lo, hi = hi, lo
+					}
+					if err := db.Compact([]byte(lo), []byte(hi)); err != nil {
+						t.Fatal(err)
+					}
+				case r < 93:
+					for _, s := range snaps {
+						s.s.Close()
+					}
+					snaps = nil
+					tm := db.Metrics().TreeFilter
+					total.Probes += tm.Probes
+					total.Negatives += tm.Negatives
+					total.Rebuilds += tm.Rebuilds
+					if err := db.Close(); err != nil {
+						t.Fatal(err)
+					}
+					// Tables with and without their own filters: the tree
+					// filter does not depend on them.
+					opts.BloomBitsPerKey = []int{-1, 4, 10}[rng.IntN(3)]
+					db = mustOpen(t, dir, opts)
+					reopens++
+				case r < 96:
+					if err := db.WaitForCompactions(); err != nil {
+						t.Fatal(err)
+					}
+					checkInvariants(t, db)
+					checkTreeFilter(t, db)
+					checks++
+					for l, lm := range db.Metrics().Levels {
+						if lm.Files > 0 {
+							deepest = max(deepest, l)
+						}
+					}
+				default:
+					b := NewBatch()
+					next := m.clone()
+					for i := rng.IntN(6); i >= 0; i-- {
+						k := key()
+						if rng.IntN(3) == 0 {
+							b.Delete([]byte(k))
+							delete(next, k)
+						} else {
+							b.Put([]byte(k), []byte(fmt.Sprint("b", step, i)))
+							next[k] = fmt.Sprint("b", step, i)
+						}
+					}
+					if err := db.Write(b); err != nil {
+						t.Fatal(err)
+					}
+					m = next
+				}
+			}
+			for i := range modelKeySpace {
+				checkGet(t, db.Get, m, fmt.Sprintf("k%04d", i), "final")
+			}
+			for _, s := range snaps {
+				for i := 0; i < modelKeySpace; i += 7 {
+					checkGet(t, s.s.Get, s.m, fmt.Sprintf("k%04d", i), "final snapshot")
+				}
+				s.s.Close()
+			}
+			if err := db.WaitForCompactions(); err != nil {
+				t.Fatal(err)
+			}
+			checkTreeFilter(t, db)
+			tm := db.Metrics().TreeFilter
+			total.Probes += tm.Probes
+			total.Negatives += tm.Negatives
+			total.Rebuilds += tm.Rebuilds
+			t.Logf("deepest L%d, %d reopens, %d filter checks; tree filter: %d probes, %d negatives, %d builds; now %+v",
+				deepest, reopens, checks, total.Probes, total.Negatives, total.Rebuilds, tm)
+			if deepest < 2 || reopens == 0 || total.Probes == 0 || total.Negatives == 0 {
+				t.Fatalf("workload too small: deepest L%d, %d reopens, %d probes", deepest, reopens, total.Probes)
+			}
+		})
+	}
+}
+
+// TestTreeFilterConcurrentGets reads acknowledged keys and absent ones
+// from several goroutines while a writer puts, flushes and compacts, so
+// that filters are replaced under the readers (run with -race).
+func TestTreeFilterConcurrentGets(t *testing.T) {
+	opts := tinyOptions(vfs.NewMem())
+	opts.TreeFilter = true
+	db := mustOpen(t, "/db", opts)
+	defer db.Close()
+	n := 6000
+	if testing.Short() {
+		n = 2500
+	}
+	var written atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for r := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(r), 9))
+			for !stop.Load() {
+				w := written.Load()
+				if w == 0 {
+					continue
+				}
+				i := rng.Int64N(w)
+				v, err := db.Get(fmt.Appendf(nil, "key%06d", i))
+				if err != nil || string(v) != fmt.Sprint("value", i) {
+					errs <- fmt.Errorf("Get(key%06d) = %q, %v after it was written", i, v, err)
+					return
+				}
+				if _, err := db.Get(fmt.Appendf(nil, "key%06d-absent", i)); !errors.Is(err, ErrNotFound) {
+					errs <- fmt.Errorf("Get of an absent key: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	for i := range n {
+		if err := db.Put(fmt.Appendf(nil, "key%06d", i), fmt.Append(nil, "value", i)); err != nil {
+			t.Fatal(err)
+		}
+		written.Store(int64(i + 1))
+		// Rewrite old keys too, so that a key has versions in several
+		// levels and compactions move them down.
+		if j := i / 2; i%3 == 0 {
+			if err := db.Put(fmt.Appendf(nil, "key%06d", j), fmt.Append(nil, "value", j)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%1000 == 999 {
+			if err := db.Compact(nil, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := db.WaitForCompactions(); err != nil {
+		t.Fatal(err)
+	}
+	checkTreeFilter(t, db)
+	t.Logf("%+v", db.Metrics().TreeFilter)
+}
+
+// TestTreeFilterSavedCopy: Close saves the filter and Open adopts it
+// without reading a table; a damaged copy is rejected (ErrCorruption from
+// the decoder, for a flipped byte anywhere) and rebuilt; a stale one
+// (other tables) is rebuilt silently.
+func TestTreeFilterSavedCopy(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := tinyOptions(fs)
+	opts.TreeFilter = true
+	db := mustOpen(t, "/db", opts)
+	m := model{}
+	for i := range 3000 {
+		k, v := fmt.Sprintf("k%05d", i*7%3001), fmt.Sprint("v", i)
+		if err := db.Put([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		m[k] = v
+	}
+	if err := db.DeleteRange([]byte("k00100"), []byte("k00200")); err != nil {
+		t.Fatal(err)
+	}
+	m.deleteRange("k00100", "k00200")
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitTreeFilter(t, db) // else Close saves nothing when a rebuild is due
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkAll := func(db *DB) {
+		t.Helper()
+		for i := range 3100 {
+			checkGet(t, db.Get, m, fmt.Sprintf("k%05d", i), "reopened")
+		}
+		checkTreeFilter(t, db)
+	}
+
+	db = mustOpen(t, "/db", opts)
+	if tm := db.Metrics().TreeFilter; tm.Loaded != 1 || tm.Rebuilds != 0 || tm.TablesRead != 0 {
+		t.Fatalf("saved copy not adopted: %+v", tm)
+	}
+	checkAll(db)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Damage: every byte flipped in turn is rejected by the decoder.
+	name := "/db/" + treeFilterFileName
+	data := readMemFile(t, fs, name)
+	for i := range data {
+		bad := bytes.Clone(data)
+		bad[i] ^= 0x40
+		if _, _, err := decodeTreeFilter(name, bad); !errors.Is(err, ErrCorruption) {
+			t.Fatalf("byte %d flipped: %v, want ErrCorruption", i, err)
+		}
+	}
+	for _, n := range []int{0, 10, len(data) - 1} {
+		if _, _, err := decodeTreeFilter(name, data[:n]); !errors.Is(err, ErrCorruption) {
+			t.Fatalf("cut to %d bytes: %v, want ErrCorruption", n, err)
+		}
+	}
+	bad := bytes.Clone(data)
+	bad[len(bad)/2] ^= 1
+	replaceFile(t, fs, name, bad)
+	db = mustOpen(t, "/db", opts)
+	if tm := db.Metrics().TreeFilter; tm.Loaded != 0 || tm.Rejected != 1 || tm.Rebuilds != 1 {
+		t.Fatalf("damaged copy not rejected and rebuilt: %+v", tm)
+	}
+	checkAll(db)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Stale: the tables change while the option is off (nothing saved).
+	saved := readMemFile(t, fs, name)
+	opts.TreeFilter = false
+	db = mustOpen(t, "/db", opts)
+	for i := 3000; i < 3100; i++ {
+		k := fmt.Sprintf("k%05d", i)
+		if err := db.Put([]byte(k), []byte("new")); err != nil {
+			t.Fatal(err)
+		}
+		m[k] = "new"
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(readMemFile(t, fs, name), saved) {
+		t.Fatal("the saved copy changed while the option was off")
+	}
+	opts.TreeFilter = true
+	db = mustOpen(t, "/db", opts)
+	defer db.Close()
+	if tm := db.Metrics().TreeFilter; tm.Loaded != 0 || tm.Rejected != 0 || tm.Rebuilds != 1 {
+		t.Fatalf("stale copy not rebuilt: %+v", tm)
+	}
+	checkAll(db)
+}
+
+// TestTreeFilterFileLayout pins the saved filter's layout of
+// docs/formats.md: header, table entries, buckets, checksum.
+func TestTreeFilterFileLayout(t *testing.T) {
+	v := &manifest.Version{}
+	v.Levels[1] = []*manifest.FileMetadata{{FileNum: 5}}
+	tf := newTreeFilter(1, tfOpenLoad)
+	tf.v = v
+	seed := uint64(1)
+	h := tfHash([]byte("a"))
+	tf.insert(h, 1, &seed)
+	data := encodeTreeFilter(tf)
+	if len(data) != 562 {
+		t.Fatalf("%d bytes, want 562", len(data))
+	}
+	want := []byte("BKVTREEF\x01\x00\x00\x00\x0d\x03\x04\x00\x40\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x01\x00")
+	if !bytes.Equal(data[:len(want)], want) {
+		t.Fatalf("header and table entry\n% x\nwant\n% x", data[:len(want)], want)
+	}
+	got, tables, err := decodeTreeFilter("TREEFILTER", data)
+	if err != nil || len(tables) != 1 || tables[0] != (savedTable{5, 1, false}) || got.levels(h) != 1<<1 || got.entries != 1 {
+		t.Fatalf("decoded %v %v, levels %b: %v", got, tables, got.levels(h), err)
+	}
+}
