@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/bloomkv/bloomkv/server/fsm"
-	"github.com/hashicorp/raft"
 	"github.com/tidwall/redcon"
 )
 
@@ -91,16 +90,16 @@ func init() {
 	}
 }
 
-// pendingWrite is a write handed to raft whose reply is still owed.
+// pendingWrite is a write handed to the batcher whose reply is still owed.
 type pendingWrite struct {
-	f     raft.ApplyFuture
+	p     *proposal
 	reply replyFunc
 }
 
 // serveRESP handles a command and every further command the client has
-// already pipelined. Writes are handed to raft together, so that they
-// share log appends and fsyncs, and their replies are written in order
-// once each is applied; a read or any other command first waits for the
+// already pipelined. Writes are handed to the batcher together, so that
+// they share one raft entry (with other clients' writes), and their
+// replies are written in order once each is applied; a read or any other command first waits for the
 // writes before it, so every client sees its own writes in order. One
 // leader check serves every read of a run of reads.
 func (n *Node) serveRESP(conn redcon.Conn, first redcon.Command) {
@@ -113,7 +112,7 @@ func (n *Node) serveRESP(conn redcon.Conn, first redcon.Command) {
 	var pending []pendingWrite
 	flush := func() {
 		for _, p := range pending {
-			r, err := n.result(p.f)
+			r, err := n.wait(p.p)
 			if err != nil {
 				conn.WriteError(err.Error())
 				continue
@@ -139,16 +138,16 @@ func (n *Node) serveRESP(conn redcon.Conn, first redcon.Command) {
 		switch spec.kind {
 		case kindWrite:
 			c, reply, err := spec.write(n, cmd.Args)
-			var f raft.ApplyFuture
+			var p *proposal
 			if err == nil {
-				f, err = n.submit(c)
+				p, err = n.propose(c)
 			}
 			if err != nil {
 				flush()
 				conn.WriteError(err.Error())
 				continue
 			}
-			pending = append(pending, pendingWrite{f: f, reply: reply})
+			pending = append(pending, pendingWrite{p: p, reply: reply})
 			checked = false
 		case kindRead:
 			flush()

@@ -63,6 +63,22 @@ func (t *tx) apply(data []byte) *Result {
 	if err != nil {
 		return &Result{Err: errorf("%v", err)}
 	}
+	if c.Op == OpMulti {
+		// The commands of clients that the server gathered into one log
+		// entry: each runs as if it were an entry of its own, in order,
+		// so a Multi decides exactly what its commands one entry each
+		// would. Their number costs one raft entry, not one per command.
+		r := &Result{Multi: make([]*Result, len(c.Ops))}
+		for i := range c.Ops {
+			r.Multi[i] = t.one(&c.Ops[i])
+		}
+		return r
+	}
+	return t.one(&c)
+}
+
+// one runs one command that is not a Multi.
+func (t *tx) one(c *Command) *Result {
 	if c.Op == OpBatch {
 		for i := range c.Ops {
 			if e := t.check(&c.Ops[i]); e != nil {
@@ -77,10 +93,10 @@ func (t *tx) apply(data []byte) *Result {
 		}
 		return &r
 	}
-	if e := t.check(&c); e != nil {
+	if e := t.check(c); e != nil {
 		return &Result{Err: e}
 	}
-	return t.run(&c)
+	return t.run(c)
 }
 
 // check validates what does not depend on the state, so that a Batch is
