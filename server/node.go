@@ -46,6 +46,12 @@ type Config struct {
 	Peers []Peer
 	Join  string
 
+	// RaftDial maps a peer's server id to the address this node dials to
+	// reach it, instead of the address in the cluster configuration: a
+	// proxy, an address translated on the way, or the fault proxy of the
+	// linearizability checker, which sits on each link between two nodes.
+	RaftDial map[string]string
+
 	// StaleReads makes every connection read this node's state without a
 	// leader check (a connection can also ask with READONLY).
 	StaleReads bool
@@ -218,7 +224,11 @@ func Start(c Config) (n *Node, err error) {
 			return nil, fmt.Errorf("bloomkv/server: raft advertise address: %w", err)
 		}
 	}
-	n.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, 3, 10*time.Second, hl.Named("transport"))
+	tc := &raft.NetworkTransportConfig{MaxPool: 3, Timeout: 10 * time.Second, Logger: hl.Named("transport")}
+	if len(cfg.RaftDial) > 0 {
+		tc.ServerAddressProvider = dialMap(cfg.RaftDial)
+	}
+	n.trans, err = raft.NewTCPTransportWithConfig(cfg.RaftAddr, advertise, tc)
 	if err != nil {
 		return nil, fmt.Errorf("bloomkv/server: raft transport on %s: %w", cfg.RaftAddr, err)
 	}
@@ -279,6 +289,18 @@ func Start(c Config) (n *Node, err error) {
 		}
 	}
 	return n, nil
+}
+
+// dialMap overrides the addresses a node dials its peers at; a peer not
+// in it is dialed at its configured address (raft falls back to that on
+// an error).
+type dialMap map[string]string
+
+func (m dialMap) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
+	if a, ok := m[string(id)]; ok {
+		return raft.ServerAddress(a), nil
+	}
+	return "", fmt.Errorf("no dial address for %s", id)
 }
 
 // Addr returns the address the RESP server listens on.

@@ -36,20 +36,7 @@ waitport() {
   echo "nothing answers on 127.0.0.1:$1" >&2; return 1
 }
 
-run() { # name port
-  for p in "" 16; do
-    for t in ${TESTS:-set get}; do
-      for _ in $(seq "$REPEAT"); do
-        load=$(uptime | sed 's/.*load average: //')
-        args=(-h 127.0.0.1 -p "$2" -c 50 -r 100000 -n "$N" -t "$t" -q)
-        [ -n "$p" ] && args+=(-P "$p")
-        out=$(redis-benchmark "${args[@]}" 2>/dev/null | tr '\r' '\n' | grep -E 'requests per second' | tail -1)
-        printf '%-9s %-4s P=%-3s %s   load %s\n' "$1" "$t" "${p:-1}" "$out" "$load"
-      done
-    done
-  done
-}
-
+declare -A port
 for target in "${targets[@]}"; do
   case $target in
   redis)
@@ -57,14 +44,13 @@ for target in "${targets[@]}"; do
     redis-server --bind 127.0.0.1 --port 6391 --dir "$work/redis" --appendonly yes --appendfsync always \
       --save '' --daemonize no --logfile "$work/redis/log" &
     pids+=($!); waitport 6391
-    run redis 6391
-    redis-cli -h 127.0.0.1 -p 6391 SHUTDOWN NOSAVE >/dev/null 2>&1 || true
+    port[redis]=6391
     ;;
   kvserver)
     "$work/kvserver" -dir "$work/kv" -addr 127.0.0.1:6392 -raft 127.0.0.1:7392 2>"$work/kv.log" &
     pids+=($!); waitport 6392
     until redis-cli -h 127.0.0.1 -p 6392 SET warm 1 2>/dev/null | grep -q OK; do sleep 0.1; done
-    run kvserver 6392
+    port[kvserver]=6392
     ;;
   kvserver3)
     P=n1=127.0.0.1:7393,n2=127.0.0.1:7394,n3=127.0.0.1:7395
@@ -81,8 +67,25 @@ for target in "${targets[@]}"; do
       [ -n "$leader" ] && redis-cli -h 127.0.0.1 -p "$leader" SET warm 1 2>/dev/null | grep -q OK && break
       sleep 0.1
     done
-    run kvserver3 "$leader"
+    port[kvserver3]=$leader
     ;;
   *) echo "unknown target $target" >&2; exit 2 ;;
   esac
+done
+
+# Every measurement runs on each target in turn, so that the targets of a
+# row share the machine's load of that moment (fsync latency on this
+# shared disk moves several-fold within minutes).
+for p in "" 16; do
+  for t in ${TESTS:-set get}; do
+    for _ in $(seq "$REPEAT"); do
+      for target in "${targets[@]}"; do
+        load=$(uptime | sed 's/.*load average: //')
+        args=(-h 127.0.0.1 -p "${port[$target]}" -c 50 -r 100000 -n "$N" -t "$t" -q)
+        [ -n "$p" ] && args+=(-P "$p")
+        out=$(redis-benchmark "${args[@]}" 2>/dev/null | tr '\r' '\n' | grep -E 'requests per second' | tail -1)
+        printf '%-9s %-4s P=%-3s %s   load %s\n' "$target" "$t" "${p:-1}" "$out" "$load"
+      done
+    done
+  done
 done
