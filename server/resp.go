@@ -56,7 +56,24 @@ func init() {
 			cs.stale = false
 			c.WriteString("OK")
 		}},
-		"info": {arity: -1, run: cmdInfo},
+		"info":   {arity: -1, run: cmdInfo},
+		"config": {arity: -2, run: cmdConfig},
+		"dbsize": {arity: 1, kind: kindRead, run: cmdDBSize},
+		"keys":   {arity: 2, kind: kindRead, run: cmdKeys},
+		"ttl":    {arity: 2, kind: kindRead, run: cmdTTL},
+		"pttl":   {arity: 2, kind: kindRead, run: cmdTTL},
+		"incr":   {arity: 2, kind: kindWrite, write: cmdIncr},
+		"decr":   {arity: 2, kind: kindWrite, write: cmdIncr},
+		"incrby": {arity: 3, kind: kindWrite, write: cmdIncr},
+		"decrby": {arity: 3, kind: kindWrite, write: cmdIncr},
+
+		"expire":    {arity: -3, run: cmdNoExpiry},
+		"pexpire":   {arity: -3, run: cmdNoExpiry},
+		"expireat":  {arity: -3, run: cmdNoExpiry},
+		"pexpireat": {arity: -3, run: cmdNoExpiry},
+		"getex":     {arity: -2, run: cmdNoExpiry},
+		"setex":     {arity: 4, run: cmdNoExpiry},
+		"psetex":    {arity: 4, run: cmdNoExpiry},
 
 		"get":      {arity: 2, kind: kindRead, run: cmdGet},
 		"mget":     {arity: -2, kind: kindRead, run: cmdMGet},

@@ -20,6 +20,7 @@ const (
 	OpBatch       Op = 3  // Ops (Put, Delete, DeleteRange) applied atomically, in order
 	OpDeleteRange Op = 4  // delete every key in [Key, Value)
 	OpMulti       Op = 5  // Ops applied in order as separate commands, each with its own result
+	OpIncr        Op = 6  // add Delta to the integer string Key (absent: 0); Result.N is the new value
 	OpBFReserve   Op = 16 // create the bloom filter Key
 	OpBFAdd       Op = 17 // add Items to the bloom filter Key, creating it unless FlagNoCreate
 	OpCFReserve   Op = 32 // create the cuckoo filter Key
@@ -40,6 +41,8 @@ func (o Op) String() string {
 		return "DeleteRange"
 	case OpMulti:
 		return "Multi"
+	case OpIncr:
+		return "Incr"
 	case OpBFReserve:
 		return "BFReserve"
 	case OpBFAdd:
@@ -78,6 +81,7 @@ type Command struct {
 	Capacity  uint64  // BFReserve, BFAdd, CFReserve, CFAdd (when they create)
 	Expansion uint64  // BFReserve, BFAdd: 0 = NONSCALING; CFReserve, CFAdd: 0 = never grows
 	Ops       []Command
+	Delta     int64 // Incr
 }
 
 // ErrBadCommand marks log data that is not a valid command encoding.
@@ -119,6 +123,9 @@ func (c *Command) appendBody(dst []byte) []byte {
 		dst = appendBytes(dst, c.Value)
 	case OpDelete:
 		dst = appendBytes(dst, c.Key)
+	case OpIncr:
+		dst = appendBytes(dst, c.Key)
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(c.Delta))
 	case OpDeleteRange, OpSetNode:
 		dst = appendBytes(dst, c.Key)
 		dst = appendBytes(dst, c.Value)
@@ -235,6 +242,18 @@ func (d *decoder) f64() float64 {
 	return math.Float64frombits(binary.LittleEndian.Uint64(d.b[d.off-8:]))
 }
 
+func (d *decoder) u64() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b)-d.off < 8 {
+		d.fail("truncated uint64")
+		return 0
+	}
+	d.off += 8
+	return binary.LittleEndian.Uint64(d.b[d.off-8:])
+}
+
 func (d *decoder) bytes() []byte {
 	n := d.uvarint()
 	if d.err != nil {
@@ -279,6 +298,9 @@ func (d *decoder) command(in Op) Command {
 		c.Value = d.bytes()
 	case OpDelete:
 		c.Key = d.bytes()
+	case OpIncr:
+		c.Key = d.bytes()
+		c.Delta = int64(d.u64())
 	case OpDeleteRange, OpSetNode:
 		c.Key = d.bytes()
 		c.Value = d.bytes()

@@ -143,7 +143,7 @@ func mixedLog(rng *rand.Rand) []Command {
 	for range 600 {
 		k := key()
 		var c Command
-		switch rng.IntN(14) {
+		switch rng.IntN(15) {
 		case 0:
 			c = Command{Op: OpPut, Key: k, Value: fmt.Appendf(nil, "v%d", rng.IntN(100)), Flags: byte(rng.IntN(8))}
 		case 1:
@@ -179,6 +179,8 @@ func mixedLog(rng *rand.Rand) []Command {
 			c = Command{Op: OpCFDel, Key: k, Items: items("i", 1)}
 		case 13:
 			c = Command{Op: OpBFAdd, Key: []byte("ns"), Items: items("new", 1)}
+		case 14:
+			c = Command{Op: OpIncr, Key: k, Delta: int64(rng.IntN(200) - 100)}
 		}
 		cmds = append(cmds, c)
 	}

@@ -64,6 +64,7 @@ func (e *Error) Error() string { return e.Msg }
 var (
 	ErrWrongType      = &Error{"WRONGTYPE Operation against a key holding the wrong kind of value"}
 	ErrItemExists     = &Error{"ERR item exists"}
+	ErrNotInteger     = &Error{"ERR value is not an integer or out of range"} // Incr on a string that is not one
 	ErrNotFound       = &Error{"ERR not found"}
 	ErrNonScalingFull = &Error{"ERR non scaling filter is full"}
 	ErrCuckooFull     = &Error{"Filter is full"}
