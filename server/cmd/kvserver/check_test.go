@@ -125,10 +125,11 @@ func TestLinearizable(t *testing.T) {
 	// returned can be left out: a history linearizable without it is
 	// linearizable with it (it takes effect after everything else, which
 	// its open end allows), so leaving it out never hides a violation.
+	recorded := len(ops)
 	ops = pruneUnseen(ops)
 	res, info := porcupine.CheckOperationsVerbose(checkModel, ops, 5*time.Minute)
-	t.Logf("%d operations (%d with an answer, %d writes of unknown outcome, %d refused and left out); faults: %d leader kills, %d pauses, %d partitions; %s; %d acknowledged adds lost",
-		len(ops), ok, unknown, h.refused.Load(), faults["kill"], faults["pause"], faults["partition"], res, lost)
+	t.Logf("%d operations recorded (%d with an answer, %d writes of unknown outcome, of which %d unseen SETs left out; %d refused, not recorded); %d checked; faults: %d leader kills, %d pauses, %d partitions; %s; %d acknowledged adds lost",
+		recorded, ok, unknown, recorded-len(ops), h.refused.Load(), len(ops), faults["kill"], faults["pause"], faults["partition"], res, lost)
 	if res != porcupine.Ok {
 		out := filepath.Join(t.TempDir(), "history.html")
 		if dir := os.Getenv("BLOOMKV_CHECK_OUT"); dir != "" {
