@@ -235,6 +235,26 @@ func (n *Node) runReadRounds() {
 	}
 }
 
+// waitReady lets a read that reaches a leader between its election and
+// its election barrier wait for the barrier (bounded by the apply
+// timeout) rather than answer TRYAGAIN: writes are taken in that window,
+// so a client that just wrote and then reads would otherwise be refused
+// (TestSingleNodeDefault saw it after a restart). It polls: the window is
+// short and rare, and a notification would add state for no gain.
+func (n *Node) waitReady() {
+	if n.readyAt.Load() != 0 || n.raft.State() != raft.Leader {
+		return
+	}
+	deadline := time.Now().Add(n.cfg.ApplyTimeout)
+	for n.readyAt.Load() == 0 && n.raft.State() == raft.Leader && time.Now().Before(deadline) {
+		select {
+		case <-n.stop:
+			return
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
 // confirmLeadership notes the commit index, then has a quorum confirm
 // that this node still leads (VerifyLeader): no other leader can have
 // committed anything the read index misses.
@@ -269,6 +289,7 @@ func (n *Node) confirmLeadership() (index, at uint64, err error) {
 // one above it is a command or configuration entry of this term, which
 // the state machine does apply, so waiting for it ends.
 func (n *Node) readBarrier() error {
+	n.waitReady()
 	if n.readyAt.Load() == 0 || n.raft.State() != raft.Leader {
 		return n.errNotLeader() // no round needed to say so
 	}
