@@ -159,7 +159,7 @@ func cmdSet(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
 		case "get":
 			c.Flags |= fsm.PutGet
 		case "ex", "px", "exat", "pxat", "keepttl":
-			return nil, nil, errors.New("ERR bloomkv: keys do not expire; EX, PX, EXAT, PXAT and KEEPTTL are not supported")
+			return nil, nil, errNoExpiry
 		default:
 			return nil, nil, errSyntax
 		}

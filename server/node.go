@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -46,6 +45,12 @@ type Config struct {
 	// the node has raft state.
 	Peers []Peer
 	Join  string
+
+	// RaftDial maps a peer's server id to the address this node dials to
+	// reach it, instead of the address in the cluster configuration: a
+	// proxy, an address translated on the way, or the fault proxy of the
+	// linearizability checker, which sits on each link between two nodes.
+	RaftDial map[string]string
 
 	// StaleReads makes every connection read this node's state without a
 	// leader check (a connection can also ask with READONLY).
@@ -93,9 +98,19 @@ type Node struct {
 	// index above it is one the state machine will reach.
 	readyAt atomic.Uint64
 	clients atomic.Int64
-	stop    chan struct{}
-	bg      sync.WaitGroup
-	closed  sync.Once
+
+	// The write batcher (propose.go): proposals queue for it; inFlight
+	// holds a token per group in raft; groups carries them, in log
+	// order, to the goroutine that answers them.
+	proposals chan *proposal
+	inFlight  chan struct{}
+	groups    chan *group
+	reads     readGate
+	metrics   *nodeMetrics
+
+	stop   chan struct{}
+	bg     sync.WaitGroup
+	closed sync.Once
 }
 
 func (c *Config) withDefaults() (Config, error) {
@@ -168,7 +183,9 @@ func Start(c Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n = &Node{cfg: cfg, id: raft.ServerID(cfg.ID), cursors: newCursorTable(), stop: make(chan struct{}), respDone: make(chan struct{})}
+	n = &Node{cfg: cfg, id: raft.ServerID(cfg.ID), cursors: newCursorTable(), stop: make(chan struct{}), respDone: make(chan struct{}),
+		proposals: make(chan *proposal, groupMaxCmds), inFlight: make(chan struct{}, groupsInFlight), groups: make(chan *group, groupsInFlight),
+		metrics: newNodeMetrics()}
 	var cleanup []func()
 	defer func() {
 		if err != nil {
@@ -207,7 +224,11 @@ func Start(c Config) (n *Node, err error) {
 			return nil, fmt.Errorf("bloomkv/server: raft advertise address: %w", err)
 		}
 	}
-	n.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise, 3, 10*time.Second, hl.Named("transport"))
+	tc := &raft.NetworkTransportConfig{MaxPool: 3, Timeout: 10 * time.Second, Logger: hl.Named("transport")}
+	if len(cfg.RaftDial) > 0 {
+		tc.ServerAddressProvider = dialMap(cfg.RaftDial)
+	}
+	n.trans, err = raft.NewTCPTransportWithConfig(cfg.RaftAddr, advertise, tc)
 	if err != nil {
 		return nil, fmt.Errorf("bloomkv/server: raft transport on %s: %w", cfg.RaftAddr, err)
 	}
@@ -257,8 +278,10 @@ func Start(c Config) (n *Node, err error) {
 		n.resp.Serve(ln)
 	}()
 
-	n.bg.Add(1)
+	n.bg.Add(3)
 	go n.watchLeadership()
+	go n.runBatcher()
+	go n.runCompleter()
 	if !existing && cfg.Join != "" {
 		if err := n.join(cfg.Join); err != nil {
 			n.Close()
@@ -266,6 +289,18 @@ func Start(c Config) (n *Node, err error) {
 		}
 	}
 	return n, nil
+}
+
+// dialMap overrides the addresses a node dials its peers at; a peer not
+// in it is dialed at its configured address (raft falls back to that on
+// an error).
+type dialMap map[string]string
+
+func (m dialMap) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
+	if a, ok := m[string(id)]; ok {
+		return raft.ServerAddress(a), nil
+	}
+	return "", fmt.Errorf("no dial address for %s", id)
 }
 
 // Addr returns the address the RESP server listens on.
@@ -362,44 +397,6 @@ func (n *Node) errNotLeader() error {
 	return fmt.Errorf("NOTLEADER %s", addr)
 }
 
-// readBarrier makes a linearizable read safe: the node is the leader,
-// still (a quorum answered after the read began), and its state includes
-// every entry committed before the read began (a read index).
-//
-// The commit index also counts entries that never reach the state
-// machine: raft's no-op at the start of each term and the election
-// barrier. The state machine's applied index therefore stops short of the
-// commit index until the next write, and waiting for it to get there
-// stalled every read after a restart or an election (issue 32). A read
-// index at or below the election barrier is covered by it (raft answers
-// a barrier once the state machine has applied everything before it);
-// one above it is a command or configuration entry of this term, which
-// the state machine does apply, so waiting for it ends.
-func (n *Node) readBarrier() error {
-	at := n.readyAt.Load()
-	if at == 0 || n.raft.State() != raft.Leader {
-		return n.errNotLeader()
-	}
-	index := n.raft.CommitIndex()
-	if err := n.raft.VerifyLeader().Error(); err != nil {
-		return n.errNotLeader()
-	}
-	if n.readyAt.Load() != at {
-		// Re-elected in between: index may count the new term's no-op
-		// and barrier, which at does not cover.
-		return errors.New("TRYAGAIN leadership changed during the read; retry")
-	}
-	if index <= at {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ApplyTimeout)
-	defer cancel()
-	if err := n.fsm.WaitApplied(ctx, index); err != nil {
-		return fmt.Errorf("TRYAGAIN the state did not catch up with the commit index in time")
-	}
-	return nil
-}
-
 // submit hands a write to raft without waiting for it, or refuses it when
 // its log entry would be larger than the raft log stores: handed to raft,
 // the log store would fail to store it and the leader would step down
@@ -416,23 +413,29 @@ func (n *Node) submit(c *fsm.Command) (raft.ApplyFuture, error) {
 // to give the client.
 func (n *Node) result(f raft.ApplyFuture) (*fsm.Result, error) {
 	if err := f.Error(); err != nil {
-		switch {
-		case errors.Is(err, raft.ErrNotLeader):
-			return nil, n.errNotLeader()
-		case errors.Is(err, raft.ErrEnqueueTimeout):
-			return nil, errors.New("TRYAGAIN the write was not accepted in time; it was not applied")
-		case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
-			return nil, fmt.Errorf("ERR leadership was lost while the write was in flight: it may or may not be applied (%v)", err)
-		case errors.Is(err, raft.ErrRaftShutdown):
-			return nil, errors.New("ERR the server is shutting down: the write may or may not be applied")
-		}
-		return nil, fmt.Errorf("ERR %v", err)
+		return nil, n.applyErr(err)
 	}
 	r, ok := f.Response().(*fsm.Result)
 	if !ok {
 		return nil, errors.New("ERR internal: no result")
 	}
 	return r, nil
+}
+
+// applyErr is the error a client gets for a write whose raft apply
+// failed with err.
+func (n *Node) applyErr(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader):
+		return n.errNotLeader()
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		return errors.New("TRYAGAIN the write was not accepted in time; it was not applied")
+	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return fmt.Errorf("ERR leadership was lost while the write was in flight: it may or may not be applied (%v)", err)
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return errShuttingDown
+	}
+	return fmt.Errorf("ERR %v", err)
 }
 
 // join asks the cluster member at addr (a RESP address) to add this node,

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/bloomkv/bloomkv/server/fsm"
-	"github.com/hashicorp/raft"
 	"github.com/tidwall/redcon"
 )
 
@@ -57,7 +56,24 @@ func init() {
 			cs.stale = false
 			c.WriteString("OK")
 		}},
-		"info": {arity: -1, run: cmdInfo},
+		"info":   {arity: -1, run: cmdInfo},
+		"config": {arity: -2, run: cmdConfig},
+		"dbsize": {arity: 1, kind: kindRead, run: cmdDBSize},
+		"keys":   {arity: 2, kind: kindRead, run: cmdKeys},
+		"ttl":    {arity: 2, kind: kindRead, run: cmdTTL},
+		"pttl":   {arity: 2, kind: kindRead, run: cmdTTL},
+		"incr":   {arity: 2, kind: kindWrite, write: cmdIncr},
+		"decr":   {arity: 2, kind: kindWrite, write: cmdIncr},
+		"incrby": {arity: 3, kind: kindWrite, write: cmdIncr},
+		"decrby": {arity: 3, kind: kindWrite, write: cmdIncr},
+
+		"expire":    {arity: -3, run: cmdNoExpiry},
+		"pexpire":   {arity: -3, run: cmdNoExpiry},
+		"expireat":  {arity: -3, run: cmdNoExpiry},
+		"pexpireat": {arity: -3, run: cmdNoExpiry},
+		"getex":     {arity: -2, run: cmdNoExpiry},
+		"setex":     {arity: 4, run: cmdNoExpiry},
+		"psetex":    {arity: 4, run: cmdNoExpiry},
 
 		"get":      {arity: 2, kind: kindRead, run: cmdGet},
 		"mget":     {arity: -2, kind: kindRead, run: cmdMGet},
@@ -91,16 +107,16 @@ func init() {
 	}
 }
 
-// pendingWrite is a write handed to raft whose reply is still owed.
+// pendingWrite is a write handed to the batcher whose reply is still owed.
 type pendingWrite struct {
-	f     raft.ApplyFuture
+	p     *proposal
 	reply replyFunc
 }
 
 // serveRESP handles a command and every further command the client has
-// already pipelined. Writes are handed to raft together, so that they
-// share log appends and fsyncs, and their replies are written in order
-// once each is applied; a read or any other command first waits for the
+// already pipelined. Writes are handed to the batcher together, so that
+// they share one raft entry (with other clients' writes), and their
+// replies are written in order once each is applied; a read or any other command first waits for the
 // writes before it, so every client sees its own writes in order. One
 // leader check serves every read of a run of reads.
 func (n *Node) serveRESP(conn redcon.Conn, first redcon.Command) {
@@ -113,7 +129,7 @@ func (n *Node) serveRESP(conn redcon.Conn, first redcon.Command) {
 	var pending []pendingWrite
 	flush := func() {
 		for _, p := range pending {
-			r, err := n.result(p.f)
+			r, err := n.wait(p.p)
 			if err != nil {
 				conn.WriteError(err.Error())
 				continue
@@ -139,16 +155,16 @@ func (n *Node) serveRESP(conn redcon.Conn, first redcon.Command) {
 		switch spec.kind {
 		case kindWrite:
 			c, reply, err := spec.write(n, cmd.Args)
-			var f raft.ApplyFuture
+			var p *proposal
 			if err == nil {
-				f, err = n.submit(c)
+				p, err = n.propose(c)
 			}
 			if err != nil {
 				flush()
 				conn.WriteError(err.Error())
 				continue
 			}
-			pending = append(pending, pendingWrite{f: f, reply: reply})
+			pending = append(pending, pendingWrite{p: p, reply: reply})
 			checked = false
 		case kindRead:
 			flush()

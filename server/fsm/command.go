@@ -19,6 +19,8 @@ const (
 	OpDelete      Op = 2  // delete Key (any kind)
 	OpBatch       Op = 3  // Ops (Put, Delete, DeleteRange) applied atomically, in order
 	OpDeleteRange Op = 4  // delete every key in [Key, Value)
+	OpMulti       Op = 5  // Ops applied in order as separate commands, each with its own result
+	OpIncr        Op = 6  // add Delta to the integer string Key (absent: 0); Result.N is the new value
 	OpBFReserve   Op = 16 // create the bloom filter Key
 	OpBFAdd       Op = 17 // add Items to the bloom filter Key, creating it unless FlagNoCreate
 	OpCFReserve   Op = 32 // create the cuckoo filter Key
@@ -37,6 +39,10 @@ func (o Op) String() string {
 		return "Batch"
 	case OpDeleteRange:
 		return "DeleteRange"
+	case OpMulti:
+		return "Multi"
+	case OpIncr:
+		return "Incr"
 	case OpBFReserve:
 		return "BFReserve"
 	case OpBFAdd:
@@ -75,6 +81,7 @@ type Command struct {
 	Capacity  uint64  // BFReserve, BFAdd, CFReserve, CFAdd (when they create)
 	Expansion uint64  // BFReserve, BFAdd: 0 = NONSCALING; CFReserve, CFAdd: 0 = never grows
 	Ops       []Command
+	Delta     int64 // Incr
 }
 
 // ErrBadCommand marks log data that is not a valid command encoding.
@@ -83,6 +90,24 @@ var ErrBadCommand = errors.New("bloomkv/fsm: malformed command")
 // Encode returns c's encoding (docs/server.md).
 func (c *Command) Encode() []byte {
 	return c.appendBody(append(make([]byte, 0, 32+len(c.Key)+len(c.Value)), CommandVersion))
+}
+
+// EncodeMulti returns the encoding of a Multi of the commands whose
+// encodings (by Encode) are cmds, without decoding them: the same bytes as
+// Command{Op: OpMulti, Ops: ...}.Encode(). A command's body follows its
+// version byte unchanged inside a Multi, so the server, which has encoded
+// each client's command to size it, gathers them at the cost of a copy.
+func EncodeMulti(cmds [][]byte) []byte {
+	size := 12
+	for _, c := range cmds {
+		size += len(c) - 1
+	}
+	dst := append(make([]byte, 0, size), CommandVersion, byte(OpMulti))
+	dst = binary.AppendUvarint(dst, uint64(len(cmds)))
+	for _, c := range cmds {
+		dst = append(dst, c[1:]...)
+	}
+	return dst
 }
 
 func appendBytes(dst, b []byte) []byte {
@@ -98,10 +123,13 @@ func (c *Command) appendBody(dst []byte) []byte {
 		dst = appendBytes(dst, c.Value)
 	case OpDelete:
 		dst = appendBytes(dst, c.Key)
+	case OpIncr:
+		dst = appendBytes(dst, c.Key)
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(c.Delta))
 	case OpDeleteRange, OpSetNode:
 		dst = appendBytes(dst, c.Key)
 		dst = appendBytes(dst, c.Value)
-	case OpBatch:
+	case OpBatch, OpMulti:
 		dst = binary.AppendUvarint(dst, uint64(len(c.Ops)))
 		for i := range c.Ops {
 			dst = c.Ops[i].appendBody(dst)
@@ -155,7 +183,7 @@ func DecodeCommand(data []byte) (Command, error) {
 	if v := d.byte(); d.err == nil && v != CommandVersion {
 		return Command{}, fmt.Errorf("%w: version %d at offset 0, want %d", ErrBadCommand, v, CommandVersion)
 	}
-	c := d.command(true)
+	c := d.command(0)
 	if d.err == nil && d.off != len(d.b) {
 		d.fail("%d trailing bytes", len(d.b)-d.off)
 	}
@@ -214,6 +242,18 @@ func (d *decoder) f64() float64 {
 	return math.Float64frombits(binary.LittleEndian.Uint64(d.b[d.off-8:]))
 }
 
+func (d *decoder) u64() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b)-d.off < 8 {
+		d.fail("truncated uint64")
+		return 0
+	}
+	d.off += 8
+	return binary.LittleEndian.Uint64(d.b[d.off-8:])
+}
+
 func (d *decoder) bytes() []byte {
 	n := d.uvarint()
 	if d.err != nil {
@@ -245,8 +285,10 @@ func (d *decoder) items() [][]byte {
 	return items
 }
 
-// command decodes an op and its body; top says whether a Batch may appear.
-func (d *decoder) command(top bool) Command {
+// command decodes an op and its body. in is the op it is inside: 0 at the
+// top, where anything may appear; OpMulti, whose elements may be anything
+// but a Multi; OpBatch, whose elements are Put, Delete and DeleteRange.
+func (d *decoder) command(in Op) Command {
 	at := d.off
 	c := Command{Op: Op(d.byte())}
 	switch c.Op {
@@ -256,13 +298,16 @@ func (d *decoder) command(top bool) Command {
 		c.Value = d.bytes()
 	case OpDelete:
 		c.Key = d.bytes()
+	case OpIncr:
+		c.Key = d.bytes()
+		c.Delta = int64(d.u64())
 	case OpDeleteRange, OpSetNode:
 		c.Key = d.bytes()
 		c.Value = d.bytes()
-	case OpBatch:
-		if !top {
+	case OpBatch, OpMulti:
+		if in == OpBatch || (in == OpMulti && c.Op == OpMulti) {
 			d.off = at
-			d.fail("Batch inside a Batch")
+			d.fail("%v inside a %v", c.Op, in)
 			return c
 		}
 		n := d.uvarint()
@@ -273,11 +318,11 @@ func (d *decoder) command(top bool) Command {
 		c.Ops = make([]Command, 0, n)
 		for range n {
 			opAt := d.off
-			op := d.command(false)
+			op := d.command(c.Op)
 			if d.err != nil {
 				break
 			}
-			if op.Op != OpPut && op.Op != OpDelete && op.Op != OpDeleteRange {
+			if c.Op == OpBatch && op.Op != OpPut && op.Op != OpDelete && op.Op != OpDeleteRange {
 				d.off = opAt
 				d.fail("%v inside a Batch", op.Op)
 				break

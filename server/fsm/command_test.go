@@ -23,6 +23,13 @@ var sampleCommands = []Command{
 	{Op: OpCFAdd, Key: []byte("cf"), Flags: FlagNX, Capacity: 1024, Items: [][]byte{[]byte("x")}},
 	{Op: OpCFDel, Key: []byte("cf"), Items: [][]byte{[]byte("x")}},
 	{Op: OpSetNode, Key: []byte("n1"), Value: []byte("127.0.0.1:6379")},
+	{Op: OpIncr, Key: []byte("n"), Delta: -7},
+	{Op: OpMulti, Ops: []Command{
+		{Op: OpPut, Key: []byte("a"), Value: []byte("1")},
+		{Op: OpBatch, Ops: []Command{{Op: OpDelete, Key: []byte("b")}}},
+		{Op: OpBFAdd, Key: []byte("bf"), ErrorRate: 0.01, Capacity: 100, Expansion: 2, Items: [][]byte{[]byte("x")}},
+		{Op: OpCFDel, Key: []byte("cf"), Items: [][]byte{[]byte("x")}},
+	}},
 }
 
 // normalize makes empty slices nil, as decoding leaves them, for DeepEqual.
@@ -85,6 +92,10 @@ func TestCommandGolden(t *testing.T) {
 			[]byte{1, 17, 1, 'f', 0, 0, 0, 0, 0, 0, 0, 0xe0, 0x3f, 0xac, 0x02, 2, 1, 1, 'x'}},
 		{Command{Op: OpCFDel, Key: []byte("c"), Items: [][]byte{[]byte("x")}},
 			[]byte{1, 34, 1, 'c', 1, 'x'}},
+		{Command{Op: OpIncr, Key: []byte("n"), Delta: -2},
+			[]byte{1, 6, 1, 'n', 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}},
+		{Command{Op: OpMulti, Ops: []Command{{Op: OpPut, Key: []byte("a"), Value: []byte("1")}, {Op: OpDelete, Key: []byte("b")}}},
+			[]byte{1, 5, 2, 1, 0, 1, 'a', 1, '1', 2, 1, 'b'}},
 	} {
 		if got := tc.c.Encode(); !bytes.Equal(got, tc.want) {
 			t.Errorf("%v: %x, want %x", tc.c.Op, got, tc.want)
@@ -99,6 +110,8 @@ func TestDecodeRejects(t *testing.T) {
 		"unknown op":      {1, 99},
 		"nested batch":    {1, 3, 1, 3, 0},
 		"filter in batch": {1, 3, 1, 34, 1, 'c', 1, 'x'},
+		"nested multi":    {1, 5, 1, 5, 0},
+		"multi in batch":  {1, 3, 1, 5, 0},
 		"huge length":     {1, 2, 0xff, 0xff, 0xff, 0xff, 0x0f},
 		"huge count":      {1, 17, 1, 'f', 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0xff, 0xff, 0xff, 0xff, 0x0f},
 		"bad uvarint":     {1, 2, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01},
@@ -129,4 +142,54 @@ func FuzzDecodeCommand(f *testing.F) {
 			t.Fatalf("re-encoding of %x is unstable: %x then %x", data, enc, enc2)
 		}
 	})
+}
+
+func TestEncodeMulti(t *testing.T) {
+	var ops []Command
+	var encs [][]byte
+	for _, c := range sampleCommands {
+		if c.Op == OpMulti {
+			continue
+		}
+		ops = append(ops, c)
+		encs = append(encs, c.Encode())
+	}
+	want := (&Command{Op: OpMulti, Ops: ops}).Encode()
+	if got := EncodeMulti(encs); !bytes.Equal(got, want) {
+		t.Fatalf("EncodeMulti: %x\nwant %x", got, want)
+	}
+	if _, err := DecodeCommand(want); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIncr(t *testing.T) {
+	m := newMachine(t)
+	incr := func(k string, d int64) *Result { return m.one(Command{Op: OpIncr, Key: []byte(k), Delta: d}) }
+	if r := incr("n", 5); r.Err != nil || r.N != 5 {
+		t.Fatalf("INCRBY on an absent key: %+v", r)
+	}
+	if r := incr("n", -7); r.Err != nil || r.N != -2 {
+		t.Fatalf("DECRBY: %+v", r)
+	}
+	if _, v := m.get("n"); v != "-2" {
+		t.Fatalf("stored %q", v)
+	}
+	for _, bad := range []string{"", " 1", "+1", "01", "-0", "1.5", "x", "99999999999999999999"} {
+		m.one(put("s", bad))
+		if r := incr("s", 1); r.Err != ErrNotInteger {
+			t.Fatalf("INCR on %q: %+v", bad, r)
+		}
+	}
+	m.one(put("max", "9223372036854775807"))
+	if r := incr("max", 1); r.Err == nil {
+		t.Fatal("INCR past int64 succeeded")
+	}
+	if _, v := m.get("max"); v != "9223372036854775807" {
+		t.Fatalf("a refused INCR changed the value to %q", v)
+	}
+	m.one(bfAdd("bf", "x"))
+	if r := incr("bf", 1); r.Err != ErrWrongType {
+		t.Fatalf("INCR on a filter: %+v", r)
+	}
 }

@@ -143,7 +143,7 @@ func mixedLog(rng *rand.Rand) []Command {
 	for range 600 {
 		k := key()
 		var c Command
-		switch rng.IntN(14) {
+		switch rng.IntN(15) {
 		case 0:
 			c = Command{Op: OpPut, Key: k, Value: fmt.Appendf(nil, "v%d", rng.IntN(100)), Flags: byte(rng.IntN(8))}
 		case 1:
@@ -179,6 +179,8 @@ func mixedLog(rng *rand.Rand) []Command {
 			c = Command{Op: OpCFDel, Key: k, Items: items("i", 1)}
 		case 13:
 			c = Command{Op: OpBFAdd, Key: []byte("ns"), Items: items("new", 1)}
+		case 14:
+			c = Command{Op: OpIncr, Key: k, Delta: int64(rng.IntN(200) - 100)}
 		}
 		cmds = append(cmds, c)
 	}
@@ -263,6 +265,77 @@ func TestNonScalingFullExact(t *testing.T) {
 		info, _ := m.f.BFInfo([]byte("bf"))
 		if accepted != 4540 || refused == 0 || card != 4540 || info.Items != 4540 || info.Capacity != 4540 {
 			t.Fatalf("restart %v: %d accepted, %d refused, card %d, info %+v", restart, accepted, refused, card, info)
+		}
+	}
+}
+
+// TestMultiSameAsEntries: commands gathered into Multi entries (as the
+// server gathers the writes of many clients, issue 29) decide exactly
+// what the same commands one entry each decide: the same result for
+// each, the same reads, the same state record for record. Some replicas
+// restart or restore snapshots between the entries.
+func TestMultiSameAsEntries(t *testing.T) {
+	cmds := mixedLog(rand.New(rand.NewPCG(29, 1)))
+	single := newReplica(t, "one entry each", 0, 0, 0, 1, 1)
+	want := single.run(cmds)
+	keys := []string{"a", "b", "c", "d", "ns", "none"}
+	var probe [][]byte
+	for i := range 50 {
+		probe = append(probe, fmt.Appendf(nil, "k%d", 4520+i), fmt.Appendf(nil, "i%d", i))
+	}
+	wantReads := single.reads(keys, probe)
+	wantSnap := snapshotBytes(t, single.m.f)[16:] // past the header and its applied index
+
+	for _, r := range []*replica{
+		newReplica(t, "multi", 0, 0, 0, 4, 7),
+		newReplica(t, "multi, restarts and restores", 1, 0.3, 0.2, 3, 8),
+	} {
+		rng := rand.New(rand.NewPCG(29, 2))
+		var entries []Command
+		var sizes []int
+		for i := 0; i < len(cmds); {
+			n := min(1+rng.IntN(20), len(cmds)-i)
+			if n == 1 {
+				entries = append(entries, cmds[i]) // a lone command stays as it is
+			} else {
+				entries = append(entries, Command{Op: OpMulti, Ops: cmds[i : i+n]})
+			}
+			sizes = append(sizes, n)
+			i += n
+		}
+		var got []string
+		for i := 0; i < len(entries); {
+			n := min(1+r.rng.IntN(int(r.maxRuns)), len(entries)-i)
+			for k, res := range r.m.apply(entries[i : i+n]...) {
+				if sizes[i+k] == 1 {
+					got = append(got, fmt.Sprint(res))
+					continue
+				}
+				if len(res.Multi) != sizes[i+k] {
+					t.Fatalf("%s: a Multi of %d gave %d results", r.name, sizes[i+k], len(res.Multi))
+				}
+				for _, sub := range res.Multi {
+					got = append(got, fmt.Sprint(sub))
+				}
+			}
+			i += n
+			if r.rng.Float64() < r.reopenP {
+				r.reopen()
+			}
+			if r.rng.Float64() < r.restoreP {
+				r.restore()
+			}
+		}
+		for k := range want {
+			if got[k] != want[k] {
+				t.Fatalf("%s: command %d (%v %q): %s; one entry each: %s", r.name, k+1, cmds[k].Op, cmds[k].Key, got[k], want[k])
+			}
+		}
+		if reads := r.reads(keys, probe); reads != wantReads {
+			t.Errorf("%s answers reads differently:\n%s\none entry each:\n%s", r.name, reads, wantReads)
+		}
+		if snap := snapshotBytes(t, r.m.f)[16:]; !bytes.Equal(snap[:len(snap)-12], wantSnap[:len(wantSnap)-12]) {
+			t.Errorf("%s's state differs from one entry each", r.name)
 		}
 	}
 }

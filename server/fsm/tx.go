@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/bloomkv/bloomkv"
 )
@@ -63,6 +65,22 @@ func (t *tx) apply(data []byte) *Result {
 	if err != nil {
 		return &Result{Err: errorf("%v", err)}
 	}
+	if c.Op == OpMulti {
+		// The commands of clients that the server gathered into one log
+		// entry: each runs as if it were an entry of its own, in order,
+		// so a Multi decides exactly what its commands one entry each
+		// would. Their number costs one raft entry, not one per command.
+		r := &Result{Multi: make([]*Result, len(c.Ops))}
+		for i := range c.Ops {
+			r.Multi[i] = t.one(&c.Ops[i])
+		}
+		return r
+	}
+	return t.one(&c)
+}
+
+// one runs one command that is not a Multi.
+func (t *tx) one(c *Command) *Result {
 	if c.Op == OpBatch {
 		for i := range c.Ops {
 			if e := t.check(&c.Ops[i]); e != nil {
@@ -77,10 +95,10 @@ func (t *tx) apply(data []byte) *Result {
 		}
 		return &r
 	}
-	if e := t.check(&c); e != nil {
+	if e := t.check(c); e != nil {
 		return &Result{Err: e}
 	}
-	return t.run(&c)
+	return t.run(c)
 }
 
 // check validates what does not depend on the state, so that a Batch is
@@ -116,6 +134,8 @@ func (t *tx) run(c *Command) *Result {
 		return &Result{N: n}
 	case OpDeleteRange:
 		return &Result{N: t.deleteRange(c.Key, c.Value)}
+	case OpIncr:
+		return t.incr(c)
 	case OpBFReserve:
 		if e := reserveConflict(t.lookup(c.Key), KindBloom); e != nil {
 			return &Result{Err: e}
@@ -191,6 +211,47 @@ func (t *tx) put(c *Command) *Result {
 	t.over[string(c.Key)] = &value{kind: KindString, str: c.Value}
 	r.N = 1
 	return &r
+}
+
+// incr adds c.Delta to the integer that the string at c.Key holds (an
+// absent key counts as 0), as Redis's INCRBY: a value that is not a
+// base-10 int64 in Redis's strict form, or a sum that overflows, is an
+// error and changes nothing. Decided from the stored bytes and the
+// command alone, so every replica decides alike.
+func (t *tx) incr(c *Command) *Result {
+	var cur int64
+	if v := t.lookup(c.Key); v != nil {
+		if v.kind != KindString {
+			return &Result{Err: ErrWrongType}
+		}
+		n, ok := ParseRedisInt(v.str)
+		if !ok {
+			return &Result{Err: ErrNotInteger}
+		}
+		cur = n
+	}
+	sum := cur + c.Delta
+	if (c.Delta > 0 && sum < cur) || (c.Delta < 0 && sum > cur) {
+		return &Result{Err: errorf("increment or decrement would overflow")}
+	}
+	t.over[string(c.Key)] = &value{kind: KindString, str: strconv.AppendInt(nil, sum, 10)}
+	return &Result{N: sum}
+}
+
+// ParseRedisInt parses b as Redis parses an integer value (string2ll): an
+// optional minus, then digits without leading zeros, no sign '+', no
+// spaces, within int64.
+func ParseRedisInt(b []byte) (int64, bool) {
+	s := string(b)
+	if len(s) == 0 || len(s) > 20 {
+		return 0, false
+	}
+	digits := strings.TrimPrefix(s, "-")
+	if digits == "" || digits[0] < '0' || digits[0] > '9' || (digits[0] == '0' && len(digits) > 1) || (digits == "0" && s != "0") {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
 }
 
 // deleteRange deletes every user key in [start, end) (empty end: no upper

@@ -64,6 +64,7 @@ func (e *Error) Error() string { return e.Msg }
 var (
 	ErrWrongType      = &Error{"WRONGTYPE Operation against a key holding the wrong kind of value"}
 	ErrItemExists     = &Error{"ERR item exists"}
+	ErrNotInteger     = &Error{"ERR value is not an integer or out of range"} // Incr on a string that is not one
 	ErrNotFound       = &Error{"ERR not found"}
 	ErrNonScalingFull = &Error{"ERR non scaling filter is full"}
 	ErrCuckooFull     = &Error{"Filter is full"}
@@ -78,12 +79,13 @@ func errorf(format string, args ...any) *Error {
 
 // Result is what a command entry returns (the raft ApplyFuture's Response).
 type Result struct {
-	Err      error   // the command failed and changed nothing (an *Error)
-	N        int64   // Put: 1 if set; Delete, Batch, DeleteRange: keys deleted; CFDel: 1 if removed
-	Ints     []int64 // BFAdd, CFAdd: per item, 1 added, 0 not
-	ItemErrs []error // BFAdd, CFAdd: per item, nil or why it was not added
-	Old      []byte  // Put with PutGet: the previous value
-	OldFound bool    // Put with PutGet: there was a previous value
+	Err      error     // the command failed and changed nothing (an *Error)
+	N        int64     // Put: 1 if set; Delete, Batch, DeleteRange: keys deleted; CFDel: 1 if removed
+	Ints     []int64   // BFAdd, CFAdd: per item, 1 added, 0 not
+	ItemErrs []error   // BFAdd, CFAdd: per item, nil or why it was not added
+	Old      []byte    // Put with PutGet: the previous value
+	OldFound bool      // Put with PutGet: there was a previous value
+	Multi    []*Result // Multi: the result of each of its commands, in order
 }
 
 // bloomFilter is a BF.* value: a scalable bloom filter and its expansion,

@@ -41,9 +41,12 @@ type Store struct {
 	// mu serializes the log's writers, so that first and last change in
 	// the order the writes reach the database.
 	mu sync.Mutex
-	// first and last are the indexes of the first and last entries (0 and
-	// 0 when there are none). Written under mu, read without it.
+	// first and last are the indexes of the first and last entries, and
+	// some says there are any. Index 0 is a valid entry (raft-boltdb and
+	// raft's InmemStore store it, and raft's bench suite writes it), so 0
+	// cannot also mean "none". Written under mu, read without it.
 	first, last atomic.Uint64
+	some        atomic.Bool
 }
 
 var (
@@ -77,12 +80,11 @@ func New(db *bloomkv.DB, o *Options) (*Store, error) {
 		o = &Options{}
 	}
 	s := &Store{db: db, wo: &bloomkv.WriteOptions{Sync: !o.NoSync}}
-	first, last, err := s.bounds()
+	first, last, some, err := s.bounds()
 	if err != nil {
 		return nil, err
 	}
-	s.first.Store(first)
-	s.last.Store(last)
+	s.setBounds(first, last, some)
 	return s, nil
 }
 
@@ -102,10 +104,12 @@ func logKey(dst []byte, index uint64) []byte {
 	return binary.BigEndian.AppendUint64(dst, index)
 }
 
-// bounds finds the first and last log indexes in the database.
-func (s *Store) bounds() (first, last uint64, err error) {
+// bounds finds the first and last log indexes in the database; some is
+// false when it holds no entry.
+func (s *Store) bounds() (first, last uint64, some bool, err error) {
 	it := s.db.NewIterator(&bloomkv.IterOptions{LowerBound: []byte{logPrefix}, UpperBound: []byte{logPrefix + 1}})
 	if it.First() {
+		some = true
 		first, err = indexOf(it.Key())
 		if err == nil && it.Last() {
 			last, err = indexOf(it.Key())
@@ -115,9 +119,20 @@ func (s *Store) bounds() (first, last uint64, err error) {
 		err = cerr
 	}
 	if err != nil {
-		return 0, 0, fmt.Errorf("raftstore: finding the first and last log entries: %w", err)
+		return 0, 0, false, fmt.Errorf("raftstore: finding the first and last log entries: %w", err)
 	}
-	return first, last, nil
+	return first, last, some, nil
+}
+
+// setBounds publishes the log's bounds (requires s.mu, or no other user).
+// An empty log reads as first = last = 0, as raft expects.
+func (s *Store) setBounds(first, last uint64, some bool) {
+	if !some {
+		first, last = 0, 0
+	}
+	s.first.Store(first)
+	s.last.Store(last)
+	s.some.Store(some)
 }
 
 func indexOf(key []byte) (uint64, error) {
@@ -135,7 +150,7 @@ func (s *Store) LastIndex() (uint64, error) { return s.last.Load(), nil }
 
 // GetLog reads the entry at index into l, or returns raft.ErrLogNotFound.
 func (s *Store) GetLog(index uint64, l *raft.Log) error {
-	if index == 0 || index < s.first.Load() || index > s.last.Load() {
+	if !s.some.Load() || index < s.first.Load() || index > s.last.Load() {
 		return raft.ErrLogNotFound
 	}
 	var kb [logKeyLen]byte
@@ -166,9 +181,6 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	var vb []byte
 	lo, hi := logs[0].Index, logs[0].Index
 	for _, l := range logs {
-		if l.Index == 0 {
-			return fmt.Errorf("raftstore: log entry with index 0")
-		}
 		vb = encodeLog(vb[:0], l)
 		b.Put(logKey(kb[:0], l.Index), vb)
 		lo, hi = min(lo, l.Index), max(hi, l.Index)
@@ -178,12 +190,11 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if err := s.db.Apply(b, s.wo); err != nil {
 		return fmt.Errorf("raftstore: storing log entries %d-%d: %w", lo, hi, err)
 	}
-	if f := s.first.Load(); f == 0 || lo < f {
-		s.first.Store(lo)
+	if !s.some.Load() {
+		s.setBounds(lo, hi, true)
+		return nil
 	}
-	if hi > s.last.Load() {
-		s.last.Store(hi)
-	}
+	s.setBounds(min(lo, s.first.Load()), max(hi, s.last.Load()), true)
 	return nil
 }
 
@@ -193,7 +204,7 @@ func (s *Store) DeleteRange(lo, hi uint64) error {
 	defer s.mu.Unlock()
 	first, last := s.first.Load(), s.last.Load()
 	lo, hi = max(lo, first), min(hi, last)
-	if first == 0 || lo > hi {
+	if !s.some.Load() || lo > hi {
 		return nil
 	}
 	err := s.deleteEntries(lo, hi)
@@ -202,21 +213,19 @@ func (s *Store) DeleteRange(lo, hi uint64) error {
 	// scan from the first key would walk through until compaction drops
 	// them.
 	var berr error
+	newFirst, newLast, some := first, last, true
 	if lo <= first {
-		var f uint64
-		if f, berr = s.seek(hi+1, false); berr == nil {
-			s.first.Store(f)
+		if hi == ^uint64(0) {
+			newFirst, some = 0, false // nothing can follow the largest index
+		} else {
+			newFirst, some, berr = s.seek(hi+1, false)
 		}
 	}
-	if hi >= last && berr == nil {
-		var l uint64
-		if l, berr = s.seek(lo, true); berr == nil {
-			s.last.Store(l)
-		}
+	if hi >= last && berr == nil && some {
+		newLast, some, berr = s.seek(lo, true)
 	}
-	if s.first.Load() == 0 || s.last.Load() == 0 || s.first.Load() > s.last.Load() {
-		s.first.Store(0)
-		s.last.Store(0)
+	if berr == nil {
+		s.setBounds(newFirst, newLast, some && newFirst <= newLast)
 	}
 	if err != nil {
 		return fmt.Errorf("raftstore: deleting log entries %d-%d: %w", lo, hi, err)
@@ -238,22 +247,21 @@ func (s *Store) deleteEntries(lo, hi uint64) error {
 }
 
 // seek returns the index of the first entry at or after index, or with
-// before, the last entry before index; 0 when there is none.
-func (s *Store) seek(index uint64, before bool) (uint64, error) {
+// before, the last entry before index; found is false when there is none.
+func (s *Store) seek(index uint64, before bool) (at uint64, found bool, err error) {
 	o := &bloomkv.IterOptions{LowerBound: logKey(nil, index), UpperBound: []byte{logPrefix + 1}}
 	if before {
 		o = &bloomkv.IterOptions{LowerBound: []byte{logPrefix}, UpperBound: logKey(nil, index)}
 	}
 	it := s.db.NewIterator(o)
-	var found uint64
-	var err error
 	if (before && it.Last()) || (!before && it.First()) {
-		found, err = indexOf(it.Key())
+		found = true
+		at, err = indexOf(it.Key())
 	}
 	if cerr := it.Close(); err == nil {
 		err = cerr
 	}
-	return found, err
+	return at, found, err
 }
 
 func stableKey(key []byte) []byte {

@@ -71,6 +71,7 @@ var conformance = []struct {
 	{"Stable", testStable},
 	{"Reopen", testReopen},
 	{"Concurrent", testConcurrent},
+	{"IndexZero", testIndexZero},
 }
 
 func TestConformance(t *testing.T) {
@@ -407,5 +408,75 @@ func TestGoldenValue(t *testing.T) {
 	}
 	if k := logKey(nil, 0x0102); !bytes.Equal(k, []byte{'L', 0, 0, 0, 0, 0, 0, 1, 2}) {
 		t.Fatalf("logKey = %x", k)
+	}
+}
+
+// testIndexZero: an entry at index 0 is stored, read back, counted in the
+// bounds and deleted like any other. raft never writes one, but the other
+// stores take it and raft's bench suite writes it (StoreLog's first entry,
+// DeleteRange's first range); this store refused it until issue 29.
+func testIndexZero(t *testing.T, im impl) {
+	// InmemStore takes index 0 for "no entry yet" in its bounds (storing 0
+	// then 1 gives first 1; deleting from 0 wraps its last index), so the
+	// bounds are checked on the durable stores, raft-boltdb the reference.
+	dir := t.TempDir()
+	s, done := im.open(t, dir)
+	bounds := func(first, last uint64) {
+		t.Helper()
+		if im.persistent {
+			checkBounds(t, s, first, last)
+		}
+	}
+	if err := s.StoreLog(mkLog(0)); err != nil {
+		t.Fatalf("StoreLog(index 0): %v", err)
+	}
+	var l raft.Log
+	if err := s.GetLog(0, &l); err != nil || !sameLog(&l, mkLog(0)) {
+		t.Fatalf("GetLog(0) = %+v, %v", l, err)
+	}
+	if err := s.StoreLogs(mkLogs(1, 5)); err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(0); i <= 5; i++ {
+		if err := s.GetLog(i, &l); err != nil {
+			t.Fatalf("GetLog(%d): %v", i, err)
+		}
+	}
+	bounds(0, 5)
+	if im.persistent {
+		done()
+		s, done = im.open(t, dir)
+		bounds(0, 5)
+	}
+	defer func() { done() }()
+	if err := s.DeleteRange(0, 2); err != nil {
+		t.Fatal(err)
+	}
+	bounds(3, 5)
+	if err := s.GetLog(0, &l); !errors.Is(err, raft.ErrLogNotFound) {
+		t.Fatalf("GetLog(0) after deleting it = %v", err)
+	}
+	checkLogs(t, s, 3, 5)
+	if err := s.DeleteRange(0, 5); err != nil {
+		t.Fatal(err)
+	}
+	bounds(0, 0)
+	if err := s.GetLog(0, &l); !errors.Is(err, raft.ErrLogNotFound) {
+		t.Fatalf("GetLog(0) on an emptied store = %v", err)
+	}
+	// Alone, entry 0 makes first = last = 0, as on an empty store, but it
+	// is there to read, and deleting it leaves the store empty.
+	if err := s.StoreLog(mkLog(0)); err != nil {
+		t.Fatal(err)
+	}
+	bounds(0, 0)
+	if err := s.GetLog(0, &l); err != nil {
+		t.Fatalf("GetLog(0) = %v", err)
+	}
+	if err := s.DeleteRange(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.GetLog(0, &l); !errors.Is(err, raft.ErrLogNotFound) {
+		t.Fatalf("GetLog(0) after deleting the only entry = %v", err)
 	}
 }

@@ -30,7 +30,7 @@ import (
 
 func main() {
 	var cfg server.Config
-	var peers string
+	var peers, dial string
 	flag.StringVar(&cfg.ID, "id", "node1", "raft server id of this node (unique in the cluster)")
 	flag.StringVar(&cfg.Dir, "dir", "", "data directory (required)")
 	flag.StringVar(&cfg.RaftAddr, "raft", "127.0.0.1:7379", "raft TCP address to bind")
@@ -42,6 +42,10 @@ func main() {
 	flag.BoolVar(&cfg.StaleReads, "stale-reads", false, "serve reads from this node's state without a leader check (per connection: READONLY)")
 	flag.IntVar(&cfg.MaxBulk, "max-bulk", 16<<20, "longest bulk string a client may send, in bytes")
 	flag.StringVar(&cfg.LogLevel, "log-level", "warn", "raft's log level: trace, debug, info, warn, error")
+	flag.StringVar(&dial, "raft-dial", "", "dial these peers at these addresses instead of their configured ones: id=addr,id=addr,...")
+	flag.DurationVar(&cfg.HeartbeatTimeout, "heartbeat-timeout", 0, "raft's heartbeat timeout (default 1s)")
+	flag.DurationVar(&cfg.ElectionTimeout, "election-timeout", 0, "raft's election timeout (default 1s)")
+	flag.DurationVar(&cfg.LeaderLeaseTimeout, "leader-lease-timeout", 0, "raft's leader lease timeout (default 500ms)")
 	flag.Parse()
 	if cfg.Dir == "" {
 		fmt.Fprintln(os.Stderr, "kvserver: -dir is required")
@@ -56,6 +60,17 @@ func main() {
 				os.Exit(2)
 			}
 			cfg.Peers = append(cfg.Peers, server.Peer{ID: id, RaftAddr: addr})
+		}
+	}
+	if dial != "" {
+		cfg.RaftDial = map[string]string{}
+		for _, p := range strings.Split(dial, ",") {
+			id, addr, ok := strings.Cut(strings.TrimSpace(p), "=")
+			if !ok || id == "" || addr == "" {
+				fmt.Fprintf(os.Stderr, "kvserver: -raft-dial: %q is not id=addr\n", p)
+				os.Exit(2)
+			}
+			cfg.RaftDial[id] = addr
 		}
 	}
 	if cfg.Join != "" && len(cfg.Peers) > 0 {

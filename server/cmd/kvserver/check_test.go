@@ -1,0 +1,673 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestLinearizable is a Jepsen-style check (issue 29): concurrent clients
+// run SET, GET and DEL on a few keys, and BF.ADD and BF.EXISTS on two
+// filters, against a three-node cluster of kvserver processes on
+// loopback, while a nemesis kills the leader (SIGKILL) and restarts it,
+// pauses a node (SIGSTOP, SIGCONT) and cuts a node off through fault
+// proxies that sit on every raft link. porcupine then checks the history:
+// the registers as registers, each filter item as a grow-only set
+// membership (BF.ADD answers 1 exactly when the item was not yet there,
+// BF.EXISTS answers whether it is). After the faults heal, every item an
+// acknowledged BF.ADD added must still be there.
+//
+// The normal run lasts a few seconds. The long run:
+//
+//	BLOOMKV_CHECK_OPS=100000 go test -run TestLinearizable -timeout 60m -v ./cmd/kvserver
+//
+// runs until that many operations are done (and at least a dozen faults of
+// each kind have happened), and logs the counts that docs/server.md
+// records.
+func TestLinearizable(t *testing.T) {
+	wantOps, long := 0, false
+	if s := os.Getenv("BLOOMKV_CHECK_OPS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatalf("BLOOMKV_CHECK_OPS=%q", s)
+		}
+		wantOps, long = n, true
+	}
+	duration := 8 * time.Second
+	if testing.Short() {
+		duration = 4 * time.Second
+	}
+	// go-redis logs every failed dial; the nemesis makes many on purpose.
+	redis.SetLogger(quietLogger{})
+	cl := startCheckCluster(t)
+	h := &history{start: time.Now()}
+	stopClients := make(chan struct{})
+	var wg sync.WaitGroup
+	const clients = 8
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runClient(t, cl, h, i, stopClients)
+		}()
+	}
+	faults := map[string]int{}
+	deadline := time.Now().Add(duration)
+	hardStop := time.Now().Add(50 * time.Minute) // bounded whatever happens
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 29))
+	for kind := 0; time.Now().Before(hardStop); kind++ {
+		if !long && time.Now().After(deadline) {
+			break
+		}
+		if long && h.count() >= wantOps && min(faults["kill"], faults["pause"], faults["partition"]) >= 12 {
+			break
+		}
+		time.Sleep(time.Duration(300+rng.IntN(500)) * time.Millisecond)
+		switch kind % 3 {
+		case 0:
+			if i := cl.leader(); i >= 0 {
+				cl.kill(i)
+				time.Sleep(time.Duration(500+rng.IntN(1000)) * time.Millisecond)
+				cl.restart(t, i)
+				faults["kill"]++
+			}
+		case 1:
+			i := rng.IntN(3)
+			cl.nodes[i].Process.Signal(syscall.SIGSTOP)
+			time.Sleep(time.Duration(500+rng.IntN(1000)) * time.Millisecond)
+			cl.nodes[i].Process.Signal(syscall.SIGCONT)
+			faults["pause"]++
+		case 2:
+			i := rng.IntN(3)
+			cl.cut(i, true)
+			time.Sleep(time.Duration(500+rng.IntN(1500)) * time.Millisecond)
+			cl.cut(i, false)
+			faults["partition"]++
+		}
+	}
+	close(stopClients)
+	wg.Wait()
+
+	// Healed: every acknowledged add must be there, and the final reads
+	// join the history.
+	lost := finalReads(t, cl, h)
+	ops := h.ops
+	var ok, unknown int
+	for _, op := range ops {
+		if op.Return == math.MaxInt64 {
+			unknown++
+		} else {
+			ok++
+		}
+	}
+	// A write of unknown outcome may take effect at any time after its
+	// call, so the checker must try it at every point: a few dozen of them
+	// on one key make the search explode. A SET whose value no read ever
+	// returned can be left out: a history linearizable without it is
+	// linearizable with it (it takes effect after everything else, which
+	// its open end allows), so leaving it out never hides a violation.
+	recorded := len(ops)
+	ops = pruneUnseen(ops)
+	res, info := porcupine.CheckOperationsVerbose(checkModel, ops, 5*time.Minute)
+	t.Logf("%d operations recorded (%d with an answer, %d writes of unknown outcome, of which %d unseen SETs left out; %d refused, not recorded); %d checked; faults: %d leader kills, %d pauses, %d partitions; %s; %d acknowledged adds lost",
+		recorded, ok, unknown, recorded-len(ops), h.refused.Load(), len(ops), faults["kill"], faults["pause"], faults["partition"], res, lost)
+	if res != porcupine.Ok {
+		out := filepath.Join(t.TempDir(), "history.html")
+		if dir := os.Getenv("BLOOMKV_CHECK_OUT"); dir != "" {
+			out = filepath.Join(dir, "history.html")
+		}
+		porcupine.VisualizePath(checkModel, info, out)
+		t.Fatalf("the history is not linearizable (%s); visualization in %s", res, out)
+	}
+	if lost > 0 {
+		t.Fatalf("%d acknowledged BF.ADDs lost", lost)
+	}
+	if ok < 50 {
+		t.Fatalf("only %d operations answered: the cluster did not serve", ok)
+	}
+}
+
+// Operations of the model.
+type checkInput struct {
+	op   string // set, get, del, add, exists
+	key  string // a register, or filter "|" item (a partition each)
+	val  string
+	seen bool // the output is known
+}
+
+type checkOutput struct {
+	val   string // get: the value
+	found bool   // get: present; del, add, exists: the 0/1 answer is 1
+}
+
+// register: the value, and whether the key is present. A filter item:
+// found says whether it was added.
+type checkState struct {
+	val   string
+	found bool
+}
+
+var checkModel = porcupine.Model{
+	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
+		by := map[string][]porcupine.Operation{}
+		var keys []string
+		for _, op := range h {
+			k := op.Input.(checkInput).key
+			if _, ok := by[k]; !ok {
+				keys = append(keys, k)
+			}
+			by[k] = append(by[k], op)
+		}
+		out := make([][]porcupine.Operation, 0, len(keys))
+		for _, k := range keys {
+			out = append(out, by[k])
+		}
+		return out
+	},
+	Init: func() any { return checkState{} },
+	Step: func(state, input, output any) (bool, any) {
+		s, in := state.(checkState), input.(checkInput)
+		out, _ := output.(checkOutput)
+		switch in.op {
+		case "set":
+			return true, checkState{val: in.val, found: true}
+		case "del":
+			return !in.seen || out.found == s.found, checkState{}
+		case "get":
+			return out.found == s.found && (!s.found || out.val == s.val), s
+		case "add":
+			// Strict: a bloom filter at rate 1e-6 with at most 2,000 items
+			// in a filter sized for 20,000 gives false positives too rarely
+			// to loosen the model for them.
+			return !in.seen || out.found == !s.found, checkState{found: true}
+		case "exists":
+			return out.found == s.found, s
+		}
+		return false, s
+	},
+	DescribeOperation: func(input, output any) string {
+		in, out := input.(checkInput), output.(checkOutput)
+		if !in.seen && (in.op == "set" || in.op == "del" || in.op == "add") {
+			return fmt.Sprintf("%s(%s %s) -> unknown", in.op, in.key, in.val)
+		}
+		return fmt.Sprintf("%s(%s %s) -> %q %v", in.op, in.key, in.val, out.val, out.found)
+	},
+}
+
+// pruneUnseen drops the SETs of unknown outcome whose value no GET
+// returned.
+func pruneUnseen(ops []porcupine.Operation) []porcupine.Operation {
+	seen := map[string]bool{}
+	for _, op := range ops {
+		if in := op.Input.(checkInput); in.op == "get" {
+			if out := op.Output.(checkOutput); out.found {
+				seen[out.val] = true
+			}
+		}
+	}
+	kept := ops[:0:0]
+	for _, op := range ops {
+		if in := op.Input.(checkInput); in.op == "set" && !in.seen && !seen[in.val] {
+			continue
+		}
+		kept = append(kept, op)
+	}
+	return kept
+}
+
+// history collects operations from every client.
+type history struct {
+	start   time.Time
+	mu      sync.Mutex
+	ops     []porcupine.Operation
+	refused atomic.Int64
+}
+
+func (h *history) now() int64 { return int64(time.Since(h.start)) }
+
+func (h *history) add(op porcupine.Operation) {
+	h.mu.Lock()
+	h.ops = append(h.ops, op)
+	h.mu.Unlock()
+}
+
+func (h *history) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.ops)
+}
+
+const (
+	checkKeys    = 8
+	checkFilters = 2
+	checkItems   = 2000
+)
+
+// checkCluster is three kvserver processes and the proxies on their raft
+// links: node i dials node j through proxies[i][j].
+type checkCluster struct {
+	args    [][]string
+	nodes   []*exec.Cmd
+	addrs   []string // RESP
+	proxies [3][3]*faultProxy
+}
+
+func startCheckCluster(t *testing.T) *checkCluster {
+	cl := &checkCluster{}
+	var raftAddrs []string
+	for range 3 {
+		raftAddrs = append(raftAddrs, freePort(t))
+		cl.addrs = append(cl.addrs, freePort(t))
+	}
+	for i := range 3 {
+		for j := range 3 {
+			if i != j {
+				cl.proxies[i][j] = newFaultProxy(t, raftAddrs[j])
+			}
+		}
+	}
+	peers := fmt.Sprintf("n1=%s,n2=%s,n3=%s", raftAddrs[0], raftAddrs[1], raftAddrs[2])
+	for i := range 3 {
+		var dial []string
+		for j := range 3 {
+			if i != j {
+				dial = append(dial, fmt.Sprintf("n%d=%s", j+1, cl.proxies[i][j].addr()))
+			}
+		}
+		cl.args = append(cl.args, []string{"-id", fmt.Sprint("n", i+1), "-dir", t.TempDir(), "-addr", cl.addrs[i],
+			"-raft", raftAddrs[i], "-peers", peers, "-raft-dial", strings.Join(dial, ","),
+			"-heartbeat-timeout", "400ms", "-election-timeout", "400ms", "-leader-lease-timeout", "200ms", "-log-level", "off"})
+		cl.nodes = append(cl.nodes, startQuiet(t, cl.args[i]...))
+	}
+	t.Cleanup(func() {
+		for _, n := range cl.nodes {
+			n.Process.Signal(syscall.SIGCONT)
+		}
+	})
+	// Wait for a leader, then make the filters.
+	c := newCheckClients(cl.addrs)
+	defer c.close()
+	deadline := time.Now().Add(30 * time.Second)
+	for f := 0; f < checkFilters; {
+		if time.Now().After(deadline) {
+			t.Fatal("no leader took the filters' BF.RESERVE in 30 s")
+		}
+		_, err := c.do(fmt.Sprint("f", f), "BF.RESERVE", fmt.Sprint("f", f), "0.000001", "20000")
+		if err == nil || strings.Contains(err.Error(), "item exists") {
+			f++
+			continue
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return cl
+}
+
+// startQuiet starts kvserver with its log discarded (SIGKILL and SIGSTOP
+// make raft complain at length). Linux only: the node dies with the test
+// process (Pdeathsig), and the nemesis needs SIGSTOP.
+func startQuiet(t *testing.T, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	// A test killed by its timeout runs no cleanup: the nodes die with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+func (cl *checkCluster) kill(i int) {
+	cl.nodes[i].Process.Kill()
+	cl.nodes[i].Wait()
+}
+
+func (cl *checkCluster) restart(t *testing.T, i int) {
+	cl.nodes[i] = startQuiet(t, cl.args[i]...)
+}
+
+// cut cuts node i off from the others (both directions), or heals it.
+func (cl *checkCluster) cut(i int, cut bool) {
+	for j := range 3 {
+		if i != j {
+			cl.proxies[i][j].setCut(cut)
+			cl.proxies[j][i].setCut(cut)
+		}
+	}
+}
+
+// leader returns the index of the node that says it leads, or -1.
+func (cl *checkCluster) leader() int {
+	for i, a := range cl.addrs {
+		reply, err := respLine(a, "INFO", "replication")
+		if err == nil && strings.Contains(reply, "role:master") {
+			return i
+		}
+	}
+	return -1
+}
+
+// respLine sends one command and returns what the server wrote within a
+// short time (enough for a small INFO).
+func respLine(addr string, args ...string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, 300*time.Millisecond)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := io.WriteString(c, b.String()); err != nil {
+		return "", err
+	}
+	buf := make([]byte, 64<<10)
+	n, err := c.Read(buf)
+	return string(buf[:n]), err
+}
+
+// faultProxy forwards TCP connections to one raft address; cut closes
+// them and refuses new ones until healed.
+type faultProxy struct {
+	ln    net.Listener
+	to    string
+	mu    sync.Mutex
+	cut   bool
+	conns map[net.Conn]bool
+}
+
+func newFaultProxy(t *testing.T, to string) *faultProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &faultProxy{ln: ln, to: to, conns: map[net.Conn]bool{}}
+	t.Cleanup(func() { ln.Close(); p.setCut(true) })
+	go p.serve()
+	return p
+}
+
+func (p *faultProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *faultProxy) serve() {
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		go p.pipe(in)
+	}
+}
+
+func (p *faultProxy) pipe(in net.Conn) {
+	p.mu.Lock()
+	cut := p.cut
+	p.mu.Unlock()
+	if cut {
+		in.Close()
+		return
+	}
+	out, err := net.DialTimeout("tcp", p.to, time.Second)
+	if err != nil {
+		in.Close()
+		return
+	}
+	p.mu.Lock()
+	if p.cut {
+		p.mu.Unlock()
+		in.Close()
+		out.Close()
+		return
+	}
+	p.conns[in], p.conns[out] = true, true
+	p.mu.Unlock()
+	done := func() {
+		in.Close()
+		out.Close()
+		p.mu.Lock()
+		delete(p.conns, in)
+		delete(p.conns, out)
+		p.mu.Unlock()
+	}
+	go func() { io.Copy(out, in); done() }()
+	io.Copy(in, out)
+	done()
+}
+
+func (p *faultProxy) setCut(cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = cut
+	if cut {
+		for c := range p.conns {
+			c.Close()
+		}
+	}
+}
+
+// checkClients is one client's connections, one per node, and its guess
+// of the leader.
+type checkClients struct {
+	cs     []*redis.Client
+	leader int
+}
+
+func newCheckClients(addrs []string) *checkClients {
+	c := &checkClients{}
+	for _, a := range addrs {
+		c.cs = append(c.cs, redis.NewClient(&redis.Options{Addr: a, Protocol: 2, DisableIdentity: true, PoolSize: 1,
+			MaxRetries: -1, DialTimeout: 300 * time.Millisecond, ReadTimeout: time.Second, WriteTimeout: time.Second}))
+	}
+	return c
+}
+
+func (c *checkClients) close() {
+	for _, x := range c.cs {
+		x.Close()
+	}
+}
+
+// do sends one command to the guessed leader and follows NOTLEADER.
+func (c *checkClients) do(_ string, args ...any) (any, error) {
+	v, err := c.cs[c.leader].Do(context.Background(), args...).Result()
+	if err != nil {
+		msg := err.Error()
+		moved := false
+		if strings.HasPrefix(msg, "NOTLEADER ") {
+			for i, x := range c.cs {
+				if x.Options().Addr == strings.TrimPrefix(msg, "NOTLEADER ") {
+					c.leader, moved = i, true
+				}
+			}
+		}
+		if !moved && !errors.Is(err, redis.Nil) {
+			c.leader = (c.leader + 1) % len(c.cs)
+		}
+	}
+	return v, err
+}
+
+// outcome sorts an error: nil for an answer, "refused" for a write that
+// was certainly not applied (or any failed read), "unknown" otherwise.
+func outcome(write bool, err error) string {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return ""
+	}
+	msg := err.Error()
+	if !write || strings.HasPrefix(msg, "NOTLEADER") || strings.HasPrefix(msg, "TRYAGAIN") {
+		return "refused"
+	}
+	return "unknown"
+}
+
+func runClient(t *testing.T, cl *checkCluster, h *history, id int, stop chan struct{}) {
+	c := newCheckClients(cl.addrs)
+	defer c.close()
+	rng := rand.New(rand.NewPCG(uint64(id), uint64(time.Now().UnixNano())))
+	for seq := 0; ; seq++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		var in checkInput
+		var args []any
+		if rng.IntN(2) == 0 {
+			k := fmt.Sprint("k", rng.IntN(checkKeys))
+			switch r := rng.IntN(10); {
+			case r < 4:
+				in = checkInput{op: "set", key: k, val: fmt.Sprintf("c%d-%d", id, seq)}
+				args = []any{"SET", k, in.val}
+			case r < 9:
+				in = checkInput{op: "get", key: k}
+				args = []any{"GET", k}
+			default:
+				in = checkInput{op: "del", key: k}
+				args = []any{"DEL", k}
+			}
+		} else {
+			f, item := fmt.Sprint("f", rng.IntN(checkFilters)), fmt.Sprint("i", rng.IntN(checkItems))
+			in = checkInput{key: f + "|" + item, val: item}
+			if rng.IntN(2) == 0 {
+				in.op, args = "add", []any{"BF.ADD", f, item}
+			} else {
+				in.op, args = "exists", []any{"BF.EXISTS", f, item}
+			}
+		}
+		write := in.op == "set" || in.op == "del" || in.op == "add"
+		call := h.now()
+		v, err := c.do(in.key, args...)
+		ret := h.now()
+		switch outcome(write, err) {
+		case "refused":
+			h.refused.Add(1)
+			if err != nil && !strings.HasPrefix(err.Error(), "NOTLEADER") {
+				time.Sleep(20 * time.Millisecond) // no leader yet: don't spin
+			}
+			continue
+		case "unknown":
+			h.add(porcupine.Operation{ClientId: id, Input: in, Call: call, Output: checkOutput{}, Return: math.MaxInt64})
+			continue
+		}
+		in.seen = true
+		out, bad := parseOutput(in.op, v)
+		if bad != "" {
+			t.Errorf("%v: %s", args, bad)
+			return
+		}
+		h.add(porcupine.Operation{ClientId: id, Input: in, Call: call, Output: out, Return: ret})
+	}
+}
+
+func parseOutput(op string, v any) (checkOutput, string) {
+	switch op {
+	case "set":
+		if v != "OK" {
+			return checkOutput{}, fmt.Sprintf("answer %v", v)
+		}
+	case "get":
+		if v == nil {
+			return checkOutput{}, ""
+		}
+		s, ok := v.(string)
+		if !ok {
+			return checkOutput{}, fmt.Sprintf("answer %v", v)
+		}
+		return checkOutput{val: s, found: true}, ""
+	default:
+		n, ok := v.(int64)
+		if !ok || n < 0 || n > 1 {
+			return checkOutput{}, fmt.Sprintf("answer %v", v)
+		}
+		return checkOutput{found: n == 1}, ""
+	}
+	return checkOutput{}, ""
+}
+
+// finalReads heals the cluster, reads every key and every item an add
+// touched, adds those reads to the history, and returns how many items an
+// acknowledged BF.ADD added that are gone.
+func finalReads(t *testing.T, cl *checkCluster, h *history) int {
+	for i := range 3 {
+		cl.cut(i, false)
+		cl.nodes[i].Process.Signal(syscall.SIGCONT)
+	}
+	acked := map[string]bool{}
+	touched := map[string]bool{}
+	for _, op := range h.ops {
+		in := op.Input.(checkInput)
+		if in.op == "add" || in.op == "exists" {
+			touched[in.key] = true
+			if in.op == "add" && in.seen {
+				acked[in.key] = true
+			}
+		}
+	}
+	c := newCheckClients(cl.addrs)
+	defer c.close()
+	var keys []string
+	for k := range checkKeys {
+		keys = append(keys, fmt.Sprint("k", k))
+	}
+	for k := range touched {
+		keys = append(keys, k)
+	}
+	lost := 0
+	deadline := time.Now().Add(60 * time.Second)
+	for _, k := range keys {
+		for {
+			if time.Now().After(deadline) {
+				t.Fatal("the healed cluster did not answer the final reads within 60 s")
+			}
+			in := checkInput{op: "get", key: k, seen: true}
+			args := []any{"GET", k}
+			if f, item, ok := strings.Cut(k, "|"); ok {
+				in = checkInput{op: "exists", key: k, val: item, seen: true}
+				args = []any{"BF.EXISTS", f, item}
+			}
+			call := h.now()
+			v, err := c.do(k, args...)
+			ret := h.now()
+			if outcome(false, err) != "" {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			out, bad := parseOutput(in.op, v)
+			if bad != "" {
+				t.Fatalf("%v: %s", args, bad)
+			}
+			if in.op == "exists" && acked[k] && !out.found {
+				lost++
+			}
+			h.add(porcupine.Operation{ClientId: 99, Input: in, Call: call, Output: out, Return: ret})
+			break
+		}
+	}
+	return lost
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
