@@ -101,8 +101,12 @@ type Metrics struct {
 	FilterBytesCached, FilterBytesPinned int64
 	FilterCacheHits, FilterCacheMisses   uint64
 	FilterBlockReads                     uint64
-	BlockCacheBytes                      int64 // bytes currently in the block cache
-	TableCacheOpen                       int   // open table readers
+	// IndexBytesResident is the index memory of the tables open in the
+	// table cache: unlike filters, index blocks are never charged to the
+	// block cache, so this is memory held for reads outside it.
+	IndexBytesResident int64
+	BlockCacheBytes    int64 // bytes currently in the block cache
+	TableCacheOpen     int   // open table readers
 	// TableOpens counts table files opened (by any read, compaction or
 	// Metrics); TableReopens those of them opened before and closed by
 	// the table cache to stay within MaxOpenFiles; TableOpenBytes the
@@ -375,6 +379,7 @@ func (db *DB) Metrics() Metrics {
 		lm.Bytes = s.v.LevelBytes(l)
 		var levelFPRKeys float64
 		for _, f := range s.v.Levels[l] {
+			m.IndexBytesResident += int64(db.tableCache.IndexMemory(f.FileNum))
 			fs, ok := db.tableFilterStats(f)
 			if ok {
 				if db.opts.CacheFilterBlocks {

@@ -402,6 +402,15 @@ func (c *TableCache) FilterMemory(fileNum uint64) int {
 	return 0
 }
 
+// IndexMemory returns the index bytes table fileNum's Reader holds in
+// memory (Reader.IndexMemory), or 0 when the table is not open.
+func (c *TableCache) IndexMemory(fileNum uint64) int {
+	if r := c.openReader(fileNum); r != nil {
+		return r.IndexMemory()
+	}
+	return 0
+}
+
 // openReader returns table fileNum's Reader if the cache holds it open
 // now (loaded without error, not being closed), else nil. It takes no
 // reference: the caller may only read what stays valid after a close.
