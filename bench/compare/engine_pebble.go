@@ -1,11 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"os"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -29,20 +30,25 @@ var pebbleEngine = &engine{
 	open: openPebble,
 	settingNotes: func(s *settings) []string {
 		notes := []string{
-			fmt.Sprintf("pebble: CacheSize %s: Pebble charges its memtables (the mutable one and one kept for reuse) to the block cache, so %s are left for blocks as with the others (at CacheSize = %s no block stayed cached: 0 hits)",
-				mib(pebbleCacheSize(s)), mib(s.cacheSize), mib(s.cacheSize)),
-			"pebble: filters on every level (Levels[i].FilterPolicy = bloom.FilterPolicy(bits); its default is no filter on any level); its bloom filter keeps each key's probes in one 64-byte cache line",
-			"pebble: snappy on every level (Levels[i].Compression; the default is snappy too)",
-			fmt.Sprintf("pebble: LBaseMaxBytes %s (default 64 MiB); TargetFileSizes %s on every level (default doubles per level); MaxOpenFiles %d (default 1000); MemTableStopWritesThreshold %d memtables (one mutable + %d waiting, default 2)",
-				mib(s.lBaseBytes), mib(s.tableSize), s.maxOpenFiles, s.immutableMems+1, s.immutableMems),
-			"pebble: IndexBlockSize = MaxInt32, one index block per table like the others (the default partitions the index at BlockSize into a two-level index)",
-			"pebble: DB.Get never reads the filters of L6 tables (only iterators with IterOptions.UseL6Filters do, file_cache.go), so an absent key that reaches L6 costs a data block there; the filters are still written",
-			"pebble: FormatMajorVersion = FormatNewest (columnar blocks; the default is the oldest supported format); memtables start at 256 KiB and double up to MemTableSize; no write slowdown at a level-0 count, only the stop",
+			fmt.Sprintf("pebble: CacheSize %s while writing: Pebble charges its memtables (the mutable one and one kept for reuse) to the block cache, so %s are left for blocks as with the others; reopened for the reads with -cache_size + 256 KiB (the one empty memtable a reopened Pebble reserves)",
+				mib(pebbleCacheSize(s)), mib(s.cacheSize)),
+			"pebble: filters on every level (Levels[i].FilterPolicy = bloom.FilterPolicy(bits); its default is no filter on any level); its bloom filter keeps each key's probes in one 64-byte cache line; index and filter blocks go through its block cache",
+			"pebble: DB.Get never reads the filters of L6 tables (only iterators with IterOptions.UseL6Filters do), so an absent key that reaches L6 costs a data block there; the filters are still written",
+			"pebble: FormatMajorVersion = FormatNewest (columnar blocks), as a new store would choose; the default is the oldest supported format, kept for old stores",
 		}
-		if s.noReadCompactions {
-			notes = append(notes, "pebble: read-triggered compactions off (Experimental.ReadSamplingMultiplier = -1, -no_read_compactions)")
+		if s.matched {
+			notes = append(notes,
+				"pebble: snappy on every level (Levels[i].Compression; the default is snappy too)",
+				fmt.Sprintf("pebble: LBaseMaxBytes %s (default 64 MiB); TargetFileSizes %s on every level (default 2 MiB doubling per level); MaxOpenFiles %d (default 1000); MemTableStopWritesThreshold %d memtables; L0CompactionThreshold %d, L0StopWritesThreshold %d (no slowdown)",
+					mib(s.lBaseBytes), mib(s.tableSize), s.maxOpenFiles, s.immutableMems+1, s.l0Compaction, s.l0Stop),
+				"pebble: IndexBlockSize = MaxInt32, one index block per table like the others (the default partitions the index at 4 KiB into a two-level index)")
 		} else {
-			notes = append(notes, "pebble: read-triggered compactions on (its default, Experimental.ReadSamplingMultiplier 16), as in the other engines")
+			notes = append(notes, "pebble: its defaults otherwise (tables 2 MiB doubling per level, LBaseMaxBytes 64 MiB, dynamic base level, MaxOpenFiles 1000, two-level index past 4 KiB, snappy)")
+		}
+		if s.readCompactions {
+			notes = append(notes, "pebble: read-triggered compactions on (its default, Experimental.ReadSamplingMultiplier 16); they never fire in these workloads: Pebble samples only iterators, reports the samples when one is closed, and the scan keeps one iterator for its whole run; Gets are never sampled")
+		} else {
+			notes = append(notes, "pebble: read-triggered compactions off (Experimental.ReadSamplingMultiplier = -1)")
 		}
 		if s.rowPrefix > 0 {
 			notes = append(notes, fmt.Sprintf("pebble: rows: Comparer.Split = the first %d bytes (filters hold those prefixes); iterators with IterOptions.UseL6Filters, SeekPrefixGE for the prefix workloads", s.rowPrefix))
@@ -51,15 +57,22 @@ var pebbleEngine = &engine{
 	},
 }
 
-// pebbleCacheSize is the Pebble cache that leaves s.cacheSize for blocks:
-// Pebble charges its memtables to the block cache, the mutable one and one
-// kept for reuse after a flush (db.go, newMemTable), so with CacheSize = 8
-// MiB and 4 MiB memtables no block would stay cached at all.
+// pebbleCacheSize is the Pebble cache that leaves s.cacheSize for blocks
+// while writing: Pebble charges its memtables to the block cache, the
+// mutable one and one kept for reuse after a flush (db.go, newMemTable), so
+// with CacheSize = 8 MiB and 4 MiB memtables no block would stay cached.
 func pebbleCacheSize(s *settings) int64 { return s.cacheSize + 2*int64(s.memtableSize) }
 
+// pebbleInitialMemTable is the memtable a freshly opened Pebble reserves
+// in its cache (open.go, initialMemTableSize); it grows only with writes.
+const pebbleInitialMemTable = 256 << 10
+
 type pebbleStore struct {
-	db *pebble.DB
-	wo *pebble.WriteOptions
+	dir string
+	s   *settings
+	d   durability
+	db  *pebble.DB
+	wo  *pebble.WriteOptions
 }
 
 // quietLogger drops Pebble's informational messages and keeps its errors.
@@ -73,28 +86,18 @@ func (quietLogger) Fatalf(format string, args ...any) {
 	panic(fmt.Sprintf("pebble: "+format, args...))
 }
 
-func openPebble(dir string, s *settings, d durability) (store, error) {
-	wo := pebble.NoSync
-	if d == synced {
-		wo = pebble.Sync
-	}
+func pebbleOptions(s *settings, rp *readPhase) *pebble.Options {
 	o := &pebble.Options{
-		CacheSize:                   pebbleCacheSize(s),
-		MemTableSize:                uint64(s.memtableSize),
-		MemTableStopWritesThreshold: s.immutableMems + 1,
-		L0CompactionThreshold:       s.l0Compaction,
-		L0StopWritesThreshold:       s.l0Stop,
-		LBaseMaxBytes:               s.lBaseBytes,
-		MaxOpenFiles:                s.maxOpenFiles,
-		FormatMajorVersion:          pebble.FormatNewest,
-		Logger:                      quietLogger{},
+		CacheSize:          pebbleCacheSize(s),
+		MemTableSize:       uint64(s.memtableSize),
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             quietLogger{},
 	}
-	o.Experimental.LevelMultiplier = s.multiplier
-	if s.noReadCompactions {
+	if rp != nil {
+		o.CacheSize = rp.blockCache + pebbleInitialMemTable
+	}
+	if !s.readCompactions {
 		o.Experimental.ReadSamplingMultiplier = -1
-	}
-	for i := range o.TargetFileSizes {
-		o.TargetFileSizes[i] = s.tableSize
 	}
 	var policy pebble.FilterPolicy = pebble.NoFilterPolicy
 	if s.bloomBits > 0 {
@@ -103,9 +106,23 @@ func openPebble(dir string, s *settings, d durability) (store, error) {
 	for i := range o.Levels {
 		l := &o.Levels[i]
 		l.BlockSize = s.blockSize
-		l.IndexBlockSize = math.MaxInt32
-		l.Compression = func() *sstable.CompressionProfile { return sstable.SnappyCompression }
 		l.FilterPolicy = policy
+	}
+	if s.matched {
+		o.MemTableStopWritesThreshold = s.immutableMems + 1
+		o.L0CompactionThreshold = s.l0Compaction
+		o.L0StopWritesThreshold = s.l0Stop
+		o.LBaseMaxBytes = s.lBaseBytes
+		o.MaxOpenFiles = s.maxOpenFiles
+		o.Experimental.LevelMultiplier = s.multiplier
+		for i := range o.TargetFileSizes {
+			o.TargetFileSizes[i] = s.tableSize
+		}
+		for i := range o.Levels {
+			l := &o.Levels[i]
+			l.IndexBlockSize = math.MaxInt32
+			l.Compression = func() *sstable.CompressionProfile { return sstable.SnappyCompression }
+		}
 	}
 	if n := s.rowPrefix; n > 0 {
 		// Rows: the filters hold Split prefixes, and SeekPrefixGE seeks
@@ -116,11 +133,33 @@ func openPebble(dir string, s *settings, d durability) (store, error) {
 		c.Name = fmt.Sprintf("bloomkv-compare.row%d", n)
 		o.Comparer = &c
 	}
-	db, err := pebble.Open(dir, o)
+	return o
+}
+
+func openPebble(dir string, s *settings, d durability) (store, error) {
+	wo := pebble.NoSync
+	if d == synced {
+		wo = pebble.Sync
+	}
+	db, err := pebble.Open(dir, pebbleOptions(s, nil))
 	if err != nil {
 		return nil, err
 	}
-	return &pebbleStore{db: db, wo: wo}, nil
+	return &pebbleStore{dir: dir, s: s, d: d, db: db, wo: wo}, nil
+}
+
+func (p *pebbleStore) reopen(rp readPhase) error {
+	if err := p.db.Close(); err != nil {
+		return err
+	}
+	o := pebbleOptions(p.s, &rp)
+	o.ErrorIfNotExists = true
+	db, err := pebble.Open(p.dir, o)
+	if err != nil {
+		return err
+	}
+	p.db = db
+	return nil
 }
 
 func (p *pebbleStore) put(key, value []byte) error { return p.db.Set(key, value, p.wo) }
@@ -149,23 +188,22 @@ func (p *pebbleStore) newIter() (storeIter, error) {
 	return &pebbleIter{it: it}, nil
 }
 
-// settle flushes the memtables, then waits until no flush or compaction
-// has run for settleQuiet: Pebble has no call that waits for compactions.
-// After a flush or compaction completes Pebble schedules whatever is due at
-// once, so a quiet spell with nothing in progress means the tree settled.
-func (p *pebbleStore) settle() error {
-	if err := p.db.Flush(); err != nil {
-		return err
-	}
-	type reading struct{ flushes, compactions, inProgress int64 }
-	read := func() reading {
-		m := p.db.Metrics()
-		return reading{m.Flush.Count, m.Compact.Count, m.Flush.NumInProgress + m.Compact.NumInProgress}
-	}
-	return waitQuiet(func() (any, bool) {
-		r := read()
-		return r, r.inProgress == 0
-	})
+func (p *pebbleStore) flush() error { return p.db.Flush() }
+
+// background reports Pebble's flush and compaction counts: it has no call
+// that waits for compactions, but it schedules whatever is due as soon as
+// a flush or compaction completes, so a quiet spell with nothing in
+// progress means the tree settled.
+func (p *pebbleStore) background() (any, bool) {
+	m := p.db.Metrics()
+	type reading struct{ flushes, compactions int64 }
+	return reading{m.Flush.Count, m.Compact.Count}, m.Flush.NumInProgress+m.Compact.NumInProgress == 0
+}
+
+// compactAll compacts every key: the keys are at most 1 KiB (-key_size), so
+// 1025 bytes of 0xff lie above all of them.
+func (p *pebbleStore) compactAll() error {
+	return p.db.Compact(context.Background(), nil, bytes.Repeat([]byte{0xff}, 1025), true)
 }
 
 func (p *pebbleStore) shape() treeShape {
@@ -178,6 +216,34 @@ func (p *pebbleStore) shape() treeShape {
 	return sh
 }
 
+func (p *pebbleStore) counters() engineCounters {
+	m := p.db.Metrics()
+	t := m.Total()
+	c := engineCounters{
+		Compactions:     m.Compact.Count,
+		ReadCompactions: m.Compact.ReadCount,
+		CompactionBytes: int64(t.TableBytesCompacted),
+		BytesWritten:    int64(m.WAL.BytesWritten + t.TableBytesFlushed + t.TableBytesCompacted),
+		// The cache's size counts the memtables' reservation; leave it out.
+		BlockCacheBytes: m.BlockCache.Size - int64(m.MemTable.Size+m.MemTable.ZombieSize),
+	}
+	// Filter and index blocks live in the block cache: what they would
+	// take there is their size in the tables' properties.
+	levels, err := p.db.SSTables(pebble.WithProperties())
+	if err != nil {
+		return c
+	}
+	for _, tables := range levels {
+		for _, t := range tables {
+			if t.Properties != nil {
+				c.FilterBytes += int64(t.Properties.FilterSize)
+				c.IndexBytes += int64(t.Properties.IndexSize)
+			}
+		}
+	}
+	return c
+}
+
 func (p *pebbleStore) close() error { return p.db.Close() }
 
 type pebbleIter struct{ it *pebble.Iterator }
@@ -188,39 +254,6 @@ func (i *pebbleIter) next() bool                      { return i.it.Next() }
 func (i *pebbleIter) key() []byte                     { return i.it.Key() }
 func (i *pebbleIter) err() error                      { return i.it.Error() }
 func (i *pebbleIter) close() error                    { return i.it.Close() }
-
-// Settling peers that cannot be asked to wait: poll every settlePoll until
-// settleQuiet has passed with the reading unchanged and idle. (Variables so
-// that the smoke test can wait less.)
-var (
-	settlePoll    = 50 * time.Millisecond
-	settleQuiet   = 300 * time.Millisecond
-	settleTimeout = 10 * time.Minute
-)
-
-// waitQuiet polls read until it reports idle with the same (comparable)
-// state for settleQuiet.
-func waitQuiet(read func() (state any, idle bool)) error {
-	deadline := time.Now().Add(settleTimeout)
-	var last any
-	var quietSince time.Time
-	for {
-		state, idle := read()
-		switch {
-		case !idle || state != last:
-			quietSince = time.Time{}
-		case quietSince.IsZero():
-			quietSince = time.Now()
-		case time.Since(quietSince) >= settleQuiet:
-			return nil
-		}
-		last = state
-		if time.Now().After(deadline) {
-			return fmt.Errorf("background work still running after %s", settleTimeout)
-		}
-		time.Sleep(settlePoll)
-	}
-}
 
 func mib(n int64) string {
 	if n%(1<<20) == 0 {
