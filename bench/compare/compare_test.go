@@ -41,8 +41,8 @@ func TestEveryWorkloadEveryEngine(t *testing.T) {
 
 	wantEngines := map[string][]string{
 		"write-through": {"bloomkv", "goleveldb"},
-		"buffered":      {"bloomkv", "pebble"},
-		"sync":          {"bloomkv", "pebble", "goleveldb"},
+		"buffered":      {"bloomkv", "pebble", "pebble-l6"},
+		"sync":          {"bloomkv", "pebble", "pebble-l6", "goleveldb"},
 	}
 	if len(rep.Pairings) != len(wantEngines) {
 		t.Fatalf("%d pairings, want %d", len(rep.Pairings), len(wantEngines))

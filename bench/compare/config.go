@@ -81,7 +81,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 			"Must divide -num; 0 = plain keys")
 	fs.IntVar(&c.runs, "runs", 1, "repeat everything this many times (engines interleaved) and report medians")
 	fs.StringVar(&durs, "durability", "write-through,buffered", "comma list of pairings: write-through, buffered, sync, or all")
-	fs.StringVar(&engs, "engines", "bloomkv,pebble,goleveldb", "comma list of engines to run (bloomkv is the one ratios are taken against)")
+	fs.StringVar(&engs, "engines", "bloomkv,pebble,pebble-l6,goleveldb", "comma list of engines to run (bloomkv is the one ratios are taken against); pebble-l6 is Pebble answering Gets with SeekPrefixGE and UseL6Filters")
 	fs.StringVar(&benchmarks, "benchmarks", strings.Join(allWorkloads, ","),
 		"comma list of workloads: fillseq, fillrandom (each key once, in key order / shuffled), "+
 			"readrandom (present keys), readmissing (absent keys inside the key range), "+
@@ -151,7 +151,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	for _, name := range splitList(engs) {
 		e := engineByName(name)
 		if e == nil {
-			return nil, fmt.Errorf("-engines: unknown engine %q (bloomkv, pebble, goleveldb)", name)
+			return nil, fmt.Errorf("-engines: unknown engine %q (bloomkv, pebble, pebble-l6, goleveldb)", name)
 		}
 		if !slices.Contains(c.engines, e) {
 			c.engines = append(c.engines, e)

@@ -158,7 +158,7 @@ type engine struct {
 	settingNotes func(s *settings) []string
 }
 
-var engines = []*engine{bloomkvEngine, pebbleEngine, goleveldbEngine}
+var engines = []*engine{bloomkvEngine, pebbleEngine, pebbleL6Engine, goleveldbEngine}
 
 func engineByName(name string) *engine {
 	for _, e := range engines {

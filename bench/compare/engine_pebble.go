@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -27,34 +28,61 @@ var pebbleEngine = &engine{
 		}
 		return "", false
 	},
-	open: openPebble,
-	settingNotes: func(s *settings) []string {
-		notes := []string{
-			fmt.Sprintf("pebble: CacheSize %s while writing: Pebble charges its memtables (the mutable one and one kept for reuse) to the block cache, so %s are left for blocks as with the others; reopened for the reads with -cache_size + 256 KiB (the one empty memtable a reopened Pebble reserves)",
-				mib(pebbleCacheSize(s)), mib(s.cacheSize)),
-			"pebble: filters on every level (Levels[i].FilterPolicy = bloom.FilterPolicy(bits); its default is no filter on any level); its bloom filter keeps each key's probes in one 64-byte cache line; index and filter blocks go through its block cache",
-			"pebble: DB.Get never reads the filters of L6 tables (only iterators with IterOptions.UseL6Filters do), so an absent key that reaches L6 costs a data block there; the filters are still written",
-			"pebble: FormatMajorVersion = FormatNewest (columnar blocks), as a new store would choose; the default is the oldest supported format, kept for old stores",
+	open:         openPebble,
+	settingNotes: pebbleNotes,
+}
+
+// pebbleL6Engine is Pebble answering each Get with an iterator's
+// SeekPrefixGE, opened with IterOptions.UseL6Filters: Pebble's DB.Get never
+// consults the filters of L6 tables, where most data lives, so an absent key
+// costs it a data block there; this row shows what Pebble's filters do for
+// absent keys when a reader asks for them. The whole key is the prefix (the
+// default Comparer.Split), so the filters hold whole keys, as in the plain
+// pebble row. Iterators are kept for reuse between Gets (opening one per Get
+// would measure iterator construction): the reads run on a tree no write
+// changes.
+var pebbleL6Engine = &engine{
+	name:   "pebble-l6",
+	module: "github.com/cockroachdb/pebble/v2",
+	mode:   pebbleEngine.mode,
+	open: func(dir string, s *settings, d durability) (store, error) {
+		st, err := openPebble(dir, s, d)
+		if err == nil {
+			st.(*pebbleStore).prefixGets = true
 		}
-		if s.matched {
-			notes = append(notes,
-				"pebble: snappy on every level (Levels[i].Compression; the default is snappy too)",
-				fmt.Sprintf("pebble: LBaseMaxBytes %s (default 64 MiB); TargetFileSizes %s on every level (default 2 MiB doubling per level); MaxOpenFiles %d (default 1000); MemTableStopWritesThreshold %d memtables; L0CompactionThreshold %d, L0StopWritesThreshold %d (no slowdown)",
-					mib(s.lBaseBytes), mib(s.tableSize), s.maxOpenFiles, s.immutableMems+1, s.l0Compaction, s.l0Stop),
-				"pebble: IndexBlockSize = MaxInt32, one index block per table like the others (the default partitions the index at 4 KiB into a two-level index)")
-		} else {
-			notes = append(notes, "pebble: its defaults otherwise (tables 2 MiB doubling per level, LBaseMaxBytes 64 MiB, dynamic base level, MaxOpenFiles 1000, two-level index past 4 KiB, snappy)")
-		}
-		if s.readCompactions {
-			notes = append(notes, "pebble: read-triggered compactions on (its default, Experimental.ReadSamplingMultiplier 16); they never fire in these workloads: Pebble samples only iterators, reports the samples when one is closed, and the scan keeps one iterator for its whole run; Gets are never sampled")
-		} else {
-			notes = append(notes, "pebble: read-triggered compactions off (Experimental.ReadSamplingMultiplier = -1)")
-		}
-		if s.rowPrefix > 0 {
-			notes = append(notes, fmt.Sprintf("pebble: rows: Comparer.Split = the first %d bytes (filters hold those prefixes); iterators with IterOptions.UseL6Filters, SeekPrefixGE for the prefix workloads", s.rowPrefix))
-		}
-		return notes
+		return st, err
 	},
+	settingNotes: func(s *settings) []string {
+		return []string{"pebble-l6: Pebble as in the pebble row, but each Get is a SeekPrefixGE(key) on an iterator with IterOptions.UseL6Filters (iterators reused between Gets), so its filters are consulted on every level including L6"}
+	},
+}
+
+func pebbleNotes(s *settings) []string {
+	notes := []string{
+		fmt.Sprintf("pebble: CacheSize %s while writing: Pebble charges its memtables (the mutable one and one kept for reuse) to the block cache, so %s are left for blocks as with the others; reopened for the reads with -cache_size + 256 KiB (the one empty memtable a reopened Pebble reserves)",
+			mib(pebbleCacheSize(s)), mib(s.cacheSize)),
+		"pebble: filters on every level (Levels[i].FilterPolicy = bloom.FilterPolicy(bits); its default is no filter on any level); its bloom filter keeps each key's probes in one 64-byte cache line; index and filter blocks go through its block cache",
+		"pebble: DB.Get never reads the filters of L6 tables (only iterators with IterOptions.UseL6Filters do), so an absent key that reaches L6 costs a data block there; the filters are still written",
+		"pebble: FormatMajorVersion = FormatNewest (columnar blocks), as a new store would choose; the default is the oldest supported format, kept for old stores",
+	}
+	if s.matched {
+		notes = append(notes,
+			"pebble: snappy on every level (Levels[i].Compression; the default is snappy too)",
+			fmt.Sprintf("pebble: LBaseMaxBytes %s (default 64 MiB); TargetFileSizes %s on every level (default 2 MiB doubling per level); MaxOpenFiles %d (default 1000); MemTableStopWritesThreshold %d memtables; L0CompactionThreshold %d, L0StopWritesThreshold %d (no slowdown)",
+				mib(s.lBaseBytes), mib(s.tableSize), s.maxOpenFiles, s.immutableMems+1, s.l0Compaction, s.l0Stop),
+			"pebble: IndexBlockSize = MaxInt32, one index block per table like the others (the default partitions the index at 4 KiB into a two-level index)")
+	} else {
+		notes = append(notes, "pebble: its defaults otherwise (tables 2 MiB doubling per level, LBaseMaxBytes 64 MiB, dynamic base level, MaxOpenFiles 1000, two-level index past 4 KiB, snappy)")
+	}
+	if s.readCompactions {
+		notes = append(notes, "pebble: read-triggered compactions on (its default, Experimental.ReadSamplingMultiplier 16); they never fire in these workloads: Pebble samples only iterators, reports the samples when one is closed, and the scan keeps one iterator for its whole run; Gets are never sampled")
+	} else {
+		notes = append(notes, "pebble: read-triggered compactions off (Experimental.ReadSamplingMultiplier = -1)")
+	}
+	if s.rowPrefix > 0 {
+		notes = append(notes, fmt.Sprintf("pebble: rows: Comparer.Split = the first %d bytes (filters hold those prefixes); iterators with IterOptions.UseL6Filters, SeekPrefixGE for the prefix workloads", s.rowPrefix))
+	}
+	return notes
 }
 
 // pebbleCacheSize is the Pebble cache that leaves s.cacheSize for blocks
@@ -73,6 +101,13 @@ type pebbleStore struct {
 	d   durability
 	db  *pebble.DB
 	wo  *pebble.WriteOptions
+
+	// prefixGets: get seeks an iterator with SeekPrefixGE (pebble-l6).
+	prefixGets bool
+	// iters are idle iterators for prefix gets, reused so that a Get does
+	// not pay for building one; closed on reopen and close.
+	itersMu sync.Mutex
+	iters   []*pebble.Iterator
 }
 
 // quietLogger drops Pebble's informational messages and keeps its errors.
@@ -148,7 +183,52 @@ func openPebble(dir string, s *settings, d durability) (store, error) {
 	return &pebbleStore{dir: dir, s: s, d: d, db: db, wo: wo}, nil
 }
 
+// prefixGet answers a Get with SeekPrefixGE on an iterator that consults
+// every level's filters (UseL6Filters).
+func (p *pebbleStore) prefixGet(key, dst []byte) ([]byte, bool, error) {
+	p.itersMu.Lock()
+	var it *pebble.Iterator
+	if n := len(p.iters); n > 0 {
+		it, p.iters = p.iters[n-1], p.iters[:n-1]
+	}
+	p.itersMu.Unlock()
+	if it == nil {
+		var err error
+		if it, err = p.db.NewIter(&pebble.IterOptions{UseL6Filters: true}); err != nil {
+			return dst[:0], false, err
+		}
+	}
+	found := it.SeekPrefixGE(key) && bytes.Equal(it.Key(), key)
+	dst = dst[:0]
+	if found {
+		dst = append(dst, it.Value()...)
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return dst, false, err
+	}
+	p.itersMu.Lock()
+	p.iters = append(p.iters, it)
+	p.itersMu.Unlock()
+	return dst, found, nil
+}
+
+// closeIters closes the idle prefix-get iterators.
+func (p *pebbleStore) closeIters() error {
+	p.itersMu.Lock()
+	defer p.itersMu.Unlock()
+	var errs []error
+	for _, it := range p.iters {
+		errs = append(errs, it.Close())
+	}
+	p.iters = nil
+	return errors.Join(errs...)
+}
+
 func (p *pebbleStore) reopen(rp readPhase) error {
+	if err := p.closeIters(); err != nil {
+		return err
+	}
 	if err := p.db.Close(); err != nil {
 		return err
 	}
@@ -165,6 +245,9 @@ func (p *pebbleStore) reopen(rp readPhase) error {
 func (p *pebbleStore) put(key, value []byte) error { return p.db.Set(key, value, p.wo) }
 
 func (p *pebbleStore) get(key, dst []byte) ([]byte, bool, error) {
+	if p.prefixGets {
+		return p.prefixGet(key, dst)
+	}
 	v, closer, err := p.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return dst[:0], false, nil
@@ -244,7 +327,9 @@ func (p *pebbleStore) counters() engineCounters {
 	return c
 }
 
-func (p *pebbleStore) close() error { return p.db.Close() }
+func (p *pebbleStore) close() error {
+	return errors.Join(p.closeIters(), p.db.Close())
+}
 
 type pebbleIter struct{ it *pebble.Iterator }
 
