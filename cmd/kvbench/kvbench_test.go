@@ -337,6 +337,7 @@ func TestBadFlags(t *testing.T) {
 		{"-sweep", "1", "-plot", "a.gif"},
 		{"-compare_filters", "-sweep", "4"},
 		{"-compare_filters", "-bloom_bits", "0"},
+		{"-compare_filters", "-read_compactions"},
 		{"-use_existing_db"},
 		{"-benchmarks", "readrandom"},
 		{"-hit_ratio", "1.5"},

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/bloomkv/bloomkv"
@@ -221,9 +223,29 @@ func (s *study) compare() error {
 	if err := s.withDB(s.cfg.bloomBits, false, s.load); err != nil {
 		return err
 	}
+	// The comparison promises the same tables in both passes: the table
+	// files must be the same before and after each (nothing may compact
+	// them in between; -read_compactions is refused with it).
+	tables, err := tableFiles(s.dir)
+	if err != nil {
+		return err
+	}
+	sameTables := func(pass string) error {
+		now, err := tableFiles(s.dir)
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(now, tables) {
+			return fmt.Errorf("-compare_filters: the table files changed during the %s pass (%d tables before, %d after): the passes did not read the same tables", pass, len(tables), len(now))
+		}
+		return nil
+	}
 	if err := s.withDB(s.cfg.bloomBits, false, func(db *bloomkv.DB) error {
 		return s.readPass(db, "filters", s.cfg.bloomBits, true)
 	}); err != nil {
+		return err
+	}
+	if err := sameTables("filters"); err != nil {
 		return err
 	}
 	if err := s.withDB(s.cfg.bloomBits, true, func(db *bloomkv.DB) error {
@@ -231,8 +253,27 @@ func (s *study) compare() error {
 	}); err != nil {
 		return err
 	}
+	if err := sameTables("ignore_filters"); err != nil {
+		return err
+	}
 	s.rep.Comparisons = compareResults(s.rep.Results)
 	return nil
+}
+
+// tableFiles returns the names of the table files in dir, sorted.
+func tableFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".sst") {
+			names = append(names, e.Name())
+		}
+	}
+	slices.Sort(names)
+	return names, nil
 }
 
 // sweep: load once, then per setting recompact every table with that many
