@@ -4,6 +4,7 @@ package main
 // workload on the same tables with filters ignored.
 type comparison struct {
 	Benchmark        string `json:"benchmark"`
+	Round            int    `json:"round"` // 1, 2: the alternating rounds
 	BloomBits        int    `json:"bloom_bits"`
 	DataBlocksPerGet pair   `json:"data_blocks_per_get"`
 	BytesReadPerGet  pair   `json:"bytes_read_per_get"`
@@ -35,8 +36,9 @@ func newPair(with, without *float64) pair {
 func ptr(v float64) *float64 { return &v }
 
 // compareResults pairs the i-th "filters" result with the i-th
-// "ignore_filters" result: both passes run the same workload list in the
-// same order.
+// "ignore_filters" result: every pass runs the same workload list in the
+// same order, and the rounds alternate (filters, ignored, filters,
+// ignored), so the i-th of each belong to the same round.
 func compareResults(results []*result) []comparison {
 	var with, without []*result
 	for _, r := range results {
@@ -52,6 +54,7 @@ func compareResults(results []*result) []comparison {
 		w, wo := with[i], without[i]
 		out = append(out, comparison{
 			Benchmark:        w.Benchmark,
+			Round:            w.Round,
 			BloomBits:        w.BloomBits,
 			DataBlocksPerGet: newPair(w.DataBlocksPerGet, wo.DataBlocksPerGet),
 			BytesReadPerGet:  newPair(w.BytesReadPerGet, wo.BytesReadPerGet),
