@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -298,5 +299,32 @@ func TestPrefixWorkloads(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+var rewrite = flag.Bool("rewrite", false, "rewrite testdata/sample-report.txt from testdata/sample-report.json")
+
+// TestSampleReport: a committed report (a small run, a format sample, not a
+// benchmark) still parses and prints exactly as committed, so a change to
+// the report code that would change published tables shows here first
+// (go test -rewrite accepts it).
+func TestSampleReport(t *testing.T) {
+	rep, err := readReport("testdata/sample-report.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	writeText(&out, rep)
+	if *rewrite {
+		if err := os.WriteFile("testdata/sample-report.txt", out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile("testdata/sample-report.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != string(want) {
+		t.Errorf("testdata/sample-report.json prints\n%s\nnot testdata/sample-report.txt:\n%s\n(go test -rewrite if the change is meant)", out.String(), want)
 	}
 }

@@ -193,7 +193,12 @@ func writePairing(w io.Writer, rep *report, p *pairingReport) {
 			return over(withMem, func(r engineRun) float64 { return f(r.Memory) }, format)
 		}
 		mibs := func(x float64) string { return fmt.Sprintf("%.1f MiB", x/(1<<20)) }
-		mibs2 := func(x float64) string { return fmt.Sprintf("%.2f MiB", x/(1<<20)) }
+		mibs2 := func(x float64) string {
+			if x < 1<<20 {
+				return fmt.Sprintf("%.0f KiB", x/(1<<10))
+			}
+			return fmt.Sprintf("%.2f MiB", x/(1<<20))
+		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", name,
 			mem(func(m *memoryReport) float64 { return float64(m.BlockCache) }, mibs2),
 			mem(func(m *memoryReport) float64 { return float64(m.AfterReads.FilterBytes) }, perKey),
