@@ -98,9 +98,10 @@ type engineCounters struct {
 	FilterBytes       int64 `json:"filter_bytes"`
 	IndexBytes        int64 `json:"index_bytes"`
 	OutsideCacheBytes int64 `json:"outside_cache_bytes"`
-	// BlockCacheBytes is what the block cache holds now (for Pebble,
-	// blocks only: its memtable reservation is left out).
+	// BlockCacheBytes is what the block cache holds now; CacheReserved is
+	// what else is charged to its capacity (Pebble's memtables).
 	BlockCacheBytes int64 `json:"block_cache_bytes"`
+	CacheReserved   int64 `json:"cache_reserved,omitempty"`
 }
 
 // sub returns c - earlier for the cumulative fields; the gauges are c's.
