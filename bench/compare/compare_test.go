@@ -328,3 +328,41 @@ func TestSampleReport(t *testing.T) {
 		t.Errorf("testdata/sample-report.json prints\n%s\nnot testdata/sample-report.txt:\n%s\n(go test -rewrite if the change is meant)", out.String(), want)
 	}
 }
+
+// TestOtherModes runs the modes the published tables do not use: the
+// shape set alike, every cache the same size, a full compaction to settle,
+// read-triggered compactions on. As-set memory leaves bloomkv's filters and
+// index outside its full-size cache, and the report says how much.
+func TestOtherModes(t *testing.T) {
+	defer func(q, p time.Duration) { settleQuiet, settlePoll = q, p }(settleQuiet, settlePoll)
+	settleQuiet, settlePoll = 60*time.Millisecond, 20*time.Millisecond
+	jsonPath := filepath.Join(t.TempDir(), "report.json")
+	var stdout, stderr bytes.Buffer
+	args := []string{"-num", "2000", "-reads", "500", "-settings", "matched", "-memory", "as-set", "-settle", "compact",
+		"-read_compactions", "-benchmarks", "fillrandom,readrandom,readmissing,scan", "-dir", t.TempDir(), "-json", jsonPath}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit code %d\nstderr:\n%s", code, stderr.String())
+	}
+	rep, err := readReport(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rep.Params; p.Settings != "matched" || p.Memory != "as-set" || p.Settle != "compact" || !p.ReadCompactions {
+		t.Errorf("params %+v", p)
+	}
+	for _, p := range rep.Pairings {
+		for _, r := range p.Runs {
+			if r.Memory == nil || r.Memory.BlockCache != 8<<20 {
+				t.Errorf("%s %s: memory %+v, want an 8 MiB block cache", p.Durability, r.Engine, r.Memory)
+				continue
+			}
+			out := r.Memory.AfterReads.OutsideCacheBytes
+			if want := r.Memory.AfterReads.FilterBytes + r.Memory.AfterReads.IndexBytes; r.Engine == "bloomkv" && out != want {
+				t.Errorf("%s bloomkv: %d B outside the cache, want its filters and index, %d B", p.Durability, out, want)
+			}
+		}
+	}
+	if !strings.Contains(stdout.String(), "shape matched") {
+		t.Errorf("report does not say the shape was matched:\n%s", stdout.String())
+	}
+}
