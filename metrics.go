@@ -98,9 +98,6 @@ type Metrics struct {
 	// or with Options.CacheFilterBlocks the filters pinned and those in
 	// the block cache.
 	FilterBytesResident int64
-	// IndexBytesResident is the memory the open tables' index blocks take
-	// (held with each open table, outside the block cache).
-	IndexBytesResident int64
 	// With Options.CacheFilterBlocks: the filter bytes in the block cache
 	// now, the bytes pinned (both part of BlockCacheBytes), filter lookups
 	// in the block cache that hit and missed, and the filter blocks read
@@ -108,8 +105,12 @@ type Metrics struct {
 	FilterBytesCached, FilterBytesPinned int64
 	FilterCacheHits, FilterCacheMisses   uint64
 	FilterBlockReads                     uint64
-	BlockCacheBytes                      int64 // bytes currently in the block cache
-	TableCacheOpen                       int   // open table readers
+	// IndexBytesResident is the index memory of the tables open in the
+	// table cache: unlike filters, index blocks are never charged to the
+	// block cache, so this is memory held for reads outside it.
+	IndexBytesResident int64
+	BlockCacheBytes    int64 // bytes currently in the block cache
+	TableCacheOpen     int   // open table readers
 	// TableOpens counts table files opened (by any read, compaction or
 	// Metrics); TableReopens those of them opened before and closed by
 	// the table cache to stay within MaxOpenFiles; TableOpenBytes the

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -41,8 +42,8 @@ func TestEveryWorkloadEveryEngine(t *testing.T) {
 
 	wantEngines := map[string][]string{
 		"write-through": {"bloomkv", "goleveldb"},
-		"buffered":      {"bloomkv", "pebble"},
-		"sync":          {"bloomkv", "pebble", "goleveldb"},
+		"buffered":      {"bloomkv", "pebble", "pebble-l6"},
+		"sync":          {"bloomkv", "pebble", "pebble-l6", "goleveldb"},
 	}
 	if len(rep.Pairings) != len(wantEngines) {
 		t.Fatalf("%d pairings, want %d", len(rep.Pairings), len(wantEngines))
@@ -109,9 +110,79 @@ func TestEveryWorkloadEveryEngine(t *testing.T) {
 		t.Errorf("machine %+v, date %q, flags %v", rep.Machine, rep.Date, rep.Flags)
 	}
 	for _, want := range []string{"### write-through", "### buffered", "### sync", "bloomkv/pebble", "bloomkv/goleveldb",
-		"pebble: not in this pairing", "goleveldb: not in this pairing"} {
+		"pebble: not in this pairing", "goleveldb: not in this pairing", "Memory for reads", "Compactions while reads were timed",
+		"command: `go run . -num 2000"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	for _, p := range rep.Pairings {
+		for _, r := range p.Runs {
+			m := r.Memory
+			switch {
+			case m == nil:
+				t.Errorf("%s %s: no memory report", p.Durability, r.Engine)
+			case m.BlockCache <= 0 || m.BlockCache > 8<<20 || m.AfterReads.FilterBytes <= 0 || m.AfterReads.IndexBytes <= 0:
+				t.Errorf("%s %s: block cache %d, filters %d B, index %d B", p.Durability, r.Engine, m.BlockCache, m.AfterReads.FilterBytes, m.AfterReads.IndexBytes)
+			case r.Engine == "bloomkv" && m.BlockCache+m.AfterReads.OutsideCacheBytes > 8<<20:
+				// -memory equal: the index outside the cache is charged to it.
+				t.Errorf("%s bloomkv: cache %d + outside %d above 8 MiB", p.Durability, m.BlockCache, m.AfterReads.OutsideCacheBytes)
+			case r.Engine != "bloomkv" && m.AfterReads.OutsideCacheBytes != 0:
+				t.Errorf("%s %s: %d B outside the cache", p.Durability, r.Engine, m.AfterReads.OutsideCacheBytes)
+			}
+			if r.FillWriteAmp < 1 {
+				t.Errorf("%s %s: fill write amplification %g", p.Durability, r.Engine, r.FillWriteAmp)
+			}
+			if len(r.DuringReads) != 4 {
+				t.Errorf("%s %s: background work recorded for %d read workloads, want 4", p.Durability, r.Engine, len(r.DuringReads))
+			}
+		}
+	}
+
+	// The published tables are regenerated from the JSON alone.
+	var again bytes.Buffer
+	if code := run([]string{"-report", jsonPath}, &again, &stderr); code != 0 {
+		t.Fatalf("-report: exit code %d\nstderr:\n%s", code, stderr.String())
+	}
+	if again.String() != stdout.String() {
+		t.Errorf("-report printed\n%s\nthe run printed\n%s", again.String(), stdout.String())
+	}
+}
+
+func TestRotate(t *testing.T) {
+	names := []string{"a", "b", "c"}
+	for r, want := range [][]string{{"a", "b", "c"}, {"b", "c", "a"}, {"c", "a", "b"}, {"a", "b", "c"}} {
+		if got := rotate(names, r); !slices.Equal(got, want) {
+			t.Errorf("rotate(%v, %d) = %v, want %v", names, r, got, want)
+		}
+	}
+}
+
+// TestPublishedReports: every report committed under docs/benchmarks/
+// still parses with today's report code, and every table line it prints
+// appears in docs/benchmarks.md, so the published figures are the ones the
+// JSON beside them holds.
+func TestPublishedReports(t *testing.T) {
+	paths, _ := filepath.Glob("../../docs/benchmarks/*.json")
+	if len(paths) == 0 {
+		t.Skip("no committed reports")
+	}
+	doc, err := os.ReadFile("../../docs/benchmarks.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range paths {
+		rep, err := readReport(path)
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			continue
+		}
+		var out bytes.Buffer
+		writeText(&out, rep)
+		for _, line := range strings.Split(out.String(), "\n") {
+			if strings.HasPrefix(line, "| ") && !strings.Contains(string(doc), line) {
+				t.Errorf("%s: docs/benchmarks.md lacks the line\n%s\n(regenerate with: go run . -report %s)", path, line, path)
+			}
 		}
 	}
 }
@@ -150,6 +221,7 @@ func TestBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-durability", "fast"}, {"-engines", "rocksdb"}, {"-benchmarks", "fillall"}, {"-num", "1"}, {"-key_size", "4"},
 		{"-cols_per_row", "7"}, {"-cols_per_row", "10", "-key_size", "12"}, {"-benchmarks", "seekprefix"},
+		{"-settings", "tuned"}, {"-memory", "more"}, {"-settle", "never"}, {"-read_compactions", "-no_read_compactions"},
 	} {
 		if code := run(args, io.Discard, io.Discard); code != 2 {
 			t.Errorf("%v: exit code %d, want 2", args, code)
@@ -227,5 +299,70 @@ func TestPrefixWorkloads(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+var rewrite = flag.Bool("rewrite", false, "rewrite testdata/sample-report.txt from testdata/sample-report.json")
+
+// TestSampleReport: a committed report (a small run, a format sample, not a
+// benchmark) still parses and prints exactly as committed, so a change to
+// the report code that would change published tables shows here first
+// (go test -rewrite accepts it).
+func TestSampleReport(t *testing.T) {
+	rep, err := readReport("testdata/sample-report.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	writeText(&out, rep)
+	if *rewrite {
+		if err := os.WriteFile("testdata/sample-report.txt", out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile("testdata/sample-report.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != string(want) {
+		t.Errorf("testdata/sample-report.json prints\n%s\nnot testdata/sample-report.txt:\n%s\n(go test -rewrite if the change is meant)", out.String(), want)
+	}
+}
+
+// TestOtherModes runs the modes the published tables do not use: the
+// shape set alike, every cache the same size, a full compaction to settle,
+// read-triggered compactions on. As-set memory leaves bloomkv's filters and
+// index outside its full-size cache, and the report says how much.
+func TestOtherModes(t *testing.T) {
+	defer func(q, p time.Duration) { settleQuiet, settlePoll = q, p }(settleQuiet, settlePoll)
+	settleQuiet, settlePoll = 60*time.Millisecond, 20*time.Millisecond
+	jsonPath := filepath.Join(t.TempDir(), "report.json")
+	var stdout, stderr bytes.Buffer
+	args := []string{"-num", "2000", "-reads", "500", "-settings", "matched", "-memory", "as-set", "-settle", "compact",
+		"-read_compactions", "-benchmarks", "fillrandom,readrandom,readmissing,scan", "-dir", t.TempDir(), "-json", jsonPath}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit code %d\nstderr:\n%s", code, stderr.String())
+	}
+	rep, err := readReport(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rep.Params; p.Settings != "matched" || p.Memory != "as-set" || p.Settle != "compact" || !p.ReadCompactions {
+		t.Errorf("params %+v", p)
+	}
+	for _, p := range rep.Pairings {
+		for _, r := range p.Runs {
+			if r.Memory == nil || r.Memory.BlockCache != 8<<20 {
+				t.Errorf("%s %s: memory %+v, want an 8 MiB block cache", p.Durability, r.Engine, r.Memory)
+				continue
+			}
+			out := r.Memory.AfterReads.OutsideCacheBytes
+			if want := r.Memory.AfterReads.FilterBytes + r.Memory.AfterReads.IndexBytes; r.Engine == "bloomkv" && out != want {
+				t.Errorf("%s bloomkv: %d B outside the cache, want its filters and index, %d B", p.Durability, out, want)
+			}
+		}
+	}
+	if !strings.Contains(stdout.String(), "shape matched") {
+		t.Errorf("report does not say the shape was matched:\n%s", stdout.String())
 	}
 }

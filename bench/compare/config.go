@@ -30,6 +30,10 @@ type config struct {
 	note             string
 	cpuProfile       string
 	settings         settings
+	// args are the command-line arguments, for the report.
+	args []string
+	// reportPath: render the report in this JSON file instead of running.
+	reportPath string
 
 	// flags is every flag's final value by name, for the JSON report.
 	flags map[string]any
@@ -51,7 +55,20 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.settings.bloomBits, "bloom_bits", c.settings.bloomBits, "bloom filter bits per key on every level, every engine; 0 = no filters")
 	fs.IntVar(&c.settings.blockSize, "block_size", c.settings.blockSize, "data block size in bytes (uncompressed target), every engine")
 	fs.IntVar(&c.settings.memtableSize, "write_buffer_size", c.settings.memtableSize, "memtable bytes, every engine")
-	fs.BoolVar(&c.settings.noReadCompactions, "no_read_compactions", false, "turn read-triggered compactions off where the engine allows (bloomkv, Pebble; goleveldb cannot), so that reads are timed on the tree the fill left")
+	var settingsMode, memoryMode, settleMode string
+	var noReadCompactions bool
+	fs.StringVar(&settingsMode, "settings", "defaults",
+		"defaults: each engine keeps its own defaults, only -cache_size, -block_size, -bloom_bits and -write_buffer_size set alike (the published mode); "+
+			"matched: the tree's shape set alike too (2 MiB tables on every level, 10 MiB level 1, L0 triggers 4/8/12, 500 open files, one index block per table)")
+	fs.StringVar(&memoryMode, "memory", "equal",
+		"equal: for the reads, bloomkv's filters go in its block cache and its cache shrinks by its index blocks, so every engine holds -cache_size for reads in all; "+
+			"as-set: every engine gets a -cache_size block cache and bloomkv holds its filters and index outside it too")
+	fs.StringVar(&settleMode, "settle", "quiet",
+		"how every engine settles before the reads: quiet (flush, then wait until no background work has run for 2 s), "+
+			"or compact (a full manual compaction first)")
+	fs.BoolVar(&c.settings.readCompactions, "read_compactions", false,
+		"leave read-triggered compactions on (each engine's default); by default they are off where an engine allows it (bloomkv, Pebble; goleveldb v1.0.0 cannot), so that reads are timed on the tree the settle left")
+	fs.BoolVar(&noReadCompactions, "no_read_compactions", false, "read-triggered compactions off (the default now; kept for older commands)")
 	fs.BoolVar(&c.settings.cacheFilters, "bloomkv_cache_filters", false, "bloomkv keeps its filter blocks in the block cache (Options.CacheFilterBlocks, level 0 pinned), as Pebble and goleveldb do, instead of in memory outside it")
 	fs.IntVar(&c.threads, "threads", 1, "goroutines issuing each read workload's operations")
 	fs.IntVar(&c.writers, "writers", 0, "goroutines writing each fill concurrently; 0 = 1, or 8 in the sync pairing so that group commit matters")
@@ -64,7 +81,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 			"Must divide -num; 0 = plain keys")
 	fs.IntVar(&c.runs, "runs", 1, "repeat everything this many times (engines interleaved) and report medians")
 	fs.StringVar(&durs, "durability", "write-through,buffered", "comma list of pairings: write-through, buffered, sync, or all")
-	fs.StringVar(&engs, "engines", "bloomkv,pebble,goleveldb", "comma list of engines to run (bloomkv is the one ratios are taken against)")
+	fs.StringVar(&engs, "engines", "bloomkv,pebble,pebble-l6,goleveldb", "comma list of engines to run (bloomkv is the one ratios are taken against); pebble-l6 is Pebble answering Gets with SeekPrefixGE and UseL6Filters")
 	fs.StringVar(&benchmarks, "benchmarks", strings.Join(allWorkloads, ","),
 		"comma list of workloads: fillseq, fillrandom (each key once, in key order / shuffled), "+
 			"readrandom (present keys), readmissing (absent keys inside the key range), "+
@@ -75,6 +92,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.jsonPath, "json", "", "write every figure, the engine versions, the machine, the date and the flags as JSON to this file")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (narrow it with -engines and -benchmarks)")
 	fs.StringVar(&c.note, "note", "", "free text recorded in the report, e.g. that the machine was shared")
+	fs.StringVar(&c.reportPath, "report", "", "print the tables of the report in this JSON file (written by -json) instead of running: the published tables are regenerated this way")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: go run . [flags]\n\nRuns the same workloads against bloomkv, Pebble and goleveldb with equal settings and equal durability.\n\n")
 		fs.PrintDefaults()
@@ -86,6 +104,31 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))
 	}
 	c.seed = uint64(seed)
+	c.args = args
+	switch settingsMode {
+	case "defaults":
+	case "matched":
+		c.settings.matched = true
+	default:
+		return nil, fmt.Errorf("-settings: unknown mode %q (defaults, matched)", settingsMode)
+	}
+	switch memoryMode {
+	case "equal":
+	case "as-set":
+		c.settings.equalMemory = false
+	default:
+		return nil, fmt.Errorf("-memory: unknown mode %q (equal, as-set)", memoryMode)
+	}
+	switch settleMode {
+	case "quiet":
+	case "compact":
+		c.settings.settleCompact = true
+	default:
+		return nil, fmt.Errorf("-settle: unknown mode %q (quiet, compact)", settleMode)
+	}
+	if noReadCompactions && c.settings.readCompactions {
+		return nil, fmt.Errorf("-read_compactions and -no_read_compactions contradict each other")
+	}
 	if c.reads == -1 {
 		c.reads = c.num
 	}
@@ -108,7 +151,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	for _, name := range splitList(engs) {
 		e := engineByName(name)
 		if e == nil {
-			return nil, fmt.Errorf("-engines: unknown engine %q (bloomkv, pebble, goleveldb)", name)
+			return nil, fmt.Errorf("-engines: unknown engine %q (bloomkv, pebble, pebble-l6, goleveldb)", name)
 		}
 		if !slices.Contains(c.engines, e) {
 			c.engines = append(c.engines, e)

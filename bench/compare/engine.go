@@ -34,7 +34,8 @@ func (d durability) String() string {
 }
 
 // store is one engine open on one directory, as the workloads use it. Every
-// method but close may be called from many goroutines at once.
+// method but close, reopen and flushBackground may be called from many
+// goroutines at once.
 type store interface {
 	// put writes key=value with the durability the store was opened for.
 	put(key, value []byte) error
@@ -44,12 +45,79 @@ type store interface {
 	// newIter returns an iterator over the whole key space, for one
 	// goroutine.
 	newIter() (storeIter, error)
-	// settle flushes the memtable and returns once no flush or compaction
-	// runs or is due, so that reads are timed on a tree that stays put.
-	settle() error
+	// flush writes the memtable to a table (goleveldb, which has no flush,
+	// reopens the database: its recovery writes one).
+	flush() error
+	// background says what background work has completed (a comparable
+	// value that changes when a flush or compaction finishes) and whether
+	// none runs or is due now. It may block while the engine's own wait
+	// for compactions returns. settle (settle.go) polls it.
+	background() (state any, idle bool)
+	// compactAll compacts the whole key space into the engine's last
+	// levels, untimed (-settle compact).
+	compactAll() error
+	// reopen closes the database and opens it again with the read-phase
+	// configuration (readPhase): every cache starts cold, and each
+	// engine's block cache is sized so that the memory it holds for reads
+	// is what the settings say (see readPhase).
+	reopen(rp readPhase) error
 	// shape describes the tree: tables per level and bytes in tables.
 	shape() treeShape
+	// counters reads the engine's cumulative background and memory
+	// figures.
+	counters() engineCounters
 	close() error
+}
+
+// readPhase is how a store is reopened for the timed reads.
+type readPhase struct {
+	// blockCache is the block cache capacity to open with (before any
+	// engine-specific charge the engine adds back, like Pebble's
+	// memtable reservation).
+	blockCache int64
+	// cacheFilters puts bloomkv's filters in its block cache.
+	cacheFilters bool
+}
+
+// engineCounters are an engine's own cumulative figures, read before and
+// after a phase. A field an engine cannot report is -1.
+type engineCounters struct {
+	// Compactions counts the compactions completed (-1: the engine does
+	// not count them: goleveldb); ReadCompactions those started by reads.
+	Compactions     int64 `json:"compactions"`
+	ReadCompactions int64 `json:"read_compactions"`
+	// CompactionBytes is the bytes of tables compactions wrote.
+	CompactionBytes int64 `json:"compaction_bytes"`
+	// BytesWritten is every byte the engine wrote to its log and tables
+	// (and, for goleveldb, its manifest): the numerator of write
+	// amplification.
+	BytesWritten int64 `json:"bytes_written"`
+	// FilterBytes and IndexBytes are the filter and index blocks of the
+	// live tables; OutsideCacheBytes is what of them (and anything else
+	// held for reads) the engine keeps in memory outside its block cache.
+	FilterBytes       int64 `json:"filter_bytes"`
+	IndexBytes        int64 `json:"index_bytes"`
+	OutsideCacheBytes int64 `json:"outside_cache_bytes"`
+	// BlockCacheBytes is what the block cache holds now; CacheReserved is
+	// what else is charged to its capacity (Pebble's memtables).
+	BlockCacheBytes int64 `json:"block_cache_bytes"`
+	CacheReserved   int64 `json:"cache_reserved,omitempty"`
+}
+
+// sub returns c - earlier for the cumulative fields; the gauges are c's.
+func (c engineCounters) sub(earlier engineCounters) engineCounters {
+	d := c
+	diff := func(a, b int64) int64 {
+		if a < 0 || b < 0 {
+			return -1
+		}
+		return a - b
+	}
+	d.Compactions = diff(c.Compactions, earlier.Compactions)
+	d.ReadCompactions = diff(c.ReadCompactions, earlier.ReadCompactions)
+	d.CompactionBytes = diff(c.CompactionBytes, earlier.CompactionBytes)
+	d.BytesWritten = diff(c.BytesWritten, earlier.BytesWritten)
+	return d
 }
 
 // storeIter is a forward iterator.
@@ -69,9 +137,6 @@ type storeIter interface {
 type treeShape struct {
 	TablesPerLevel []int64 `json:"tables_per_level"`
 	TableBytes     int64   `json:"table_bytes"`
-	// OutsideCacheBytes is memory the engine holds for reads outside its
-	// block cache (bloomkv keeps every open table's filter there).
-	OutsideCacheBytes int64 `json:"outside_cache_bytes,omitempty"`
 }
 
 // engine describes one engine under comparison.
@@ -85,12 +150,16 @@ type engine struct {
 	// noPrefixSeeks, when set, says why the engine cannot run the prefix
 	// workloads (-cols_per_row); they are then left out for it.
 	noPrefixSeeks string
+	// indexOutsideCache: the engine keeps its index blocks in memory
+	// outside its block cache (bloomkv), so equal memory charges them
+	// against its cache.
+	indexOutsideCache bool
 	// settingNotes lists where this engine's defaults differ from the
 	// equalized settings and what the harness set instead.
 	settingNotes func(s *settings) []string
 }
 
-var engines = []*engine{bloomkvEngine, pebbleEngine, goleveldbEngine}
+var engines = []*engine{bloomkvEngine, pebbleEngine, pebbleL6Engine, goleveldbEngine}
 
 func engineByName(name string) *engine {
 	for _, e := range engines {
@@ -102,11 +171,21 @@ func engineByName(name string) *engine {
 }
 
 // settings are what every engine is configured with alike.
+//
+// In the defaults mode (matched false, the published one) an engine gets
+// only blockSize, memtableSize, cacheSize, bloomBits (and the durability,
+// row prefix and read-compaction choice) and keeps its own defaults for
+// everything else: table sizes, level targets, level-0 triggers, open-file
+// limits, index layout. In the shape-matched mode (-settings matched) the
+// shape fields below are set alike too, at bloomkv's old defaults.
 type settings struct {
-	blockSize     int   // data block target, uncompressed
-	memtableSize  int   // bytes buffered before a flush
-	cacheSize     int64 // block cache bytes
-	bloomBits     int   // filter bits per key on every level; <= 0: no filters
+	blockSize    int   // data block target, uncompressed
+	memtableSize int   // bytes buffered before a flush
+	cacheSize    int64 // block cache bytes
+	bloomBits    int   // filter bits per key on every level; <= 0: no filters
+
+	// matched: set the tree's shape alike too (the fields below).
+	matched       bool
 	l0Compaction  int   // level-0 tables that trigger a compaction
 	l0Slowdown    int   // level-0 tables at which writes slow down (where an engine has it)
 	l0Stop        int   // level-0 tables at which writes stop
@@ -115,16 +194,27 @@ type settings struct {
 	tableSize     int64 // compaction output table size, every level
 	maxOpenFiles  int
 	immutableMems int // full memtables that may wait for a flush
+
 	// rowPrefix > 0: keys are rows (-cols_per_row) whose first rowPrefix
 	// bytes name the row; filters hold rows, and prefix seeks use them.
 	rowPrefix int
-	// cacheFilters puts bloomkv's filter blocks in its block cache
-	// (Options.CacheFilterBlocks), as the peers keep theirs: equal memory
-	// for the same -cache_size (bloomkv's index blocks stay outside).
+	// equalMemory (-memory equal, the default): for the timed reads every
+	// engine holds cacheSize bytes for reads in all: bloomkv's filters go
+	// to its block cache (Options.CacheFilterBlocks) and its block cache
+	// shrinks by its index bytes, which it keeps outside the cache (the
+	// peers keep filters and index in theirs). Off (-memory as-set), every
+	// engine gets a cacheSize block cache and bloomkv holds its filters
+	// and index outside it as well; the report prints how much.
+	equalMemory bool
+	// cacheFilters (-bloomkv_cache_filters) puts bloomkv's filters in its
+	// block cache during the fills too.
 	cacheFilters bool
-	// noReadCompactions turns read-triggered compactions off where an
-	// engine allows it (bloomkv, Pebble; goleveldb v1.0.0 cannot).
-	noReadCompactions bool
+	// readCompactions leaves read-triggered compactions on (each engine's
+	// default); off they are turned off where an engine allows it
+	// (bloomkv, Pebble; goleveldb v1.0.0 cannot).
+	readCompactions bool
+	// settleCompact: settle with a full manual compaction first.
+	settleCompact bool
 }
 
 func defaultSettings() settings {
@@ -141,5 +231,6 @@ func defaultSettings() settings {
 		tableSize:     2 << 20,
 		maxOpenFiles:  500,
 		immutableMems: 2,
+		equalMemory:   true,
 	}
 }

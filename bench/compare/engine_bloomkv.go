@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"time"
 
 	"github.com/bloomkv/bloomkv"
 )
@@ -24,17 +23,26 @@ var bloomkvEngine = &engine{
 		}
 		return "", false
 	},
-	open: openBloomkv,
+	open:              openBloomkv,
+	indexOutsideCache: true,
 	settingNotes: func(s *settings) []string {
-		notes := []string{
-			"bloomkv: every setting is its default except WALMode; it keeps each open table's index and filter blocks in memory outside the block cache (Pebble and goleveldb keep theirs in the cache)",
-			"bloomkv: reads open tables through read-only memory maps (a copy per block instead of a pread) and, write-through on 64-bit Linux, writes its log through a shared memory map (a copy per write instead of a write call); Options.DisableMmap turns both off; Pebble and goleveldb pread and write",
-			"bloomkv: to settle, Flush and WaitForCompactions, then wait until its idle compaction (IdleCompactionDelay, 1 s after the last write) has moved level 0 into level 1",
-		}
-		if s.noReadCompactions {
-			notes = append(notes, "bloomkv: read-triggered compactions off (Options.DisableReadCompactions, -no_read_compactions)")
+		var notes []string
+		if s.matched {
+			notes = append(notes, "bloomkv: the shape settings above (its defaults before 2026-12-03: TargetFileSizeMultiplier 1, MaxOpenFiles 500) and snappy; WALMode per pairing")
 		} else {
-			notes = append(notes, "bloomkv: read-triggered compactions on (its default: Options.DisableReadCompactions false), as in the other engines")
+			notes = append(notes, "bloomkv: its defaults (tables of TargetFileSize 2 MiB growing x2 per level, MaxOpenFiles half the descriptor limit, level 1 target 10 MiB, L0 compaction at 4 tables, snappy) except BlockSize, MemtableSize, BlockCacheSize, BloomBitsPerKey and WALMode")
+		}
+		if s.equalMemory {
+			notes = append(notes, "bloomkv: for the reads its filters are charged to its block cache (CacheFilterBlocks, level 0 pinned in it) and the cache is smaller by its index blocks, which it keeps in memory outside the cache: block cache + index = -cache_size, as the peers' caches hold their filters and index")
+		} else {
+			notes = append(notes, "bloomkv: keeps each open table's index and filter blocks in memory outside its block cache (Pebble and goleveldb keep theirs in the cache): at the same -cache_size it holds more memory for reads (the memory table says how much)")
+		}
+		notes = append(notes, "bloomkv: reads open tables through read-only memory maps (a copy per block instead of a pread) and, write-through on 64-bit Linux, writes its log through a shared memory map (a copy per write instead of a write call); Options.DisableMmap turns both off; Pebble and goleveldb pread and write; mapped table pages count in its RSS (RssFile), not in the others'")
+		notes = append(notes, "bloomkv: its idle compaction moves level-0 tables left below the threshold into level 1 once no write has come for 1 s (IdleCompactionDelay); the settle's quiet period is longer, so it runs before the reads")
+		if s.readCompactions {
+			notes = append(notes, "bloomkv: read-triggered compactions on (its default), at most 32 MiB/s of compaction input")
+		} else {
+			notes = append(notes, "bloomkv: read-triggered compactions off (Options.DisableReadCompactions)")
 		}
 		if s.rowPrefix > 0 {
 			notes = append(notes, fmt.Sprintf("bloomkv: rows: FilterKey = the first %d bytes, so filters hold rows only (FilterWholeKey off, as Pebble's hold only Split prefixes: an absent column of a present row costs a data block in both); SeekPrefixGE for the prefix workloads", s.rowPrefix))
@@ -43,9 +51,14 @@ var bloomkvEngine = &engine{
 	},
 }
 
-type bloomkvStore struct{ db *bloomkv.DB }
+type bloomkvStore struct {
+	dir string
+	s   *settings
+	d   durability
+	db  *bloomkv.DB
+}
 
-func openBloomkv(dir string, s *settings, d durability) (store, error) {
+func bloomkvOptions(s *settings, d durability, rp *readPhase) *bloomkv.Options {
 	modes := map[durability]bloomkv.WALMode{
 		writeThrough: bloomkv.WALWriteThrough,
 		buffered:     bloomkv.WALBuffered,
@@ -56,34 +69,60 @@ func openBloomkv(dir string, s *settings, d durability) (store, error) {
 		bits = -1 // bloomkv: negative = no filter blocks
 	}
 	o := &bloomkv.Options{
-		MemtableSize:              s.memtableSize,
-		BlockSize:                 s.blockSize,
-		Compression:               bloomkv.SnappyCompression,
-		BloomBitsPerKey:           bits,
-		BlockCacheSize:            s.cacheSize,
-		WALMode:                   modes[d],
-		L0CompactionThreshold:     s.l0Compaction,
-		L0SlowdownWritesThreshold: s.l0Slowdown,
-		L0StopWritesThreshold:     s.l0Stop,
-		MaxImmutableMemtables:     s.immutableMems,
-		LBaseMaxBytes:             s.lBaseBytes,
-		LevelMultiplier:           s.multiplier,
-		TargetFileSize:            s.tableSize,
-		MaxOpenFiles:              s.maxOpenFiles,
-		CacheFilterBlocks:         s.cacheFilters,
-		DisableReadCompactions:    s.noReadCompactions,
-		Logger:                    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		MemtableSize:           s.memtableSize,
+		BlockSize:              s.blockSize,
+		BloomBitsPerKey:        bits,
+		BlockCacheSize:         s.cacheSize,
+		WALMode:                modes[d],
+		CacheFilterBlocks:      s.cacheFilters,
+		DisableReadCompactions: !s.readCompactions,
+		Logger:                 slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	if s.matched {
+		o.Compression = bloomkv.SnappyCompression
+		o.L0CompactionThreshold = s.l0Compaction
+		o.L0SlowdownWritesThreshold = s.l0Slowdown
+		o.L0StopWritesThreshold = s.l0Stop
+		o.MaxImmutableMemtables = s.immutableMems
+		o.LBaseMaxBytes = s.lBaseBytes
+		o.LevelMultiplier = s.multiplier
+		o.TargetFileSize = s.tableSize
+		o.TargetFileSizeMultiplier = 1
+		o.MaxOpenFiles = s.maxOpenFiles
+	}
+	if rp != nil {
+		o.BlockCacheSize = rp.blockCache
+		o.CacheFilterBlocks = o.CacheFilterBlocks || rp.cacheFilters
 	}
 	if n := s.rowPrefix; n > 0 {
 		// Filters over rows only, as Pebble's over Comparer.Split prefixes.
 		o.FilterKey = func(k []byte) []byte { return k[:min(n, len(k))] }
 		o.FilterKeyName = fmt.Sprintf("row%d", n)
 	}
-	db, err := bloomkv.Open(dir, o)
+	return o
+}
+
+func openBloomkv(dir string, s *settings, d durability) (store, error) {
+	db, err := bloomkv.Open(dir, bloomkvOptions(s, d, nil))
 	if err != nil {
 		return nil, err
 	}
-	return &bloomkvStore{db: db}, nil
+	return &bloomkvStore{dir: dir, s: s, d: d, db: db}, nil
+}
+
+func (b *bloomkvStore) reopen(rp readPhase) error {
+	if err := b.db.Close(); err != nil {
+		return err
+	}
+	o := bloomkvOptions(b.s, b.d, &rp)
+	// Reopen only to read: the tree is settled and flushed.
+	o.ErrorIfNotExists = true
+	db, err := bloomkv.Open(b.dir, o)
+	if err != nil {
+		return err
+	}
+	b.db = db
+	return nil
 }
 
 func (b *bloomkvStore) put(key, value []byte) error { return b.db.Put(key, value) }
@@ -104,23 +143,22 @@ func (b *bloomkvStore) newIter() (storeIter, error) {
 	return &bloomkvIter{it: it}, it.Error()
 }
 
-func (b *bloomkvStore) settle() error {
-	if err := b.db.Flush(); err != nil {
-		return err
-	}
+func (b *bloomkvStore) flush() error { return b.db.Flush() }
+
+// background waits for the compactions bloomkv knows are due
+// (WaitForCompactions, which also finishes queued read-triggered ones) and
+// then reports the tree: an idle compaction that starts later, once writes
+// have paused for IdleCompactionDelay, changes it, and the settle's quiet
+// period waits longer than that delay.
+func (b *bloomkvStore) background() (any, bool) {
 	if err := b.db.WaitForCompactions(); err != nil {
-		return err
+		return err.Error(), false
 	}
-	// Level-0 tables left below the compaction threshold are compacted
-	// into level 1 once no write has come for IdleCompactionDelay (1 s by
-	// default): wait for that too, as a reader arriving a second after the
-	// fill would find it done.
-	deadline := time.Now().Add(30 * time.Second)
-	for b.db.Metrics().Levels[0].Files > 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	return b.db.WaitForCompactions()
+	m := b.db.Metrics()
+	return fmt.Sprint(m.Flushes, m.Compactions, b.shape().TablesPerLevel), true
 }
+
+func (b *bloomkvStore) compactAll() error { return b.db.Compact(nil, nil) }
 
 func (b *bloomkvStore) shape() treeShape {
 	m := b.db.Metrics()
@@ -129,10 +167,23 @@ func (b *bloomkvStore) shape() treeShape {
 		sh.TablesPerLevel = append(sh.TablesPerLevel, int64(l.Files))
 		sh.TableBytes += l.Bytes
 	}
-	// Filters in memory less those charged to the block cache (with
-	// -bloomkv_cache_filters: all of them).
-	sh.OutsideCacheBytes = m.FilterBytesResident - m.FilterBytesCached - m.FilterBytesPinned
 	return sh
+}
+
+func (b *bloomkvStore) counters() engineCounters {
+	m := b.db.Metrics()
+	return engineCounters{
+		Compactions:     int64(m.Compactions),
+		ReadCompactions: int64(m.ReadCompactions),
+		CompactionBytes: int64(m.CompactionBytesWritten),
+		BytesWritten:    int64(m.WALBytesWritten + m.FlushBytesWritten + m.CompactionBytesWritten),
+		FilterBytes:     m.FilterBytes,
+		IndexBytes:      m.IndexBytesResident,
+		// Filters in memory less those charged to the block cache (with
+		// CacheFilterBlocks: all of them), and every open table's index.
+		OutsideCacheBytes: m.FilterBytesResident - m.FilterBytesCached - m.FilterBytesPinned + m.IndexBytesResident,
+		BlockCacheBytes:   m.BlockCacheBytes,
+	}
 }
 
 func (b *bloomkvStore) close() error { return b.db.Close() }

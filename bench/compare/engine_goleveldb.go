@@ -11,6 +11,7 @@ import (
 	"github.com/syndtr/goleveldb/leveldb/filter"
 	"github.com/syndtr/goleveldb/leveldb/iterator"
 	"github.com/syndtr/goleveldb/leveldb/opt"
+	"github.com/syndtr/goleveldb/leveldb/util"
 )
 
 var goleveldbEngine = &engine{
@@ -30,50 +31,90 @@ var goleveldbEngine = &engine{
 	open:          openGoleveldb,
 	noPrefixSeeks: "goleveldb has no prefix seek and no prefix filter: a row's columns are a range scan there",
 	settingNotes: func(s *settings) []string {
-		return []string{
-			fmt.Sprintf("goleveldb: Filter = filter.NewBloomFilter(%d) (default: no filter); one filter for every level", s.bloomBits),
-			fmt.Sprintf("goleveldb: CompactionTotalSize %s: goleveldb's level-n target is CompactionTotalSize*multiplier^n, so its default (10 MiB) puts 100 MiB on level 1; this gives level 1 %s like the others", mib(s.lBaseBytes/int64(s.multiplier)), mib(s.lBaseBytes)),
-			"goleveldb: v1.0.0 cannot turn off seek-triggered compactions (a Get that looks at two tables, even one whose filter says no, charges the first; a table is compacted after size/16 KiB charges, at least 100), so it may compact while reads are timed; the report shows its tree before and after the reads",
-			"goleveldb: has no Flush and no wait for compactions: to settle after writes, the harness closes and reopens the database (recovery writes the memtable to a level-0 table, as a flush would; the block cache starts empty, as the others' holds no data read yet) and then polls its tables until no level is over its target and nothing changes; one frozen memtable waits for a flush at most",
+		notes := []string{
+			fmt.Sprintf("goleveldb: Filter = filter.NewBloomFilter(%d) (default: no filter); one filter per 2 KiB of table data, for every level; index and filter blocks go through its block cache", s.bloomBits),
+			"goleveldb: v1.0.0 cannot turn off seek-triggered compactions (a Get that looks at two tables, even one whose filter says no, charges the first; a table is compacted after size/16 KiB charges, at least 100), so it may compact while reads are timed; the report shows its tree before and after the reads and the bytes its compactions wrote",
+			"goleveldb: has no Flush and no wait for compactions: to flush, the harness closes and reopens the database (recovery writes the memtable to a table), then polls its tables until no level is over its target and nothing changes",
 		}
+		if s.matched {
+			notes = append(notes, fmt.Sprintf("goleveldb: the shape settings above; CompactionTotalSize %s: goleveldb's level-n target is CompactionTotalSize*multiplier^n, so its default (10 MiB) puts 100 MiB on level 1; this gives level 1 %s like the others", mib(s.lBaseBytes/int64(s.multiplier)), mib(s.lBaseBytes)))
+		} else {
+			notes = append(notes, "goleveldb: its defaults otherwise (2 MiB tables, level 1 target 100 MiB x10, L0 compaction at 4 tables, slowdown 8, pause 12, 500 open files, snappy)")
+		}
+		return notes
 	},
 }
 
 type goleveldbStore struct {
 	// wrote is set by put: the memtable may hold writes, so the next
-	// settle reopens the database to flush it.
+	// flush reopens the database.
 	wrote atomic.Bool
 
 	dir string
 	o   *opt.Options
 	wo  *opt.WriteOptions
 	db  *leveldb.DB
+	// writtenBefore is what earlier openings of the database wrote: its
+	// I/O counter starts from zero at each open.
+	writtenBefore int64
 }
 
-func openGoleveldb(dir string, s *settings, d durability) (store, error) {
+func goleveldbOptions(s *settings) *opt.Options {
 	var f filter.Filter
 	if s.bloomBits > 0 {
 		f = filter.NewBloomFilter(s.bloomBits)
 	}
 	o := &opt.Options{
-		BlockSize:                     s.blockSize,
-		Compression:                   opt.SnappyCompression,
-		Filter:                        f,
-		BlockCacheCapacity:            int(s.cacheSize),
-		WriteBuffer:                   s.memtableSize,
-		CompactionL0Trigger:           s.l0Compaction,
-		WriteL0SlowdownTrigger:        s.l0Slowdown,
-		WriteL0PauseTrigger:           s.l0Stop,
-		CompactionTableSize:           int(s.tableSize),
-		CompactionTotalSize:           int(s.lBaseBytes / int64(s.multiplier)),
-		CompactionTotalSizeMultiplier: float64(s.multiplier),
-		OpenFilesCacheCapacity:        s.maxOpenFiles,
+		BlockSize:          s.blockSize,
+		Filter:             f,
+		BlockCacheCapacity: int(s.cacheSize),
+		WriteBuffer:        s.memtableSize,
 	}
+	if s.matched {
+		o.Compression = opt.SnappyCompression
+		o.CompactionL0Trigger = s.l0Compaction
+		o.WriteL0SlowdownTrigger = s.l0Slowdown
+		o.WriteL0PauseTrigger = s.l0Stop
+		o.CompactionTableSize = int(s.tableSize)
+		o.CompactionTotalSize = int(s.lBaseBytes / int64(s.multiplier))
+		o.CompactionTotalSizeMultiplier = float64(s.multiplier)
+		o.OpenFilesCacheCapacity = s.maxOpenFiles
+	}
+	return o
+}
+
+func openGoleveldb(dir string, s *settings, d durability) (store, error) {
+	o := goleveldbOptions(s)
 	db, err := leveldb.OpenFile(dir, o)
 	if err != nil {
 		return nil, err
 	}
 	return &goleveldbStore{dir: dir, o: o, wo: &opt.WriteOptions{Sync: d == synced}, db: db}, nil
+}
+
+// reopen closes and opens the database with o, keeping its write count.
+func (g *goleveldbStore) reopenWith(o *opt.Options) error {
+	var st leveldb.DBStats
+	if err := g.db.Stats(&st); err != nil {
+		return err
+	}
+	if err := g.db.Close(); err != nil {
+		return err
+	}
+	g.writtenBefore += int64(st.IOWrite)
+	db, err := leveldb.OpenFile(g.dir, o)
+	if err != nil {
+		return err
+	}
+	g.db, g.o = db, o
+	return nil
+}
+
+func (g *goleveldbStore) reopen(rp readPhase) error {
+	o := *g.o
+	o.BlockCacheCapacity = int(rp.blockCache)
+	o.ErrorIfMissing = true
+	return g.reopenWith(&o)
 }
 
 func (g *goleveldbStore) put(key, value []byte) error {
@@ -99,41 +140,59 @@ func (g *goleveldbStore) newIter() (storeIter, error) {
 	return &goleveldbIter{it: it}, it.Error()
 }
 
-// settle flushes the memtable, if anything was written since the last
-// settle, by closing and reopening the database (recovery writes the
-// memtable to a level-0 table); a reopen also empties the block cache, so it
-// happens only then. Then it polls the tables until no level is over its
-// target and nothing changes.
-func (g *goleveldbStore) settle() error {
-	if g.wrote.Swap(false) {
-		if err := g.db.Close(); err != nil {
-			return err
-		}
-		db, err := leveldb.OpenFile(g.dir, g.o)
-		if err != nil {
-			return fmt.Errorf("reopening to flush the memtable: %w", err)
-		}
-		g.db = db
+// flush reopens the database if anything was written since the last
+// flush: recovery writes the memtable to a table. A reopen also empties the
+// block cache, so it happens only then.
+func (g *goleveldbStore) flush() error {
+	if !g.wrote.Swap(false) {
+		return nil
 	}
-	return waitQuiet(func() (any, bool) {
-		levels, err := g.tables()
-		if err != nil {
-			return err.Error(), false
+	if err := g.reopenWith(g.o); err != nil {
+		return fmt.Errorf("reopening to flush the memtable: %w", err)
+	}
+	return nil
+}
+
+// background reports the tables, idle when no level is over its target.
+func (g *goleveldbStore) background() (any, bool) {
+	levels, err := g.tables()
+	if err != nil {
+		return err.Error(), false
+	}
+	due := false
+	for level, sizes := range levels {
+		if level == 0 {
+			due = due || len(sizes) >= g.o.GetCompactionL0Trigger()
+			continue
 		}
-		due := false
-		for level, sizes := range levels {
-			if level == 0 {
-				due = due || len(sizes) >= g.o.GetCompactionL0Trigger()
-				continue
-			}
-			var total int64
-			for _, n := range sizes {
-				total += n
-			}
-			due = due || total >= g.o.GetCompactionTotalSize(level)
+		var total int64
+		for _, n := range sizes {
+			total += n
 		}
-		return fmt.Sprint(levels), !due
-	})
+		due = due || total >= g.o.GetCompactionTotalSize(level)
+	}
+	return fmt.Sprint(levels), !due
+}
+
+func (g *goleveldbStore) compactAll() error { return g.db.CompactRange(util.Range{}) }
+
+func (g *goleveldbStore) counters() engineCounters {
+	c := engineCounters{Compactions: -1, ReadCompactions: -1}
+	var st leveldb.DBStats
+	if err := g.db.Stats(&st); err == nil {
+		c.BytesWritten = g.writtenBefore + int64(st.IOWrite)
+		c.BlockCacheBytes = int64(st.BlockCacheSize)
+		// Every table goleveldb wrote since this opening, flushes and
+		// compactions alike (Stats leaves out levels that are empty and
+		// idle, so its slices are not indexed by level). The differences
+		// the report takes are over timed reads, when nothing flushes,
+		// within one opening.
+		for _, n := range st.LevelWrite {
+			c.CompactionBytes += n
+		}
+	}
+	c.FilterBytes, c.IndexBytes = g.metaBytes()
+	return c
 }
 
 // tables returns the size of every table, level by level, from the

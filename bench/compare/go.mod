@@ -8,6 +8,7 @@ require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/bloomkv/bloomkv v0.0.0-00010101000000-000000000000
 	github.com/cockroachdb/pebble/v2 v2.1.7
+	github.com/golang/snappy v1.0.0
 	github.com/syndtr/goleveldb v1.0.0
 )
 
@@ -27,7 +28,6 @@ require (
 	github.com/getsentry/sentry-go v0.27.0 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
 	github.com/golang/protobuf v1.5.3 // indirect
-	github.com/golang/snappy v1.0.0 // indirect
 	github.com/google/btree v1.1.3 // indirect
 	github.com/klauspost/compress v1.20.4 // indirect
 	github.com/klauspost/crc32 v1.3.0 // indirect

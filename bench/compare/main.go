@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"runtime/pprof"
 	"slices"
 	"time"
@@ -26,6 +25,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "compare:", err)
 		return 2
+	}
+	if cfg.reportPath != "" {
+		rep, err := readReport(cfg.reportPath)
+		if err != nil {
+			fmt.Fprintln(stderr, "compare:", err)
+			return 1
+		}
+		writeText(stdout, rep)
+		return 0
 	}
 	if cfg.cpuProfile != "" {
 		f, err := os.Create(cfg.cpuProfile)
@@ -67,7 +75,10 @@ func compare(cfg *config, progress io.Writer) (*report, error) {
 	for r := range cfg.runs {
 		for i, d := range cfg.durabilities {
 			p := &rep.Pairings[i]
-			for _, name := range p.Engines {
+			// Rotate the order between runs: an engine that always ran
+			// first would always meet the machine at its coolest (page
+			// cache, CPU frequency, the other tenants' load).
+			for _, name := range rotate(p.Engines, r) {
 				e := engineByName(name)
 				er, err := runEngine(cfg, ks, e, d, r, progress)
 				if err != nil {
@@ -82,6 +93,15 @@ func compare(cfg *config, progress io.Writer) (*report, error) {
 	return rep, nil
 }
 
+// rotate returns names turned left by r places.
+func rotate(names []string, r int) []string {
+	if len(names) == 0 {
+		return nil
+	}
+	r %= len(names)
+	return append(slices.Clone(names[r:]), names[:r]...)
+}
+
 // engineRun is what one engine did in one pairing in one run.
 type engineRun struct {
 	Engine  string                 `json:"engine"`
@@ -92,14 +112,34 @@ type engineRun struct {
 	// them).
 	Settled    *treeShape `json:"settled,omitempty"`
 	AfterReads *treeShape `json:"after_reads,omitempty"`
-	// SettleSeconds is how long the settling after fillrandom took.
+	// SettleSeconds is how long the settling after fillrandom took, and
+	// FillWriteAmp the bytes the engine wrote to its log and tables for
+	// fillrandom and that settling over the bytes of keys and values.
 	SettleSeconds float64 `json:"settle_seconds,omitempty"`
+	FillWriteAmp  float64 `json:"fill_write_amp,omitempty"`
+	// DuringReads is, per read workload, what the engine's background work
+	// did while the workload was timed (compactions, bytes they wrote).
+	DuringReads map[string]engineCounters `json:"during_reads,omitempty"`
+	// Memory is what the engine held for reads and its peak RSS.
+	Memory *memoryReport `json:"memory,omitempty"`
+}
+
+// memoryReport is one engine run's memory.
+type memoryReport struct {
+	// BlockCache is the block cache capacity the reads ran with, for
+	// blocks (Pebble's memtable reservation left out).
+	BlockCache int64 `json:"block_cache"`
+	// AfterFill is the engine's figures once the fill settled (with every
+	// table opened by a full scan), AfterReads after the read workloads.
+	AfterFill  engineCounters `json:"after_fill"`
+	AfterReads engineCounters `json:"after_reads"`
+	rssPeak
 }
 
 // runEngine runs the selected workloads on engine e with durability d:
-// fillseq on a fresh database, then fillrandom on another, which is settled
-// and read. Every database lives in a fresh temporary directory, removed
-// afterwards.
+// fillseq on a fresh database, then fillrandom on another, which is
+// settled, reopened cold and read. Every database lives in a fresh
+// temporary directory, removed afterwards.
 func runEngine(cfg *config, ks *keySpace, e *engine, d durability, r int, progress io.Writer) (engineRun, error) {
 	er := engineRun{Engine: e.name, Run: r + 1, Results: map[string]measurement{}}
 	say := func(w string, m measurement) {
@@ -108,9 +148,12 @@ func runEngine(cfg *config, ks *keySpace, e *engine, d durability, r int, progre
 	}
 	writers := cfg.writersFor(d)
 	rc := readConfig{ops: cfg.reads, threads: cfg.threads, seed: cfg.seed, hitRatio: cfg.hitRatio, scanLength: cfg.scanLength}
+	rss := startRSS()
+	mem := &memoryReport{}
 
 	if slices.Contains(cfg.workloads, fillSeq) {
 		err := withStore(cfg, e, d, func(st store) error {
+			freeMemory()
 			m, err := fill(st, ks, fillSeq, writers, cfg.seed)
 			if err != nil {
 				return fmt.Errorf("%s: %w", fillSeq, err)
@@ -131,9 +174,13 @@ func runEngine(cfg *config, ks *keySpace, e *engine, d durability, r int, progre
 		}
 	}
 	if !slices.Contains(cfg.workloads, fillRandom) && len(reads) == 0 {
+		er.Memory = mem
+		mem.rssPeak = rss.finish()
 		return er, nil
 	}
+	s := &cfg.settings
 	err := withStore(cfg, e, d, func(st store) error {
+		freeMemory()
 		m, err := fill(st, ks, fillRandom, writers, cfg.seed)
 		if err != nil {
 			return fmt.Errorf("%s: %w", fillRandom, err)
@@ -142,35 +189,72 @@ func runEngine(cfg *config, ks *keySpace, e *engine, d durability, r int, progre
 			er.Results[fillRandom] = m
 			say(fillRandom, m)
 		}
-		if len(reads) == 0 {
-			return checkCount(st, ks)
-		}
 		t0 := time.Now()
-		if err := st.settle(); err != nil {
+		if err := settle(st, s.settleCompact); err != nil {
 			return fmt.Errorf("settling after %s: %w", fillRandom, err)
 		}
 		er.SettleSeconds = time.Since(t0).Seconds()
+		// The full scan that checks the fill also opens every table, so
+		// that the index memory an engine keeps for open tables covers
+		// them all.
+		if err := checkCount(st, ks); err != nil {
+			return err
+		}
+		mem.AfterFill = st.counters()
+		er.FillWriteAmp = float64(mem.AfterFill.BytesWritten) / float64(int64(ks.num)*int64(ks.keySize+ks.valueSize))
+		if len(reads) == 0 {
+			return nil
+		}
+
+		// Every engine reads from a reopened database: every cache starts
+		// cold (goleveldb's flush reopens it anyway), and with equal
+		// memory an engine that keeps index blocks outside its block
+		// cache gets a cache smaller by them.
+		rp := readPhase{blockCache: s.cacheSize}
+		if s.equalMemory && e.indexOutsideCache {
+			rp.cacheFilters = true
+			rp.blockCache = max(s.cacheSize-mem.AfterFill.IndexBytes, minReadCache)
+		}
+		mem.BlockCache = rp.blockCache
+		if err := st.reopen(rp); err != nil {
+			return fmt.Errorf("reopening for the reads: %w", err)
+		}
+		if err := settle(st, false); err != nil {
+			return fmt.Errorf("settling after the reopen: %w", err)
+		}
 		settled := st.shape()
 		er.Settled = &settled
+		er.DuringReads = map[string]engineCounters{}
 		for _, w := range reads {
 			// Settle again: work an engine started during the previous
 			// workload must not run into this one's timing.
-			if err := st.settle(); err != nil {
+			if err := settle(st, false); err != nil {
 				return fmt.Errorf("settling before %s: %w", w, err)
 			}
+			freeMemory()
+			before := st.counters()
 			m, err := read(st, ks, w, rc)
 			if err != nil {
 				return fmt.Errorf("%s: %w", w, err)
 			}
+			er.DuringReads[w] = st.counters().sub(before)
 			er.Results[w] = m
 			say(w, m)
 		}
 		after := st.shape()
 		er.AfterReads = &after
+		mem.AfterReads = st.counters()
 		return checkCount(st, ks)
 	})
+	mem.rssPeak = rss.finish()
+	er.Memory = mem
 	return er, err
 }
+
+// minReadCache is the smallest block cache equal memory leaves bloomkv
+// when its index blocks alone take nearly all of -cache_size; the report
+// then shows a total above the others'.
+const minReadCache = 256 << 10
 
 // withStore opens e in a fresh temporary directory, runs f, closes the
 // store and removes the directory.
@@ -192,8 +276,8 @@ func withStore(cfg *config, e *engine, d durability, f func(store) error) (err e
 	if cerr := st.close(); err == nil {
 		err = cerr
 	}
-	// The next engine starts with a clean heap, not this one's garbage.
-	runtime.GC()
+	// The next database starts with a clean heap, not this one's garbage.
+	freeMemory()
 	return err
 }
 

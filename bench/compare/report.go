@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -16,8 +15,12 @@ import (
 
 // report is everything a run measured, printed as text and written as JSON.
 type report struct {
-	Date     string          `json:"date"`
-	Note     string          `json:"note,omitempty"`
+	Date string `json:"date"`
+	Note string `json:"note,omitempty"`
+	// Command is the command line that produced the report, as the
+	// published tables print it.
+	Command  string          `json:"command"`
+	Params   params          `json:"params"`
 	Machine  machine         `json:"machine"`
 	Engines  []engineVersion `json:"engines"`
 	Flags    map[string]any  `json:"flags"`
@@ -27,8 +30,28 @@ type report struct {
 	SettingNotes []string        `json:"setting_notes"`
 	Pairings     []pairingReport `json:"pairings"`
 	Seconds      float64         `json:"seconds"`
+}
 
-	cfg *config
+// params is what the text report needs of the configuration, so that it
+// can be printed again from the JSON alone (-report).
+type params struct {
+	Num              int      `json:"num"`
+	KeySize          int      `json:"key_size"`
+	ValueSize        int      `json:"value_size"`
+	CompressionRatio float64  `json:"compression_ratio"`
+	Reads            int      `json:"reads"`
+	ScanLength       int      `json:"scan_length"`
+	Threads          int      `json:"threads"`
+	Runs             int      `json:"runs"`
+	Workloads        []string `json:"workloads"`
+	Engines          []string `json:"engines"`
+	// Settings, Memory and Settle are the modes (-settings, -memory,
+	// -settle); SettingsLine says in a sentence what was set alike.
+	Settings        string `json:"settings_mode"`
+	Memory          string `json:"memory_mode"`
+	Settle          string `json:"settle_mode"`
+	ReadCompactions bool   `json:"read_compactions"`
+	SettingsLine    string `json:"settings_line"`
 }
 
 type machine struct {
@@ -59,6 +82,10 @@ type pairingReport struct {
 	// Medians[engine][workload]: each figure is the median over the runs
 	// of that figure alone.
 	Medians map[string]map[string]measurement `json:"medians"`
+	// Mins and Maxs[engine][workload]: each figure's smallest and largest
+	// value over the runs, the spread the medians hide.
+	Mins map[string]map[string]measurement `json:"mins"`
+	Maxs map[string]map[string]measurement `json:"maxs"`
 	// Ratios[workload][peer] = bloomkv's median ops/s / the peer's.
 	Ratios map[string]map[string]float64 `json:"ratios"`
 }
@@ -66,8 +93,17 @@ type pairingReport struct {
 func newReport(cfg *config) *report {
 	s := cfg.settings
 	rep := &report{
-		Date: time.Now().UTC().Format(time.RFC3339),
-		Note: cfg.note,
+		Date:    time.Now().UTC().Format(time.RFC3339),
+		Note:    cfg.note,
+		Command: commandLine(cfg.args),
+		Params: params{
+			Num: cfg.num, KeySize: cfg.keySize, ValueSize: cfg.valueSize, CompressionRatio: cfg.compressionRatio,
+			Reads: cfg.reads, ScanLength: cfg.scanLength, Threads: cfg.threads, Runs: cfg.runs,
+			Workloads: cfg.workloads, Settings: map[bool]string{false: "defaults", true: "matched"}[s.matched],
+			Memory:          map[bool]string{false: "as-set", true: "equal"}[s.equalMemory],
+			Settle:          map[bool]string{false: "quiet", true: "compact"}[s.settleCompact],
+			ReadCompactions: s.readCompactions, SettingsLine: settingsLine(s),
+		},
 		Machine: machine{
 			GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, NumCPU: runtime.NumCPU(),
 			GOMAXPROCS: runtime.GOMAXPROCS(0), CPU: cpuModel(), Go: runtime.Version(),
@@ -75,24 +111,30 @@ func newReport(cfg *config) *report {
 		Flags: cfg.flags,
 		Settings: map[string]any{
 			"block_size":                s.blockSize,
-			"compression":               "snappy",
 			"bloom_bits_per_key":        s.bloomBits,
 			"filters_on_levels":         "all",
 			"block_cache_bytes":         s.cacheSize,
 			"memtable_bytes":            s.memtableSize,
-			"immutable_memtables":       s.immutableMems,
-			"l0_compaction_trigger":     s.l0Compaction,
-			"l0_slowdown_writes":        s.l0Slowdown,
-			"l0_stop_writes":            s.l0Stop,
-			"lbase_max_bytes":           s.lBaseBytes,
-			"level_multiplier":          s.multiplier,
-			"target_file_size":          s.tableSize,
-			"max_open_files":            s.maxOpenFiles,
 			"read_triggered_compaction": readCompactionSetting(s),
 		},
-		cfg: cfg,
+	}
+	if s.matched {
+		for k, v := range map[string]any{
+			"compression":           "snappy",
+			"immutable_memtables":   s.immutableMems,
+			"l0_compaction_trigger": s.l0Compaction,
+			"l0_slowdown_writes":    s.l0Slowdown,
+			"l0_stop_writes":        s.l0Stop,
+			"lbase_max_bytes":       s.lBaseBytes,
+			"level_multiplier":      s.multiplier,
+			"target_file_size":      s.tableSize,
+			"max_open_files":        s.maxOpenFiles,
+		} {
+			rep.Settings[k] = v
+		}
 	}
 	for _, e := range cfg.engines {
+		rep.Params.Engines = append(rep.Params.Engines, e.name)
 		rep.Engines = append(rep.Engines, engineVersion{Name: e.name, Module: e.module, Version: moduleVersion(e.module)})
 		rep.SettingNotes = append(rep.SettingNotes, e.settingNotes(&s)...)
 	}
@@ -115,14 +157,42 @@ func newReport(cfg *config) *report {
 	return rep
 }
 
+// settingsLine says in one sentence what every engine was given alike.
+func settingsLine(s settings) string {
+	line := fmt.Sprintf("Set alike: %s blocks, %d bloom bits/key on every level, %s block cache, %s memtable",
+		kib(int64(s.blockSize)), s.bloomBits, mib(s.cacheSize), mib(int64(s.memtableSize)))
+	if s.matched {
+		return line + fmt.Sprintf("; shape matched (-settings matched): snappy, L0 compaction at %d tables (stop at %d), level 1 target %s (x%d per level), %s tables on every level, %d open files.",
+			s.l0Compaction, s.l0Stop, mib(s.lBaseBytes), s.multiplier, mib(s.tableSize), s.maxOpenFiles)
+	}
+	return line + "; everything else each engine's own default (-settings defaults)."
+}
+
+// commandLine is the command that runs with args, as a reader types it in
+// bench/compare.
+func commandLine(flags []string) string {
+	args := []string{"go run ."}
+	for _, a := range flags {
+		if strings.ContainsAny(a, " \t'\"$") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		args = append(args, a)
+	}
+	return strings.Join(args, " ")
+}
+
 // finish computes the medians and ratios.
 func (rep *report) finish() {
 	for i := range rep.Pairings {
 		p := &rep.Pairings[i]
 		p.Medians = map[string]map[string]measurement{}
+		p.Mins = map[string]map[string]measurement{}
+		p.Maxs = map[string]map[string]measurement{}
 		for _, name := range p.Engines {
 			p.Medians[name] = map[string]measurement{}
-			for _, w := range rep.cfg.workloads {
+			p.Mins[name] = map[string]measurement{}
+			p.Maxs[name] = map[string]measurement{}
+			for _, w := range rep.Params.Workloads {
 				var ms []measurement
 				for _, r := range p.Runs {
 					if m, ok := r.Results[w]; ok && r.Engine == name {
@@ -131,6 +201,8 @@ func (rep *report) finish() {
 				}
 				if len(ms) > 0 {
 					p.Medians[name][w] = medianOf(ms)
+					p.Mins[name][w] = quantileOf(ms, 0)
+					p.Maxs[name][w] = quantileOf(ms, 1)
 				}
 			}
 		}
@@ -139,7 +211,7 @@ func (rep *report) finish() {
 		if !ok {
 			continue
 		}
-		for _, w := range rep.cfg.workloads {
+		for _, w := range rep.Params.Workloads {
 			for _, peer := range p.Engines {
 				m, ok := p.Medians[peer][w]
 				b, bok := base[w]
@@ -156,135 +228,49 @@ func (rep *report) finish() {
 }
 
 // medianOf takes the median of each figure separately.
-func medianOf(ms []measurement) measurement {
-	med := func(f func(measurement) float64) float64 {
+func medianOf(ms []measurement) measurement { return quantileOf(ms, 0.5) }
+
+// quantileOf takes, for each figure separately, the value at quantile q of
+// the runs: 0 the smallest, 1 the largest, 0.5 the median (the mean of the
+// middle two for an even count).
+func quantileOf(ms []measurement, q float64) measurement {
+	pick := func(f func(measurement) float64) float64 {
 		xs := make([]float64, len(ms))
 		for i, m := range ms {
 			xs[i] = f(m)
 		}
-		slices.Sort(xs)
-		if n := len(xs); n%2 == 1 {
-			return xs[n/2]
-		} else {
-			return (xs[n/2-1] + xs[n/2]) / 2
-		}
+		return quantile(xs, q)
 	}
 	return measurement{
 		Ops:       ms[0].Ops,
-		Found:     int64(med(func(m measurement) float64 { return float64(m.Found) })),
-		Elapsed:   time.Duration(med(func(m measurement) float64 { return float64(m.Elapsed) })),
-		OpsPerSec: med(func(m measurement) float64 { return m.OpsPerSec }),
-		P50us:     med(func(m measurement) float64 { return m.P50us }),
-		P95us:     med(func(m measurement) float64 { return m.P95us }),
-		P99us:     med(func(m measurement) float64 { return m.P99us }),
-		P999us:    med(func(m measurement) float64 { return m.P999us }),
-		MaxUs:     med(func(m measurement) float64 { return m.MaxUs }),
+		Found:     int64(pick(func(m measurement) float64 { return float64(m.Found) })),
+		Elapsed:   time.Duration(pick(func(m measurement) float64 { return float64(m.Elapsed) })),
+		OpsPerSec: pick(func(m measurement) float64 { return m.OpsPerSec }),
+		P50us:     pick(func(m measurement) float64 { return m.P50us }),
+		P95us:     pick(func(m measurement) float64 { return m.P95us }),
+		P99us:     pick(func(m measurement) float64 { return m.P99us }),
+		P999us:    pick(func(m measurement) float64 { return m.P999us }),
+		MaxUs:     pick(func(m measurement) float64 { return m.MaxUs }),
 	}
 }
 
-// writeText prints the report: a header, the equalized settings, and one
-// Markdown table per pairing.
-func writeText(w io.Writer, rep *report) {
-	cfg := rep.cfg
-	fmt.Fprintf(w, "bench/compare, %s, %s/%s, %d CPUs (GOMAXPROCS %d), %s", rep.Date, rep.Machine.GOOS, rep.Machine.GOARCH,
-		rep.Machine.NumCPU, rep.Machine.GOMAXPROCS, rep.Machine.Go)
-	if rep.Machine.CPU != "" {
-		fmt.Fprintf(w, ", %s", rep.Machine.CPU)
+// quantile returns the smallest (q 0), largest (q 1) or median (else) of
+// xs, which it sorts.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
 	}
-	fmt.Fprintln(w)
-	if rep.Note != "" {
-		fmt.Fprintln(w, rep.Note)
+	slices.Sort(xs)
+	n := len(xs)
+	switch {
+	case q <= 0:
+		return xs[0]
+	case q >= 1:
+		return xs[n-1]
+	case n%2 == 1:
+		return xs[n/2]
 	}
-	var vers []string
-	for _, e := range rep.Engines {
-		vers = append(vers, e.Name+" "+e.Version)
-	}
-	fmt.Fprintln(w, strings.Join(vers, ", "))
-	fmt.Fprintf(w, "%d keys (%d B keys, %d B values), %d ops per read workload (scan: seeks of %d entries), %d reader(s); ",
-		cfg.num, cfg.keySize, cfg.valueSize, cfg.reads, cfg.scanLength, cfg.threads)
-	if cfg.runs > 1 {
-		fmt.Fprintf(w, "medians of %d runs (engines interleaved)\n", cfg.runs)
-	} else {
-		fmt.Fprintln(w, "one run")
-	}
-	s := cfg.settings
-	fmt.Fprintf(w, "Equal settings: %s blocks, snappy, %d bloom bits/key on every level, %s block cache, %s memtable, L0 compaction at %d tables (stop at %d), level 1 target %s (x%d per level), %s tables, %d open files.\n",
-		kib(int64(s.blockSize)), s.bloomBits, mib(s.cacheSize), mib(int64(s.memtableSize)), s.l0Compaction, s.l0Stop,
-		mib(s.lBaseBytes), s.multiplier, mib(s.tableSize), s.maxOpenFiles)
-	for _, n := range rep.SettingNotes {
-		fmt.Fprintf(w, "  - %s\n", n)
-	}
-
-	for _, p := range rep.Pairings {
-		fmt.Fprintf(w, "\n### %s (%d writer(s) per fill)\n\n", p.Durability, p.Writers)
-		for _, name := range p.Engines {
-			fmt.Fprintf(w, "- %s: %s\n", name, p.Modes[name])
-		}
-		for _, e := range cfg.engines {
-			if why, ok := p.Absent[e.name]; ok {
-				fmt.Fprintf(w, "- %s: not in this pairing: %s\n", e.name, why)
-			}
-		}
-		if len(p.Engines) == 0 {
-			continue
-		}
-		fmt.Fprintln(w)
-		var peers []string
-		for _, name := range p.Engines {
-			if name != bloomkvEngine.name {
-				peers = append(peers, name)
-			}
-		}
-		_, haveBase := p.Medians[bloomkvEngine.name]
-		head := []string{"workload"}
-		align := []string{"---"}
-		for _, name := range p.Engines {
-			head = append(head, name+" ops/s", "p50 µs", "p99 µs")
-			align = append(align, "--:", "--:", "--:")
-		}
-		if haveBase {
-			for _, peer := range peers {
-				head = append(head, "bloomkv/"+peer)
-				align = append(align, "--:")
-			}
-		}
-		fmt.Fprintf(w, "| %s |\n|%s|\n", strings.Join(head, " | "), strings.Join(align, "|"))
-		for _, wl := range cfg.workloads {
-			row := []string{wl}
-			for _, name := range p.Engines {
-				m, ok := p.Medians[name][wl]
-				if !ok {
-					row = append(row, "", "", "")
-					continue
-				}
-				row = append(row, thousands(m.OpsPerSec), latency(m.P50us), latency(m.P99us))
-			}
-			if haveBase {
-				for _, peer := range peers {
-					if r, ok := p.Ratios[wl][peer]; ok {
-						row = append(row, fmt.Sprintf("%.2fx", r))
-					} else {
-						row = append(row, "")
-					}
-				}
-			}
-			fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
-		}
-		fmt.Fprintln(w)
-		for _, name := range p.Engines {
-			for _, r := range p.Runs {
-				if r.Engine != name || r.Settled == nil || r.Run != 1 {
-					continue
-				}
-				fmt.Fprintf(w, "- %s tree for the reads (run 1): %s", name, r.Settled)
-				if r.AfterReads != nil && !slices.Equal(r.AfterReads.TablesPerLevel, r.Settled.TablesPerLevel) {
-					fmt.Fprintf(w, "; after the reads: %s (compacted while reads were timed)", r.AfterReads)
-				}
-				fmt.Fprintln(w)
-			}
-		}
-	}
-	fmt.Fprintf(w, "\nratio = bloomkv ops/s / peer ops/s (above 1: bloomkv is faster). Latencies are per operation; took %.0f s.\n", rep.Seconds)
+	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 func (t *treeShape) String() string {
@@ -294,11 +280,7 @@ func (t *treeShape) String() string {
 			parts = append(parts, fmt.Sprintf("L%d %d", l, n))
 		}
 	}
-	s := fmt.Sprintf("%s tables, %.1f MiB", strings.Join(parts, ", "), float64(t.TableBytes)/(1<<20))
-	if t.OutsideCacheBytes > 0 {
-		s += fmt.Sprintf(", %.2f MiB of filters held outside the block cache", float64(t.OutsideCacheBytes)/(1<<20))
-	}
-	return s
+	return fmt.Sprintf("%s tables, %.1f MiB", strings.Join(parts, ", "), float64(t.TableBytes)/(1<<20))
 }
 
 func writeJSON(path string, rep *report) error {
@@ -404,8 +386,24 @@ func cpuModel() string {
 
 // readCompactionSetting describes the read-triggered compactions of a run.
 func readCompactionSetting(s settings) string {
-	if s.noReadCompactions {
-		return "off where the engine allows (-no_read_compactions): bloomkv and Pebble read the tree the fill left; goleveldb v1.0.0 cannot turn its off"
+	if !s.readCompactions {
+		return "off where the engine allows: bloomkv and Pebble read the tree the settle left; goleveldb v1.0.0 cannot turn its off"
 	}
-	return "on in every engine (each one's default); reads may reshape a tree while they are timed, so the report prints each tree before and after the reads"
+	return "on in every engine (each one's default, -read_compactions); reads may reshape a tree while they are timed, so the report prints each tree before and after the reads and the compactions that ran"
+}
+
+// readReport loads a report written by -json.
+func readReport(path string) (*report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rep report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(rep.Params.Workloads) == 0 {
+		return nil, fmt.Errorf("%s: no params.workloads: written before -report existed (2026-12-04), or not by bench/compare", path)
+	}
+	return &rep, nil
 }

@@ -4,6 +4,7 @@ package main
 // workload on the same tables with filters ignored.
 type comparison struct {
 	Benchmark        string `json:"benchmark"`
+	Round            int    `json:"round"` // 1, 2: the alternating rounds
 	BloomBits        int    `json:"bloom_bits"`
 	DataBlocksPerGet pair   `json:"data_blocks_per_get"`
 	BytesReadPerGet  pair   `json:"bytes_read_per_get"`
@@ -35,28 +36,34 @@ func newPair(with, without *float64) pair {
 func ptr(v float64) *float64 { return &v }
 
 // compareResults pairs each "ignore_filters" result with the result of
-// the same workload that consulted the filters: the "filters" pass of
-// -compare_filters or the "read" pass of the default run. Workload names
-// are unique within a pass.
+// the same workload and round that consulted the filters: the "filters"
+// pass of -compare_filters (whose rounds alternate filters, ignored,
+// filters, ignored) or the "read" pass of the default run (round 0).
+// Workload names are unique within a pass and round.
 func compareResults(results []*result) []comparison {
-	with := map[string]*result{}
+	type key struct {
+		benchmark string
+		round     int
+	}
+	with := map[key]*result{}
 	var without []*result
 	for _, r := range results {
 		switch r.Pass {
 		case "filters", "read":
-			with[r.Benchmark] = r
+			with[key{r.Benchmark, r.Round}] = r
 		case "ignore_filters":
 			without = append(without, r)
 		}
 	}
 	var out []comparison
 	for _, wo := range without {
-		w := with[wo.Benchmark]
+		w := with[key{wo.Benchmark, wo.Round}]
 		if w == nil {
 			continue
 		}
 		out = append(out, comparison{
 			Benchmark:        w.Benchmark,
+			Round:            w.Round,
 			BloomBits:        w.BloomBits,
 			DataBlocksPerGet: newPair(w.DataBlocksPerGet, wo.DataBlocksPerGet),
 			BytesReadPerGet:  newPair(w.BytesReadPerGet, wo.BytesReadPerGet),

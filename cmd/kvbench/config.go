@@ -378,6 +378,12 @@ func (c *config) validate() error {
 		return errors.New("-use_existing_db needs -db")
 	case c.compareFilters && len(c.sweep) > 0:
 		return errors.New("-compare_filters and -sweep are separate studies (a sweep's 0 setting already reads without filters): pick one")
+	case c.compareFilters && c.readCompactions:
+		// Gets in the pass without filters charge tables they would have
+		// skipped, and the compactions that starts change the tables
+		// between the passes: the comparison would no longer read the
+		// same tables.
+		return errors.New("-compare_filters reads the same tables twice: it cannot run with -read_compactions, which lets the reads change them")
 	case c.compareFilters && c.bloomBits < 0:
 		return errors.New("-compare_filters needs tables with filters: -filter_bits 0 (the default) or above")
 	case c.filterPerLevel && c.filterVariant == filter.VariantFuse:

@@ -132,10 +132,12 @@ func loadResults(results []*result) []*result {
 // one workload runs in several.
 func label(r *result) string {
 	switch r.Pass {
-	case "filters":
-		return r.Benchmark + " (filters)"
-	case "ignore_filters":
-		return r.Benchmark + " (filters ignored)"
+	case "filters", "ignore_filters":
+		mode := map[string]string{"filters": "filters", "ignore_filters": "filters ignored"}[r.Pass]
+		if r.Round > 1 {
+			return fmt.Sprintf("%s (%s, round %d)", r.Benchmark, mode, r.Round)
+		}
+		return r.Benchmark + " (" + mode + ")"
 	case "sweep":
 		return fmt.Sprintf("%s (%s)", r.Benchmark, bitsLabel(r.BloomBits))
 	case "filter_sweep":
@@ -307,7 +309,11 @@ func writeComparisons(sb *strings.Builder, cs []comparison, baseline int) bool {
 		t.add("  "+name, fmtFloat(p.Filters, prec), fmtFloat(p.IgnoreFilters, prec), fmtFloat(p.Ratio, 3))
 	}
 	for _, c := range cs {
-		t.add(c.Benchmark, "", "", "")
+		name := c.Benchmark
+		if c.Round > 1 {
+			name += fmt.Sprintf(" (round %d)", c.Round)
+		}
+		t.add(name, "", "", "")
 		row("data blocks/Get", c.DataBlocksPerGet, 3)
 		row("bytes read/Get", c.BytesReadPerGet, 0)
 		row("data blocks/seek", c.DataBlocksPerOp, 3)

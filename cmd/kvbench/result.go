@@ -14,6 +14,9 @@ import (
 type result struct {
 	Benchmark string `json:"benchmark"`
 	Pass      string `json:"pass"` // "load", "filters", "ignore_filters", "sweep" or "filter_sweep"
+	// Round numbers the alternating passes of -compare_filters (filters,
+	// ignored, filters, ignored: rounds 1 and 2); 0 outside them.
+	Round int `json:"round"`
 	// FilterSetting and FilterPolicy name the -filter_sweep entry a result
 	// belongs to ("" outside one); FilterPolicy is "uniform", "per_level",
 	// "skip_last" or "per_level+skip_last".
