@@ -194,7 +194,7 @@ func Start(c Config) (n *Node, err error) {
 			}
 		}
 	}()
-	hl := hclog.New(&hclog.LoggerOptions{Name: "raft", Output: cfg.LogOutput, Level: hclog.LevelFromString(cfg.LogLevel)})
+	hl := newRaftLogger(hclog.New(&hclog.LoggerOptions{Name: "raft", Output: cfg.LogOutput, Level: hclog.LevelFromString(cfg.LogLevel)}))
 
 	n.logs, err = raftstore.Open(filepath.Join(cfg.Dir, "raft"), &raftstore.Options{NoSync: cfg.NoSync, DB: &bloomkv.Options{Logger: cfg.Logger}})
 	if err != nil {
