@@ -47,7 +47,7 @@ func init() {
 		"hello":   {arity: -1, run: cmdHello},
 		"client":  {arity: -2, run: cmdClient},
 		"select":  {arity: 2, run: cmdSelect},
-		"command": {arity: -1, run: func(_ *Node, c redcon.Conn, _ *connState, _ [][]byte) { c.WriteArray(0) }},
+		"command": {arity: -1, run: cmdCommand},
 		"readonly": {arity: 1, run: func(_ *Node, c redcon.Conn, cs *connState, _ [][]byte) {
 			cs.stale = true
 			c.WriteString("OK")
