@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,6 +70,10 @@ type Config struct {
 	SnapshotInterval                                                     time.Duration
 	SnapshotThreshold, TrailingLogs                                      uint64
 
+	// MetricsAddr, if set, is the address to serve metrics on in
+	// Prometheus's text format (docs/server.md, "Metrics").
+	MetricsAddr string
+
 	NoSync    bool         // raft log writes without fsync: tests only
 	Logger    *slog.Logger // default slog.Default()
 	LogOutput io.Writer    // raft's own log (default os.Stderr)
@@ -107,6 +112,9 @@ type Node struct {
 	groups    chan *group
 	reads     readGate
 	metrics   *nodeMetrics
+
+	metricsLn  net.Listener // nil without Config.MetricsAddr
+	metricsSrv *http.Server
 
 	stop   chan struct{}
 	bg     sync.WaitGroup
@@ -194,7 +202,7 @@ func Start(c Config) (n *Node, err error) {
 			}
 		}
 	}()
-	hl := hclog.New(&hclog.LoggerOptions{Name: "raft", Output: cfg.LogOutput, Level: hclog.LevelFromString(cfg.LogLevel)})
+	hl := newRaftLogger(hclog.New(&hclog.LoggerOptions{Name: "raft", Output: cfg.LogOutput, Level: hclog.LevelFromString(cfg.LogLevel)}))
 
 	n.logs, err = raftstore.Open(filepath.Join(cfg.Dir, "raft"), &raftstore.Options{NoSync: cfg.NoSync, DB: &bloomkv.Options{Logger: cfg.Logger}})
 	if err != nil {
@@ -239,7 +247,7 @@ func Start(c Config) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("bloomkv/server: %w", err)
 	}
-	n.raft, err = raft.NewRaft(rc, n.fsm, n.logs, n.logs, snaps, n.trans)
+	n.raft, err = raft.NewRaft(rc, timedFSM{n.fsm, n.metrics.apply}, n.logs, n.logs, snaps, n.trans)
 	if err != nil {
 		return nil, fmt.Errorf("bloomkv/server: %w", err)
 	}
@@ -260,6 +268,13 @@ func Start(c Config) (n *Node, err error) {
 		if err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
 			return nil, fmt.Errorf("bloomkv/server: bootstrap: %w", err)
 		}
+	}
+
+	if cfg.MetricsAddr != "" {
+		if err := n.serveMetrics(); err != nil {
+			return nil, fmt.Errorf("bloomkv/server: metrics on %s: %w", cfg.MetricsAddr, err)
+		}
+		cleanup = append(cleanup, func() { n.metricsSrv.Close() })
 	}
 
 	n.respLn, err = net.Listen("tcp", cfg.Addr)
@@ -329,7 +344,14 @@ func (n *Node) Close() error {
 	var err error
 	n.closed.Do(func() {
 		close(n.stop)
+		if n.metricsSrv != nil {
+			n.metricsSrv.Close()
+		}
 		n.resp.Close()
+		// redcon's Close does nothing if Serve has not yet begun (a Close
+		// right after Start), and Serve would then run on: closing the
+		// listener ends it either way.
+		n.respLn.Close()
 		<-n.respDone
 		err = n.raft.Shutdown().Error()
 		n.bg.Wait()

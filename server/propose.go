@@ -230,7 +230,7 @@ func (n *Node) runReadRounds() {
 		g.mu.Unlock()
 		start := time.Now()
 		r.index, r.at, r.err = n.confirmLeadership()
-		n.metrics.readRound(time.Since(start))
+		n.metrics.readRoundDone(time.Since(start))
 		close(r.done)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bloomkv/bloomkv/server/fsm"
 	"github.com/tidwall/redcon"
@@ -47,7 +48,7 @@ func init() {
 		"hello":   {arity: -1, run: cmdHello},
 		"client":  {arity: -2, run: cmdClient},
 		"select":  {arity: 2, run: cmdSelect},
-		"command": {arity: -1, run: func(_ *Node, c redcon.Conn, _ *connState, _ [][]byte) { c.WriteArray(0) }},
+		"command": {arity: -1, run: cmdCommand},
 		"readonly": {arity: 1, run: func(_ *Node, c redcon.Conn, cs *connState, _ [][]byte) {
 			cs.stale = true
 			c.WriteString("OK")
@@ -111,6 +112,8 @@ func init() {
 type pendingWrite struct {
 	p     *proposal
 	reply replyFunc
+	m     *cmdMetric
+	start time.Time
 }
 
 // serveRESP handles a command and every further command the client has
@@ -132,24 +135,29 @@ func (n *Node) serveRESP(conn redcon.Conn, first redcon.Command) {
 			r, err := n.wait(p.p)
 			if err != nil {
 				conn.WriteError(err.Error())
-				continue
+			} else {
+				p.reply(conn, r)
 			}
-			p.reply(conn, r)
+			p.m.observe(p.start)
 		}
 		pending = pending[:0]
 	}
 	checked := false // a leader check covers the reads since the last write
 	for _, cmd := range cmds {
+		start := time.Now()
 		name := strings.ToLower(string(cmd.Args[0]))
+		m := n.metrics.command(name)
 		spec := commands[name]
 		if spec == nil {
 			flush()
 			conn.WriteError(unknownCommand(cmd.Args))
+			m.observe(start)
 			continue
 		}
 		if (spec.arity > 0 && len(cmd.Args) != spec.arity) || (spec.arity < 0 && len(cmd.Args) < -spec.arity) {
 			flush()
 			conn.WriteError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", name))
+			m.observe(start)
 			continue
 		}
 		switch spec.kind {
@@ -162,23 +170,27 @@ func (n *Node) serveRESP(conn redcon.Conn, first redcon.Command) {
 			if err != nil {
 				flush()
 				conn.WriteError(err.Error())
+				m.observe(start)
 				continue
 			}
-			pending = append(pending, pendingWrite{p: p, reply: reply})
+			pending = append(pending, pendingWrite{p: p, reply: reply, m: m, start: start})
 			checked = false
 		case kindRead:
 			flush()
 			if !cs.stale && !checked {
 				if err := n.readBarrier(); err != nil {
 					conn.WriteError(err.Error())
+					m.observe(start)
 					continue
 				}
 				checked = true
 			}
 			spec.run(n, conn, cs, cmd.Args)
+			m.observe(start)
 		default:
 			flush()
 			spec.run(n, conn, cs, cmd.Args)
+			m.observe(start)
 		}
 	}
 	flush()

@@ -41,6 +41,7 @@ func main() {
 	flag.StringVar(&cfg.Join, "join", "", "client address of a running cluster member to join (new nodes only)")
 	flag.BoolVar(&cfg.StaleReads, "stale-reads", false, "serve reads from this node's state without a leader check (per connection: READONLY)")
 	flag.IntVar(&cfg.MaxBulk, "max-bulk", 16<<20, "longest bulk string a client may send, in bytes")
+	flag.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address at /metrics, e.g. 127.0.0.1:9121 (default: off)")
 	flag.StringVar(&cfg.LogLevel, "log-level", "warn", "raft's log level: trace, debug, info, warn, error")
 	flag.StringVar(&dial, "raft-dial", "", "dial these peers at these addresses instead of their configured ones: id=addr,id=addr,...")
 	flag.DurationVar(&cfg.HeartbeatTimeout, "heartbeat-timeout", 0, "raft's heartbeat timeout (default 1s)")
@@ -83,6 +84,9 @@ func main() {
 		os.Exit(1)
 	}
 	slog.Info("kvserver: serving", "id", n.ID(), "addr", n.Addr(), "raft", n.RaftAddr(), "dir", cfg.Dir)
+	if a := n.MetricsAddr(); a != "" {
+		slog.Info("kvserver: metrics", "url", "http://"+a+"/metrics")
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	<-sig
