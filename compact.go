@@ -219,18 +219,26 @@ func (db *DB) Compact(start, end []byte) error {
 				return db.filterIsStale(v.Version, level, f) || db.tableCompression(f) != db.opts.compressionAt(level)
 			})
 		}
-		var err error
-		for _, c := range cs {
-			if db.closing.Load() {
-				err = ErrClosed
-			} else if err = db.runCompaction(c, v, compactionCause{manual: true}); errors.Is(err, errCompactionAborted) {
-				err = ErrClosed
-			}
-			if err != nil {
-				break
-			}
-		}
+		err := db.runManualCompactions(cs, v)
 		v.unref()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runManualCompactions runs cs in order on v for Compact or RebuildFilters,
+// stopping at the first error; a compaction Close aborted is ErrClosed.
+func (db *DB) runManualCompactions(cs []*compaction.Compaction, v *version) error {
+	for _, c := range cs {
+		if db.closing.Load() {
+			return ErrClosed
+		}
+		err := db.runCompaction(c, v, compactionCause{manual: true})
+		if errors.Is(err, errCompactionAborted) {
+			return ErrClosed
+		}
 		if err != nil {
 			return err
 		}

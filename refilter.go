@@ -1,8 +1,6 @@
 package bloomkv
 
 import (
-	"errors"
-
 	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
@@ -69,17 +67,7 @@ func (db *DB) RebuildFilters() error {
 				cs = append(cs, &compaction.Compaction{Level: level, OutputLevel: level, Inputs: [2][]*manifest.FileMetadata{{f}}})
 			}
 		}
-		var err error
-		for _, c := range cs {
-			if db.closing.Load() {
-				err = ErrClosed
-			} else if err = db.runCompaction(c, v, compactionCause{manual: true}); errors.Is(err, errCompactionAborted) {
-				err = ErrClosed
-			}
-			if err != nil {
-				break
-			}
-		}
+		err := db.runManualCompactions(cs, v)
 		v.unref()
 		if err != nil {
 			return err
