@@ -285,36 +285,14 @@ func recoverMem(t *testing.T, fs *vfs.MemFS, w crashOpenWAL, minP, maxP int) int
 
 // checkOpenImage checks a kill -9 image on the operating system's file
 // system: a read-only open changes nothing and sees batches 1..P with
-// minP <= P <= maxP; a read-write open in the default recovery mode sees
-// the same, keeps working, and survives a reopen.
+// minP <= P <= maxP; then checkImageWritable.
 func checkOpenImage(t *testing.T, what, dir string, w crashOpenWAL, minP, maxP int) {
 	t.Helper()
 	p := checkImageNoWrite(t, what, dir, w, minP)
 	if p > maxP {
 		t.Fatalf("%s: holds batches 1..%d, more than the %d written", what, p, maxP)
 	}
-	db, err := Open(dir, crashOpenOptions(vfs.Default, w))
-	if err != nil {
-		t.Fatalf("%s: Open: %v", what, err)
-	}
-	if got := verifyPrefix(t, db, p, p); got != p {
-		t.Fatalf("%s: read-write open holds 1..%d, read-only 1..%d", what, got, p)
-	}
-	checkInvariants(t, db)
-	if err := db.Write(genBatch(p + 1)); err != nil {
-		t.Fatalf("%s: write after recovery: %v", what, err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err = Open(dir, crashOpenOptions(vfs.Default, w))
-	if err != nil {
-		t.Fatalf("%s: second Open: %v", what, err)
-	}
-	verifyPrefix(t, db, p+1, p+1)
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	checkImageWritable(t, what, vfs.Default, dir, w, p)
 }
 
 // checkImageNoWrite opens the image read-only, checks that it holds batches
@@ -351,7 +329,15 @@ func checkMemImage(t *testing.T, what string, fs *vfs.MemFS, w crashOpenWAL, min
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err = Open("/db", crashOpenOptions(fs, w))
+	checkImageWritable(t, what, fs, "/db", w, p)
+}
+
+// checkImageWritable opens an image that holds batches 1..p read-write in
+// the default recovery mode: it must hold the same, keep working, and
+// survive a reopen.
+func checkImageWritable(t *testing.T, what string, fs vfs.FS, dir string, w crashOpenWAL, p int) {
+	t.Helper()
+	db, err := Open(dir, crashOpenOptions(fs, w))
 	if err != nil {
 		t.Fatalf("%s: Open: %v", what, err)
 	}
@@ -362,6 +348,14 @@ func checkMemImage(t *testing.T, what string, fs *vfs.MemFS, w crashOpenWAL, min
 	if err := db.Write(genBatch(p + 1)); err != nil {
 		t.Fatalf("%s: write after recovery: %v", what, err)
 	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(dir, crashOpenOptions(fs, w))
+	if err != nil {
+		t.Fatalf("%s: second Open: %v", what, err)
+	}
+	verifyPrefix(t, db, p+1, p+1)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
