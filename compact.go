@@ -156,36 +156,11 @@ func (db *DB) Compact(start, end []byte) error {
 	if err := db.Flush(); err != nil {
 		return err
 	}
-	db.mu.Lock()
-	db.mu.manualWaiting++
-	for db.mu.compacting && !db.closing.Load() {
-		db.mu.bgCond.Wait()
-	}
-	db.mu.manualWaiting--
-	if db.closing.Load() {
-		db.mu.Unlock()
-		return ErrClosed
-	}
-	if db.mu.bgErr != nil {
-		err := db.mu.bgErr
-		db.mu.Unlock()
+	release, err := db.claimManualCompaction()
+	if err != nil {
 		return err
 	}
-	db.mu.compacting = true
-	// Close waits for background work through bgWG; a manual compaction
-	// counts as such, so Close cannot release the directory under it. The
-	// Add happens under db.mu with closing unset, so it precedes Close's
-	// Wait (Close sets closing, then takes db.mu).
-	db.bgWG.Add(1)
-	db.mu.Unlock()
-	defer func() {
-		db.mu.Lock()
-		db.mu.compacting = false
-		db.mu.bgCond.Broadcast()
-		db.mu.Unlock()
-		db.deleteObsoleteFiles(false)
-		db.bgWG.Done()
-	}()
+	defer release()
 
 	db.mu.Lock()
 	cur := db.mu.current.Version
@@ -226,6 +201,39 @@ func (db *DB) Compact(start, end []byte) error {
 		}
 	}
 	return nil
+}
+
+// claimManualCompaction waits for the compaction slot and takes it for a
+// manual compaction (Compact, RebuildFilters); release gives it back and
+// collects the files it made obsolete. Close waits for background work
+// through bgWG; a manual compaction counts as such, so Close cannot
+// release the directory under it. The Add happens under db.mu with
+// closing unset, so it precedes Close's Wait (Close sets closing, then
+// takes db.mu).
+func (db *DB) claimManualCompaction() (release func(), err error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.mu.manualWaiting++
+	for db.mu.compacting && !db.closing.Load() {
+		db.mu.bgCond.Wait()
+	}
+	db.mu.manualWaiting--
+	if db.closing.Load() {
+		return nil, ErrClosed
+	}
+	if err := db.mu.bgErr; err != nil {
+		return nil, err
+	}
+	db.mu.compacting = true
+	db.bgWG.Add(1)
+	return func() {
+		db.mu.Lock()
+		db.mu.compacting = false
+		db.mu.bgCond.Broadcast()
+		db.mu.Unlock()
+		db.deleteObsoleteFiles(false)
+		db.bgWG.Done()
+	}, nil
 }
 
 // runManualCompactions runs cs in order on v for Compact or RebuildFilters,

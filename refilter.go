@@ -21,32 +21,11 @@ func (db *DB) RebuildFilters() error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	// The manual-compaction slot, taken as Compact takes it (compact.go).
-	db.mu.Lock()
-	db.mu.manualWaiting++
-	for db.mu.compacting && !db.closing.Load() {
-		db.mu.bgCond.Wait()
-	}
-	db.mu.manualWaiting--
-	if db.closing.Load() {
-		db.mu.Unlock()
-		return ErrClosed
-	}
-	if err := db.mu.bgErr; err != nil {
-		db.mu.Unlock()
+	release, err := db.claimManualCompaction()
+	if err != nil {
 		return err
 	}
-	db.mu.compacting = true
-	db.bgWG.Add(1)
-	db.mu.Unlock()
-	defer func() {
-		db.mu.Lock()
-		db.mu.compacting = false
-		db.mu.bgCond.Broadcast()
-		db.mu.Unlock()
-		db.deleteObsoleteFiles(false)
-		db.bgWG.Done()
-	}()
+	defer release()
 
 	// Shallow levels first: the per-level policy then sees each deeper
 	// level as it stands when its turn comes (each level rewritten spends
