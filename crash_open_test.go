@@ -30,6 +30,7 @@ import (
 	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/bloomkv/bloomkv/vfs"
 )
@@ -103,7 +104,7 @@ func TestCrashOpenKillEveryOperation(t *testing.T) {
 		t.Run(w.name, func(t *testing.T) {
 			root := t.TempDir()
 			live, first := filepath.Join(root, "live"), filepath.Join(root, "first")
-			writeKilledImage(t, vfs.Default, live, w, func() { copyDir(t, live, first) })
+			writeKilledImage(t, vfs.Default, live, w, func() { waitDirQuiet(t, live); copyDir(t, live, first) })
 			if w.mode == WALWriteThrough && w.mmap && logsMapped && !newestLogReserved(t, first) {
 				t.Fatal("the first image's log is not memory-mapped: the sweep would not test reserved space")
 			}
@@ -163,7 +164,7 @@ func TestCrashOpenKillRepeatedly(t *testing.T) {
 		t.Run(w.name, func(t *testing.T) {
 			root := t.TempDir()
 			live, img := filepath.Join(root, "live"), filepath.Join(root, "img0")
-			writeKilledImage(t, vfs.Default, live, w, func() { copyDir(t, live, img) })
+			writeKilledImage(t, vfs.Default, live, w, func() { waitDirQuiet(t, live); copyDir(t, live, img) })
 			p0 := recoverCopy(t, img, filepath.Join(root, "p0"), w, 0, crashOpenBatches)
 			for round := 1; round <= rounds; round++ {
 				// Operations 1-6 are where the new log and the manifest
@@ -390,6 +391,24 @@ func copyDir(t *testing.T, src, dst string) {
 	}
 }
 
+// waitDirQuiet waits until dir stops changing: the first image is copied
+// from an open database, and WaitForCompactions does not wait for the
+// removal of the files the last compaction made obsolete. A copy taken
+// while they go could list a file and then miss it.
+func waitDirQuiet(t *testing.T, dir string) {
+	t.Helper()
+	prev, _ := tryDirDigest(dir)
+	for range 200 {
+		time.Sleep(20 * time.Millisecond)
+		cur, err := tryDirDigest(dir) // a file removed mid-walk: not quiet yet
+		if err == nil && cur == prev {
+			return
+		}
+		prev = cur
+	}
+	t.Fatalf("%s kept changing for 4 s after the writes stopped", dir)
+}
+
 func mustRemoveAll(t *testing.T, dirs ...string) {
 	t.Helper()
 	for _, d := range dirs {
@@ -402,6 +421,14 @@ func mustRemoveAll(t *testing.T, dirs ...string) {
 // dirDigest describes every file under dir by name, size and content.
 func dirDigest(t *testing.T, dir string) string {
 	t.Helper()
+	d, err := tryDirDigest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func tryDirDigest(dir string) (string, error) {
 	var lines []string
 	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -416,10 +443,10 @@ func dirDigest(t *testing.T, dir string) string {
 		return nil
 	})
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	sort.Strings(lines)
-	return fmt.Sprint(lines)
+	return fmt.Sprint(lines), nil
 }
 
 func crcOf(b []byte) uint64 {
