@@ -238,6 +238,7 @@ func (db *DB) Close() error {
 func (db *DB) sstWriterOptions(fileNum uint64, level int, filterBits float64) sstable.WriterOptions {
 	o := sstable.WriterOptions{
 		BlockSize:             db.opts.BlockSize,
+		IndexPartitionSize:    max(0, db.opts.IndexPartitionSize),
 		Compression:           db.opts.compressionAt(level),
 		BloomBitsPerKey:       max(0, db.opts.BloomBitsPerKey),
 		FilterKey:             db.opts.FilterKey,

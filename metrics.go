@@ -481,9 +481,9 @@ func (db *DB) tableFilterStats(f *manifest.FileMetadata) (filterStats, bool) {
 	defer release()
 	p := r.Properties()
 	fs := filterStats{bytes: int64(r.FilterSize()), entries: p.NumEntries, bits: p.BitsPerKey()}
-	if blk, ok := r.Filter(); ok {
-		fs.keys = uint64(blk.NumKeys())
-		fs.fprTheory = blk.TheoreticalFPR()
+	if sum, ok, err := r.FilterSummary(); err == nil && ok {
+		fs.keys = sum.Keys
+		fs.fprTheory = sum.TheoreticalFPR
 	}
 	db.filterStats.Store(fileNum, fs)
 	return fs, true

@@ -161,14 +161,17 @@ func pmOptions(rng *rand.Rand, fs vfs.FS) *Options {
 	o.DisableReadCompactions = rng.IntN(4) == 0
 	// Range filters (issue 27): some tables with, some without.
 	o.RangeFilterBitsPerKey = []float64{0, 2, 10, 20}[rng.IntN(4)]
+	// Issue 25: partitioned index and filters, down to one partition per
+	// data block.
+	o.IndexPartitionSize = []int{-1, 1, 48, 4096}[rng.IntN(4)]
 	return o
 }
 
 func (o *Options) pmDescribe() string {
-	return fmt.Sprintf("FilterKeyName=%q whole=%v mem=%g variant=%d bits=%d/%g/%g perLevel=%v skipLast=%v cache=%d cacheFilters=%v pin=%d ignore=%v block=%d wal=%d mmapOff=%v idle=%s noReadComp=%v rangeFilter=%g",
+	return fmt.Sprintf("FilterKeyName=%q whole=%v mem=%g variant=%d bits=%d/%g/%g perLevel=%v skipLast=%v cache=%d cacheFilters=%v pin=%d ignore=%v block=%d wal=%d mmapOff=%v idle=%s noReadComp=%v rangeFilter=%g partition=%d",
 		o.FilterKeyName, o.FilterWholeKey, o.MemtableFilterRatio, o.FilterVariant, o.BloomBitsPerKey, o.FilterBitsPerKey, o.FilterTargetFPR,
 		o.FilterPerLevel, o.FilterSkipLastLevel, o.BlockCacheSize, o.CacheFilterBlocks, o.FilterPinning, o.IgnoreFilters,
-		o.BlockSize, o.WALMode, o.DisableMmap, o.IdleCompactionDelay, o.DisableReadCompactions, o.RangeFilterBitsPerKey)
+		o.BlockSize, o.WALMode, o.DisableMmap, o.IdleCompactionDelay, o.DisableReadCompactions, o.RangeFilterBitsPerKey, o.IndexPartitionSize)
 }
 
 // pmRun is one seed's state.

@@ -367,6 +367,10 @@ func randomizeOptions(rng *rand.Rand, o *Options) {
 		o.FilterKeyName = []string{"prefix3", "prefix3-renamed"}[rng.IntN(2)]
 	}
 	o.RangeFilterBitsPerKey = []float64{0, 2, 10, 20}[rng.IntN(4)]
+	// Issue 25: partitioned index and filters (1 byte: a partition per
+	// data block), held or in the block cache.
+	o.IndexPartitionSize = []int{-1, 1, 48, 4096}[rng.IntN(4)]
+	o.CacheFilterBlocks = o.BlockCacheSize > 0 && rng.IntN(2) == 0
 }
 
 func slicesDelete(s []string, k string) []string {

@@ -43,6 +43,18 @@ type Options struct {
 	MemtableSize int
 	// BlockSize is the target uncompressed size of a data block (default 4 KiB).
 	BlockSize int
+	// IndexPartitionSize cuts a new table's index into partitions of about
+	// this many bytes, each with a filter partition over the keys of its
+	// data blocks, under a small top-level index (RocksDB's partitioned
+	// index and filters; sstable/partitions.go). Default 4 KiB; negative
+	// writes whole index and filter blocks. A table whose index fits one
+	// partition is written whole either way. With CacheFilterBlocks the
+	// partitions live in the block cache, so that a Get reads one filter
+	// partition and one index partition of a few KB, and index and filter
+	// memory is bounded by BlockCacheSize plus the top-level indexes
+	// (about 0.01 bytes per key); otherwise each open table holds its
+	// partitions, as it holds whole blocks.
+	IndexPartitionSize int
 	// Compression of data blocks (default SnappyCompression), for every
 	// level LevelCompression does not set.
 	Compression Compression
@@ -129,7 +141,9 @@ type Options struct {
 	// Get of an absent key then reads a last-level data block whenever
 	// the key falls in a table's range. Off by default.
 	FilterSkipLastLevel bool
-	// CacheFilterBlocks keeps tables' filter blocks in the block cache,
+	// CacheFilterBlocks keeps tables' filter blocks (and the index and
+	// filter partitions of partitioned tables: IndexPartitionSize) in the
+	// block cache,
 	// charged at their size and evicted like data blocks, instead of
 	// holding each open table's filter in memory from its open (RocksDB's
 	// cache_index_and_filter_blocks): filter memory is then bounded by
@@ -339,6 +353,7 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	setDefault(&r.MemtableSize, 4<<20)
 	setDefault(&r.BlockSize, 4<<10)
+	setDefault(&r.IndexPartitionSize, 4<<10)
 	setDefault(&r.BloomBitsPerKey, 10)
 	setDefault(&r.L0CompactionThreshold, 4)
 	setDefault(&r.L0SlowdownWritesThreshold, 8)

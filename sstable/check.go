@@ -20,17 +20,22 @@ import (
 // tests.
 func (r *Reader) Check() error {
 	c := checker{r: r}
-	if r.footer.hasFilter() {
-		// Read afresh when the filter lives in the block cache: Check
-		// verifies the file, not a copy.
-		if r.cacheFilter {
-			rf, err := r.readFilter(nil)
-			if err != nil {
-				return err
+	if r.hasFilter() {
+		if !r.partitioned() {
+			// Read afresh when the filter lives in the block cache: Check
+			// verifies the file, not a copy. (Partitions are always read
+			// afresh, one by one, by walkPartitions.)
+			if r.cacheFilter {
+				rf, err := r.readFilter(nil)
+				if err != nil {
+					return err
+				}
+				c.filter = &rf.Block
+			} else {
+				c.filter = &r.filter
 			}
-			c.filter = &rf.Block
-		} else {
-			c.filter = &r.filter
+			c.filterVariant, c.filterBlockKeys = c.filter.Variant(), uint64(c.filter.NumKeys())
+			c.filterLoc = location{r.name, kindFilter, r.footer.filter.offset}
 		}
 		c.wholeKeys = r.props.FilterKeyName == "" || r.props.FilterWholeKeys
 		if r.filterMode == filterByExtractor {
@@ -40,10 +45,61 @@ func (r *Reader) Check() error {
 		// of them can be recomputed.
 		c.countable = r.props.FilterKeyName == "" || c.filterKey != nil
 	}
-	if err := c.walkData(); err != nil {
+	var err error
+	if r.partitioned() {
+		err = c.walkPartitions()
+	} else {
+		err = c.walkIndex(r.index, location{r.name, kindIndex, r.footer.index.offset})
+	}
+	if err != nil {
 		return err
 	}
 	return c.compareProperties()
+}
+
+// walkPartitions checks a partitioned table partition by partition: each
+// index partition read from the file, its last key the top-level key, its
+// filter partition holding the keys of its data blocks.
+func (c *checker) walkPartitions() error {
+	r := c.r
+	for i := range r.parts {
+		p := &r.parts[i]
+		if r.hasFilter() {
+			rf, err := r.readFilterAt(p.filter, kindFilterPartition, nil)
+			if err != nil {
+				return err
+			}
+			c.filter = &rf.Block
+			c.filterLoc = location{r.name, kindFilterPartition, p.filter.offset}
+			if i == 0 {
+				c.filterVariant = rf.Variant()
+			} else if rf.Variant() != c.filterVariant {
+				return location{r.name, kindFilterPartition, p.filter.offset}.corruptf("variant %d, partition 0's is %d", rf.Variant(), c.filterVariant)
+			}
+			c.filterBlockKeys += uint64(rf.NumKeys())
+			// The writer's partitions start their filters afresh: a
+			// repeated filter key is added again.
+			c.haveLastFK = false
+			c.newFilter = true
+		}
+		loc := location{r.name, kindIndexPartition, p.index.offset}
+		raw, err := r.readBlock(p.index, kindIndexPartition)
+		if err != nil {
+			return err
+		}
+		b, err := decodeBlock(raw, loc)
+		if err != nil {
+			return err
+		}
+		if err := c.walkIndex(b, loc); err != nil {
+			return err
+		}
+		if !bytes.Equal(c.prevIndexKey, p.key) {
+			return location{r.name, kindIndex, r.footer.index.offset}.corruptf(
+				"partition %d ends with index key %s, the top-level index says %s", i, formatKey(c.prevIndexKey), formatKey(p.key))
+		}
+	}
+	return nil
 }
 
 type checker struct {
@@ -61,23 +117,31 @@ type checker struct {
 	filterKeys    uint64
 	lastFilterKey uint64
 	prevIndexKey  []byte
+	filterLoc     location // the filter block or partition c.filter is
+	// newFilter: the next filter key starts a filter partition.
+	newFilter bool
+	// filterVariant and filterBlockKeys are what the filter block, or
+	// its partitions together, say of themselves.
+	filterVariant   filter.Variant
+	filterBlockKeys uint64
+	expectOffset    uint64 // where the next data block must start
 }
 
-func (c *checker) walkData() error {
+// walkIndex checks the data blocks of one index block (a partition's, or
+// an unpartitioned table's whole index) at loc.
+func (c *checker) walkIndex(index *block, indexLoc location) error {
 	r := c.r
-	indexLoc := location{r.name, kindIndex, r.footer.index.offset}
 	var idx blockIter
-	idx.init(r.index)
-	var expectOffset uint64
+	idx.init(index)
 	for ok := idx.First(); ok; ok = idx.Next() {
 		h, err := r.dataHandle(idx.Key(), idx.Value())
 		if err != nil {
 			return err
 		}
-		if h.offset != expectOffset {
-			return indexLoc.corruptf("data block at %d follows data ending at %d", h.offset, expectOffset)
+		if h.offset != c.expectOffset {
+			return indexLoc.corruptf("data block at %d follows data ending at %d", h.offset, c.expectOffset)
 		}
-		expectOffset = h.end()
+		c.expectOffset = h.end()
 		raw, err := r.readBlock(h, kindData)
 		if err != nil {
 			return err
@@ -173,7 +237,7 @@ func (c *checker) compareProperties() error {
 		return loc.corruptf("key range [%s, %s] differs from the contents [%s, %s]",
 			formatKey(want.SmallestKey), formatKey(want.LargestKey), formatKey(got.SmallestKey), formatKey(got.LargestKey))
 	}
-	if !r.footer.hasFilter() {
+	if !r.hasFilter() {
 		if want.FilterVariant != 0 || want.FilterKeyCount != 0 || want.BitsPerKey() > 0 {
 			return loc.corruptf("describes a filter (variant %d, %d keys, %g bits/key) the table does not have",
 				want.FilterVariant, want.FilterKeyCount, want.BitsPerKey())
@@ -186,11 +250,11 @@ func (c *checker) compareProperties() error {
 	if b := want.FilterBitsPerKey; b > 0 && want.BloomBitsPerKey != max(1, int64(math.Round(b))) {
 		return loc.corruptf("bits per key %d disagrees with the exact %g", want.BloomBitsPerKey, b)
 	}
-	if uint8(c.filter.Variant()) != want.FilterVariant {
-		return loc.corruptf("filter variant %d, the filter block says %d", want.FilterVariant, c.filter.Variant())
+	if uint8(c.filterVariant) != want.FilterVariant {
+		return loc.corruptf("filter variant %d, the filter block says %d", want.FilterVariant, c.filterVariant)
 	}
-	if uint64(c.filter.NumKeys()) != want.FilterKeyCount {
-		return loc.corruptf("filter key count %d, the filter block says %d", want.FilterKeyCount, c.filter.NumKeys())
+	if c.filterBlockKeys != want.FilterKeyCount {
+		return loc.corruptf("filter key count %d, the filter block says %d", want.FilterKeyCount, c.filterBlockKeys)
 	}
 	if c.countable && c.filterKeys != want.FilterKeyCount {
 		return loc.corruptf("filter key count %d, the table holds %d distinct filter keys", want.FilterKeyCount, c.filterKeys)
@@ -202,14 +266,14 @@ func (c *checker) compareProperties() error {
 // ukey (its filter key, its whole key, or both) and counts the distinct
 // additions as the writer does.
 func (c *checker) checkFilterKeys(ukey, ikey []byte) error {
-	r := c.r
 	add := func(key []byte) error {
 		if !c.filter.MayContain(key) {
-			return location{r.name, kindFilter, r.footer.filter.offset}.corruptf("false negative for key %s", formatKey(ikey))
+			return c.filterLoc.corruptf("false negative for key %s", formatKey(ikey))
 		}
-		if h := filter.Hash(key); c.filterKeys == 0 || h != c.lastFilterKey {
+		if h := filter.Hash(key); c.filterKeys == 0 || c.newFilter || h != c.lastFilterKey {
 			c.filterKeys++
 			c.lastFilterKey = h
+			c.newFilter = false
 		}
 		return nil
 	}

@@ -34,6 +34,9 @@
 //	1  everything below but the range-deletion block
 //	2  (FormatVersionRangeDels) version 1 plus a range-deletion block,
 //	   located by properties 25 and 26
+//	3  (FormatVersionPartitioned) a two-level index and a filter cut into
+//	   partitions (partitions.go has the layout), with or without a
+//	   range-deletion block; property 29 counts the partitions
 //
 // A writer uses version 2 only for a table that holds range tombstones
 // (DB.DeleteRange), so every other table is byte for byte a version 1
@@ -139,7 +142,7 @@
 // Numbers are uvarint values filling their record, except BloomBitsPerKey
 // (varint) and FilterBitsPerKey (the 8 bytes of a float64, IEEE 754 bits
 // little-endian); keys and names are raw bytes. Tags 01-20 (decimal) are
-// required; 21 to 28 are optional (written only when set); readers skip
+// required; 21 to 29 are optional (written only when set); readers skip
 // unknown tags, which leaves room for later additions.
 //
 //	01 FormatVersion   08 IndexSize        15 BloomBitsPerKey (as configured)
@@ -162,6 +165,8 @@
 //	   range-filter block's handle; any version)
 //	28 RangeFilterBitsPerKey (a float64 as FilterBitsPerKey: the budget
 //	   the range filter was built with)
+//	29 IndexPartitions (the number of index and filter partitions;
+//	   version 3 tables only)
 //
 // Sizes include trailers; DataSize is where the data blocks end.
 //
@@ -176,7 +181,7 @@
 //	offset  0: index handle       offset uint64 | size uint64
 //	offset 16: filter handle      offset uint64 | size uint64  (0, 0: no filter)
 //	offset 32: properties handle  offset uint64 | size uint64
-//	offset 48: format version     uint32 (1, or 2 with range deletions)
+//	offset 48: format version     uint32 (1; 2 with range deletions; 3 partitioned)
 //	offset 52: crc32c of bytes [0, 52)  uint32
 //	offset 56: magic              "BLOOMSST" (42 4c 4f 4f 4d 53 53 54)
 //

@@ -52,8 +52,12 @@ func (r *Reader) filterBlock(stats *ReadStats) (*filter.Block, error) {
 
 // readFilter reads and decodes the filter block from the file.
 func (r *Reader) readFilter(stats *ReadStats) (*residentFilter, error) {
-	h := r.footer.filter
-	raw, err := r.readBlock(h, kindFilter)
+	return r.readFilterAt(r.footer.filter, kindFilter, stats)
+}
+
+// readFilterAt reads and decodes the filter block or partition at h.
+func (r *Reader) readFilterAt(h blockHandle, kind blockKind, stats *ReadStats) (*residentFilter, error) {
+	raw, err := r.readBlock(h, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +67,7 @@ func (r *Reader) readFilter(stats *ReadStats) (*residentFilter, error) {
 	}
 	b, err := filter.DecodeBlock(raw)
 	if err != nil {
-		return nil, location{r.name, kindFilter, h.offset}.wrapCorruption(err)
+		return nil, location{r.name, kind, h.offset}.wrapCorruption(err)
 	}
 	return &residentFilter{Block: b, size: int64(len(raw))}, nil
 }
@@ -74,8 +78,11 @@ func (r *Reader) readFilter(stats *ReadStats) (*residentFilter, error) {
 // neither does the first (the filter is resident already, or absent).
 // stats counts a read it causes (may be nil).
 func (r *Reader) PinFilter(stats *ReadStats) error {
-	if !r.cacheFilter || !r.footer.hasFilter() || r.pinnedFilter.Load() != nil {
+	if !r.cacheFilter || !r.hasFilter() || r.FilterPinned() {
 		return nil
+	}
+	if r.partitioned() {
+		return r.pinPartitions(stats)
 	}
 	b := r.cache.getFilter(r.fileNum, r.footer.filter.offset)
 	if b == nil {
@@ -101,7 +108,12 @@ func (r *Reader) unpinFilter() {
 	if b := r.pinnedFilter.Swap(nil); b != nil {
 		r.cache.pin(-b.size)
 	}
+	if p := r.pinnedParts.Swap(nil); p != nil {
+		r.cache.pin(-pinnedSize(*p))
+	}
 }
 
 // FilterPinned reports whether the Reader holds a pinned filter.
-func (r *Reader) FilterPinned() bool { return r.pinnedFilter.Load() != nil }
+func (r *Reader) FilterPinned() bool {
+	return r.pinnedFilter.Load() != nil || r.pinnedParts.Load() != nil
+}

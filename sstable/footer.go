@@ -67,8 +67,8 @@ func decodeFooter(b []byte, fileSize uint64, loc location) (footer, error) {
 		props:   handle(footerPropsOff),
 		version: binary.LittleEndian.Uint32(b[footerVersionOff:]),
 	}
-	if f.version != FormatVersion && f.version != FormatVersionRangeDels {
-		return footer{}, loc.corruptf("unsupported format version %d (this build reads %d and %d)", f.version, FormatVersion, FormatVersionRangeDels)
+	if f.version != FormatVersion && f.version != FormatVersionRangeDels && f.version != FormatVersionPartitioned {
+		return footer{}, loc.corruptf("unsupported format version %d (this build reads %d to %d)", f.version, FormatVersion, FormatVersionPartitioned)
 	}
 	limit := fileSize - footerLen
 	check := func(what string, h blockHandle) error {

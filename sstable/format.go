@@ -18,6 +18,14 @@ const (
 	// reading deleted keys back; every other table stays version 1, byte
 	// for byte.
 	FormatVersionRangeDels uint32 = 2
+	// FormatVersionPartitioned is a table whose index is two-level and
+	// whose filter is cut into partitions, one per index partition
+	// (partitions.go has the layout); it may hold range tombstones
+	// (NumRangeDels > 0) or not. Only tables whose index outgrows one
+	// partition are written with it, so that every smaller table keeps
+	// version 1 or 2, byte for byte, and a build that predates partitions
+	// refuses the others instead of reading index partitions as data.
+	FormatVersionPartitioned uint32 = 3
 	// maxRangeDelKey bounds the keys of a range-deletion block (the
 	// engine's MaxKeySize).
 	maxRangeDelKey = 64 << 10
@@ -62,6 +70,20 @@ func appendHandle(dst []byte, h blockHandle) []byte {
 	return binary.AppendUvarint(dst, h.size)
 }
 
+// decodeHandlePrefix decodes the handle at the start of src and returns
+// the bytes it took; ok is false when src does not start with one.
+func decodeHandlePrefix(src []byte) (h blockHandle, n int, ok bool) {
+	off, n1 := binary.Uvarint(src)
+	if n1 <= 0 {
+		return blockHandle{}, 0, false
+	}
+	size, n2 := binary.Uvarint(src[n1:])
+	if n2 <= 0 {
+		return blockHandle{}, 0, false
+	}
+	return blockHandle{offset: off, size: size}, n1 + n2, true
+}
+
 // decodeHandle decodes an index-block value, which must be exactly two
 // uvarints. ok is false otherwise.
 func decodeHandle(src []byte) (h blockHandle, ok bool) {
@@ -87,6 +109,8 @@ const (
 	kindFooter
 	kindRangeDel
 	kindRangeFilter
+	kindIndexPartition
+	kindFilterPartition
 )
 
 func (k blockKind) String() string {
@@ -105,6 +129,10 @@ func (k blockKind) String() string {
 		return "range-deletion block"
 	case kindRangeFilter:
 		return "range-filter block"
+	case kindIndexPartition:
+		return "index partition"
+	case kindFilterPartition:
+		return "filter partition"
 	}
 	return "unknown block"
 }

@@ -18,6 +18,11 @@ const (
 	FooterBlock      = BlockKind(kindFooter)
 	RangeDelBlock    = BlockKind(kindRangeDel)
 	RangeFilterBlock = BlockKind(kindRangeFilter)
+	// IndexPartitionBlock and FilterPartitionBlock are the second level
+	// of a partitioned table's index and its filter partitions
+	// (FormatVersionPartitioned); IndexBlock is then the top-level index.
+	IndexPartitionBlock  = BlockKind(kindIndexPartition)
+	FilterPartitionBlock = BlockKind(kindFilterPartition)
 )
 
 // String returns the name error messages use, e.g. "data block".
@@ -63,9 +68,16 @@ func (r *Reader) Layout() ([]BlockInfo, error) {
 	if r.closed.Load() {
 		return nil, fmt.Errorf("bloomkv/sstable: %s: reader is closed", r.name)
 	}
-	blocks := make([]BlockInfo, 0, r.index.numEntries+4)
-	var idx blockIter
-	idx.init(r.index)
+	blocks := make([]BlockInfo, 0, int(r.props.NumDataBlocks)+2*len(r.parts)+6)
+	for _, p := range r.parts {
+		blocks = append(blocks, BlockInfo{Kind: IndexPartitionBlock, Offset: p.index.offset, Size: p.index.size})
+		if r.hasFilter() {
+			blocks = append(blocks, BlockInfo{Kind: FilterPartitionBlock, Offset: p.filter.offset, Size: p.filter.size})
+		}
+	}
+	// Index partitions read from the file do not fill the cache.
+	var idx indexIter
+	idx.init(r, false, nil)
 	for ok := idx.First(); ok; ok = idx.Next() {
 		h, err := r.dataHandle(idx.Key(), idx.Value())
 		if err != nil {
@@ -77,6 +89,9 @@ func (r *Reader) Layout() ([]BlockInfo, error) {
 			Size:     h.size,
 			IndexKey: append([]byte(nil), idx.Key()...),
 		})
+	}
+	if idx.err != nil {
+		return nil, idx.err
 	}
 	ft := r.footer
 	if ft.hasFilter() {

@@ -52,6 +52,12 @@ type WriterOptions struct {
 	// key, in [filter.MinRangeBitsPerKey, filter.MaxRangeBitsPerKey].
 	// Reader.RangeMayMatch consults it.
 	RangeFilterBitsPerKey float64
+	// IndexPartitionSize, when > 0, cuts the index into partitions of
+	// about this many bytes (uncompressed), each with its own filter
+	// partition over the keys of its data blocks, under a top-level index
+	// (FormatVersionPartitioned; partitions.go). A table whose index fits
+	// one partition is written unpartitioned. 0 never partitions.
+	IndexPartitionSize int
 	// FileNum and DBID are recorded in the properties so that a reader can
 	// tell the table from any other (see Reader.CheckIdentity). Optional.
 	FileNum uint64
@@ -80,6 +86,8 @@ func (o WriterOptions) validate() error {
 		return fmt.Errorf("bloomkv/sstable: WriterOptions.FilterKey is set but FilterKeyName is empty")
 	case o.RangeFilterBitsPerKey != 0 && !(o.RangeFilterBitsPerKey >= filter.MinRangeBitsPerKey && o.RangeFilterBitsPerKey <= filter.MaxRangeBitsPerKey):
 		return fmt.Errorf("bloomkv/sstable: WriterOptions.RangeFilterBitsPerKey %v outside [%d, %d]", o.RangeFilterBitsPerKey, filter.MinRangeBitsPerKey, filter.MaxRangeBitsPerKey)
+	case o.IndexPartitionSize < 0:
+		return fmt.Errorf("bloomkv/sstable: WriterOptions.IndexPartitionSize %d is negative", o.IndexPartitionSize)
 	case !(o.FilterBitsPerKey >= 0 && o.FilterBitsPerKey <= filter.MaxBlockBitsPerKey):
 		return fmt.Errorf("bloomkv/sstable: WriterOptions.FilterBitsPerKey %v outside [0, %d]", o.FilterBitsPerKey, filter.MaxBlockBitsPerKey)
 	}

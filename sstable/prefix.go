@@ -1,5 +1,7 @@
 package sstable
 
+import "github.com/bloomkv/bloomkv/filter"
+
 // PrefixMayMatch reports whether the table may hold a key whose filter key
 // (the reader's FilterKey of it) is prefix, and whether a filter answered.
 // A table built over the same extractor is probed with prefix; a table
@@ -13,13 +15,21 @@ func (r *Reader) PrefixMayMatch(prefix []byte, stats *ReadStats) (may, filtered 
 	if r.prefixProbe == probeNone {
 		return true, false
 	}
-	flt, err := r.filterBlock(stats)
+	var err error
+	if r.partitioned() {
+		may, err = r.partitionsMayContainPrefix(prefix, stats)
+	} else {
+		var flt *filter.Block
+		if flt, err = r.filterBlock(stats); err == nil {
+			may = flt.MayContain(prefix)
+		}
+	}
 	if err != nil {
 		// The filter cannot answer; the table's data blocks will, and
 		// report damage there if there is any.
 		return true, false
 	}
-	if flt.MayContain(prefix) {
+	if may {
 		return true, true
 	}
 	if stats != nil {

@@ -56,6 +56,11 @@ type Properties struct {
 	// tables without a range filter do not carry them.
 	RangeFilterOffset, RangeFilterSize uint64
 	RangeFilterBitsPerKey              float64
+	// IndexPartitions is the number of index partitions (and of filter
+	// partitions, when the table has a filter) of a table of
+	// FormatVersionPartitioned; 0 for every other table. IndexSize and
+	// FilterSize then count every partition and the top-level index.
+	IndexPartitions uint64
 }
 
 // BitsPerKey returns the bits per key the table's filter was built with:
@@ -101,12 +106,13 @@ const (
 	tagNumRangeDels
 	tagRangeFilterHandle
 	tagRangeFilterBitsPerKey
+	tagIndexPartitions
 	numPropertyTags = iota
 )
 
 // optionalPropertyTags may be absent: they are newer than the format and
 // written only when set. Every other known tag is required.
-const optionalPropertyTags = 8
+const optionalPropertyTags = 9
 
 // propertyField binds a tag to a field. kind is 'u' (uvarint), 'i' (zigzag
 // varint), 'b' (raw bytes) or 'f' (a float64's IEEE 754 bits, uint64 LE).
@@ -162,6 +168,7 @@ func (p *Properties) fields(s *propertyScratch) []propertyField {
 		{tag: tagNumRangeDels, name: "NumRangeDels", kind: 'u', u: &p.NumRangeDels, optional: true},
 		{tag: tagRangeFilterHandle, name: "RangeFilterHandle", kind: 'b', b: &s.rangeFilterHandle, optional: true},
 		{tag: tagRangeFilterBitsPerKey, name: "RangeFilterBitsPerKey", kind: 'f', f: &p.RangeFilterBitsPerKey, optional: true},
+		{tag: tagIndexPartitions, name: "IndexPartitions", kind: 'u', u: &p.IndexPartitions, optional: true},
 	}
 }
 
@@ -337,6 +344,9 @@ func (p *Properties) String() string {
 	}
 	if p.NumRangeDels > 0 {
 		fmt.Fprintf(&sb, "range deletions:    %d (block at %d, %d bytes)\n", p.NumRangeDels, p.RangeDelOffset, p.RangeDelSize)
+	}
+	if p.IndexPartitions > 0 {
+		fmt.Fprintf(&sb, "partitions:         %d (index and filter)\n", p.IndexPartitions)
 	}
 	if p.FileNum != 0 || len(p.DBID) > 0 {
 		fmt.Fprintf(&sb, "identity:           file %06d of database %q\n", p.FileNum, p.DBID)

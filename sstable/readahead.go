@@ -52,7 +52,7 @@ func (r *Reader) NewCompactionIter() base.InternalIterator {
 
 func (r *Reader) newReadaheadIter(size int) *tableIter {
 	it := &tableIter{r: r, ra: &readahead{r: r, max: size, next: min(size, initialReadahead)}}
-	it.index.init(r.index)
+	it.index.init(r, false, nil)
 	return it
 }
 

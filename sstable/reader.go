@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/golang/snappy"
 
@@ -36,6 +37,17 @@ type Reader struct {
 	// rangeFilter is the table's range filter (nil: none), decoded at Open
 	// and held for the Reader's life (rangefilter.go).
 	rangeFilter *filter.RangeFilter
+
+	// parts is a partitioned table's top-level index, decoded
+	// (partitions.go); nil for any other table. residentIndex and
+	// residentFilters hold its partitions when the Reader keeps them for
+	// its life (without CacheFilters); filterBytes is the resident filter
+	// partitions' size; pinnedParts the filter partitions PinFilter pins.
+	parts           []partition
+	residentIndex   []*block
+	residentFilters []filter.Block
+	filterBytes     int
+	pinnedParts     atomic.Pointer[[]*residentFilter]
 
 	filterData []byte
 	filter     filter.Block
@@ -149,10 +161,19 @@ func (r *Reader) open(o ReaderOptions) error {
 	if r.index, err = decodeBlock(raw, indexLoc); err != nil {
 		return err
 	}
-	if uint64(r.index.numEntries) != r.props.NumDataBlocks {
+	cacheMeta := o.CacheFilters && o.Cache != nil
+	if ft.version == FormatVersionPartitioned {
+		if err := r.decodePartitions(); err != nil {
+			return err
+		}
+		if err := r.loadResidentPartitions(cacheMeta); err != nil {
+			return err
+		}
+	} else if uint64(r.index.numEntries) != r.props.NumDataBlocks {
 		return indexLoc.corruptf("%d entries for %d data blocks", r.index.numEntries, r.props.NumDataBlocks)
+	} else {
+		r.index.buildRestartPrefixes()
 	}
-	r.index.buildRestartPrefixes()
 
 	if r.props.NumRangeDels > 0 {
 		h := blockHandle{r.props.RangeDelOffset, r.props.RangeDelSize}
@@ -172,9 +193,9 @@ func (r *Reader) open(o ReaderOptions) error {
 		return err
 	}
 
-	if ft.hasFilter() {
-		r.cacheFilter = o.CacheFilters && o.Cache != nil
-		if !r.cacheFilter {
+	if r.hasFilter() {
+		r.cacheFilter = cacheMeta
+		if !r.cacheFilter && !r.partitioned() {
 			if r.filterData, err = r.readOpenBlock(ft.filter, kindFilter); err != nil {
 				return err
 			}
@@ -261,17 +282,34 @@ func (r *Reader) checkPropertiesAgainstFooter(loc location) error {
 	if p.FormatVersion != ft.version {
 		return loc.corruptf("format version %d disagrees with the footer's %d", p.FormatVersion, ft.version)
 	}
-	if p.IndexSize != ft.index.size+blockTrailerLen {
-		return loc.corruptf("index size %d disagrees with the footer's handle (%d + trailer)", p.IndexSize, ft.index.size)
+	partitioned := ft.version == FormatVersionPartitioned
+	if (p.IndexPartitions > 0) != partitioned {
+		return loc.corruptf("%d index partitions in a table of format version %d", p.IndexPartitions, ft.version)
 	}
-	wantFilter := uint64(0)
-	if ft.hasFilter() {
-		wantFilter = ft.filter.size + blockTrailerLen
+	if partitioned {
+		// decodePartitions checks the sizes against the partitions.
+		if ft.hasFilter() {
+			return loc.corruptf("a partitioned table with a whole filter block at %d", ft.filter.offset)
+		}
+		if p.IndexSize < ft.index.size+blockTrailerLen {
+			return loc.corruptf("index size %d is less than the top-level index's %d + trailer", p.IndexSize, ft.index.size)
+		}
+		if (p.FilterSize > 0) != (p.FilterVariant != 0) {
+			return loc.corruptf("filter size %d with filter variant %d", p.FilterSize, p.FilterVariant)
+		}
+	} else {
+		if p.IndexSize != ft.index.size+blockTrailerLen {
+			return loc.corruptf("index size %d disagrees with the footer's handle (%d + trailer)", p.IndexSize, ft.index.size)
+		}
+		wantFilter := uint64(0)
+		if ft.hasFilter() {
+			wantFilter = ft.filter.size + blockTrailerLen
+		}
+		if p.FilterSize != wantFilter {
+			return loc.corruptf("filter size %d disagrees with the footer's %d", p.FilterSize, wantFilter)
+		}
 	}
-	if p.FilterSize != wantFilter {
-		return loc.corruptf("filter size %d disagrees with the footer's %d", p.FilterSize, wantFilter)
-	}
-	if (p.NumRangeDels > 0) != (ft.version == FormatVersionRangeDels) {
+	if !partitioned && (p.NumRangeDels > 0) != (ft.version == FormatVersionRangeDels) {
 		return loc.corruptf("%d range deletions in a table of format version %d", p.NumRangeDels, ft.version)
 	}
 	// Data blocks come first, so every metadata block starts at or after
@@ -489,7 +527,7 @@ func (r *Reader) Properties() *Properties { return &r.props }
 // CacheFilters it is found in the block cache or read (then cached); a
 // read error returns an empty Block and false.
 func (r *Reader) Filter() (filter.Block, bool) {
-	if !r.footer.hasFilter() {
+	if !r.footer.hasFilter() { // none, or partitioned: see FilterSummary
 		return filter.Block{}, false
 	}
 	b, err := r.filterBlock(nil)
@@ -502,10 +540,13 @@ func (r *Reader) Filter() (filter.Block, bool) {
 // FilterSize returns the bytes of the table's filter block (0 without
 // one), whether or not they are in memory.
 func (r *Reader) FilterSize() int {
-	if !r.footer.hasFilter() {
-		return 0
+	switch {
+	case r.footer.hasFilter():
+		return int(r.footer.filter.size)
+	case r.hasFilter():
+		return int(r.props.FilterSize) - blockTrailerLen*len(r.parts)
 	}
-	return int(r.footer.filter.size)
+	return 0
 }
 
 // FilterUsable reports whether Get can probe the filter with this reader's
@@ -519,7 +560,10 @@ func (r *Reader) FilterMemory() int {
 	if b := r.pinnedFilter.Load(); b != nil {
 		return int(b.size)
 	}
-	return len(r.filterData)
+	if p := r.pinnedParts.Load(); p != nil {
+		return int(pinnedSize(*p))
+	}
+	return len(r.filterData) + r.filterBytes
 }
 
 // OpenBytes returns the bytes Open read from the file: the footer and the
@@ -528,7 +572,20 @@ func (r *Reader) FilterMemory() int {
 func (r *Reader) OpenBytes() uint64 { return r.openRead }
 
 // IndexMemory returns the bytes held in memory for the index block.
-func (r *Reader) IndexMemory() int { return len(r.index.data) + r.index.prefixesMemory() }
+// For a partitioned table: the top-level index, and the index
+// partitions the Reader holds (without CacheFilters; with it they live in
+// the block cache).
+func (r *Reader) IndexMemory() int {
+	n := len(r.index.data) + r.index.prefixesMemory() + len(r.parts)*int(partitionOverhead)
+	for i, b := range r.residentIndex {
+		n += len(b.data) + b.prefixesMemory() + len(r.parts[i].key)
+	}
+	return n
+}
+
+// partitionOverhead is the memory of a decoded top-level index entry
+// beyond its key: the partition struct.
+const partitionOverhead = unsafe.Sizeof(partition{})
 
 // FileNum returns the table's file number.
 func (r *Reader) FileNum() uint64 { return r.fileNum }

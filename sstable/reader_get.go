@@ -11,7 +11,7 @@ import (
 // from the block cache allocates nothing.
 type getState struct {
 	search []byte
-	index  blockIter
+	index  indexIter
 	data   blockIter
 }
 
@@ -55,11 +55,11 @@ func (r *Reader) getSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStat
 		if r.getProbe == probeFilterKey {
 			fk = r.filterKey(ukey)
 		}
-		flt, err := r.filterBlock(stats)
+		may, err := r.mayContain(ukey, fk, stats)
 		if err != nil {
 			return nil, 0, 0, false, BlockRef{}, err
 		}
-		if !flt.MayContain(fk) {
+		if !may {
 			if stats != nil {
 				stats.FilterNegatives.Add(1)
 			}
@@ -79,7 +79,7 @@ func (r *Reader) getSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStat
 	// at seq; seeking to all versions tells us whether the table holds ukey
 	// at all, which false-positive counting needs.
 	st.search = base.AppendInternalKey(st.search[:0], ukey, base.MaxSeq, base.KindSeek)
-	st.index.init(r.index)
+	st.index.init(r, true, stats)
 	sawKey := false
 	valid := st.index.SeekGE(st.search)
 	for first := true; valid; first = false {
@@ -129,8 +129,24 @@ func (r *Reader) getSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStat
 			b.release()
 		}
 	}
+	if err := st.index.err; err != nil {
+		return nil, 0, 0, false, BlockRef{}, err
+	}
 	if filtered && !sawKey && stats != nil {
 		stats.FilterFalsePositives.Add(1)
 	}
 	return nil, 0, 0, false, BlockRef{}, nil
+}
+
+// mayContain probes the filter that covers ukey with fk (ukey or its
+// filter key): the table's filter block, or its partitions for ukey.
+func (r *Reader) mayContain(ukey, fk []byte, stats *ReadStats) (bool, error) {
+	if r.partitioned() {
+		return r.partitionsMayContain(ukey, fk, stats)
+	}
+	flt, err := r.filterBlock(stats)
+	if err != nil {
+		return false, err
+	}
+	return flt.MayContain(fk), nil
 }

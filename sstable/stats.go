@@ -30,6 +30,10 @@ type ReadStats struct {
 	// block cache did not hold them (ReaderOptions.CacheFilters); their
 	// bytes are in BytesRead.
 	FilterBlockReads atomic.Uint64
+	// IndexBlockReads counts index partitions read from the file because
+	// the block cache did not hold them (partitioned tables with
+	// CacheFilters); their bytes are in BytesRead.
+	IndexBlockReads atomic.Uint64
 	// Range filters (iterators; Reader.RangeMayMatch): tables whose range
 	// filter was asked about a bounded seek, those it ruled out (no block
 	// read), and those it let through that held no key in the range.

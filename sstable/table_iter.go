@@ -15,7 +15,7 @@ type tableIter struct {
 	fillCache bool
 	stats     *ReadStats // data blocks and bytes the iterator reads; may be nil
 	ra        *readahead // compaction inputs: blocks come from it (readahead.go)
-	index     blockIter
+	index     indexIter
 	data      blockIter
 	err       error
 	closed    bool
@@ -41,8 +41,8 @@ func (r *Reader) NewIter(fillCache bool) base.InternalIterator {
 // cache or the file) and the bytes it reads from the file in stats.
 func (r *Reader) NewIterWithStats(fillCache bool, stats *ReadStats) base.InternalIterator {
 	it := &tableIter{r: r, fillCache: fillCache, stats: stats}
-	it.index.key, it.data.key = it.keyArr[0][:0], it.keyArr[1][:0]
-	it.index.init(r.index)
+	it.index.iter.key, it.data.key = it.keyArr[0][:0], it.keyArr[1][:0]
+	it.index.init(r, fillCache, stats)
 	return it
 }
 
@@ -72,16 +72,16 @@ func (r *Reader) ReuseIterReleasing(prev base.InternalIterator, fillCache bool, 
 	}
 	// Keep key buffers that outgrew keyArr: the next table's keys are
 	// likely as long.
-	ik, dk := it.index.key[:0], it.data.key[:0]
+	ik, dk := it.index.iter.key[:0], it.data.key[:0]
 	*it = tableIter{r: r, fillCache: fillCache, stats: stats, counted: true}
-	it.index.key, it.data.key = it.keyArr[0][:0], it.keyArr[1][:0]
+	it.index.iter.key, it.data.key = it.keyArr[0][:0], it.keyArr[1][:0]
 	if cap(ik) > len(it.keyArr[0]) {
-		it.index.key = ik
+		it.index.iter.key = ik
 	}
 	if cap(dk) > len(it.keyArr[1]) {
 		it.data.key = dk
 	}
-	it.index.init(r.index)
+	it.index.init(r, fillCache, stats)
 	return it
 }
 
@@ -126,6 +126,7 @@ func (it *tableIter) loadBlock() bool {
 func (it *tableIter) forward(ok bool) bool {
 	for !ok {
 		if !it.index.Next() || !it.loadBlock() {
+			it.noteIndexErr()
 			it.exhausted()
 			return false
 		}
@@ -147,12 +148,21 @@ func (it *tableIter) exhausted() {
 func (it *tableIter) backward(ok bool) bool {
 	for !ok {
 		if !it.index.Prev() || !it.loadBlock() {
+			it.noteIndexErr()
 			it.exhausted()
 			return false
 		}
 		ok = it.data.Last()
 	}
 	return true
+}
+
+// noteIndexErr makes a failure to load an index partition the iterator's
+// error (a move that merely ran off the index leaves it nil).
+func (it *tableIter) noteIndexErr() {
+	if it.err == nil {
+		it.err = it.index.err
+	}
 }
 
 // usable reports whether a positioning call may proceed.
@@ -174,6 +184,7 @@ func (it *tableIter) SeekGE(ikey []byte) bool {
 	// The first block whose index key is >= ikey holds the answer, or the
 	// answer starts the next block.
 	if !it.index.SeekGE(ikey) || !it.loadBlock() {
+		it.noteIndexErr()
 		it.clearData()
 		return false
 	}
@@ -186,7 +197,8 @@ func (it *tableIter) SeekLT(ikey []byte) bool {
 	}
 	// Every block before the first one whose index key is >= ikey holds only
 	// keys < ikey, so the answer is in that block or the one before it.
-	if !it.index.SeekGE(ikey) && !it.index.Last() {
+	if !it.index.SeekGE(ikey) && (it.index.err != nil || !it.index.Last()) {
+		it.noteIndexErr()
 		it.clearData()
 		return false
 	}
@@ -201,6 +213,7 @@ func (it *tableIter) First() bool {
 		return false
 	}
 	if !it.index.First() || !it.loadBlock() {
+		it.noteIndexErr()
 		it.clearData()
 		return false
 	}
@@ -212,6 +225,7 @@ func (it *tableIter) Last() bool {
 		return false
 	}
 	if !it.index.Last() || !it.loadBlock() {
+		it.noteIndexErr()
 		it.clearData()
 		return false
 	}

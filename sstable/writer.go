@@ -57,6 +57,10 @@ type Writer struct {
 	compressed    []byte          // reused snappy output buffer
 	scratch       []byte          // separators and handles
 	handleScratch []byte
+	// parts are the partitions cut so far (WriterOptions.IndexPartitionSize;
+	// partitions.go): index and filter hold the current one. Finish
+	// writes them after the data blocks.
+	parts []writerPartition
 }
 
 // NewWriter returns a Writer that writes a table to f. Option errors are
@@ -73,17 +77,8 @@ func NewWriter(f vfs.File, o WriterOptions) *Writer {
 		index: newBlockBuilder(1), // every index key whole: index keys are short and few
 		err:   o.validate(),
 	}
-	bits := o.filterBits()
-	if w.err == nil && bits > 0 {
-		variant := o.FilterVariant
-		if variant == 0 {
-			variant = filter.VariantStandard
-		}
-		fb, err := filter.NewBlockBuilderBits(bits, variant)
-		if err != nil {
-			w.err = fmt.Errorf("bloomkv/sstable: %w", err)
-		}
-		w.filter = fb
+	if w.err == nil && o.filterBits() > 0 {
+		w.filter, w.err = w.newFilterBuilder()
 	}
 	if w.err == nil && o.RangeFilterBitsPerKey > 0 {
 		w.rangeFilter, w.err = filter.NewRangeFilterBuilder(o.RangeFilterBitsPerKey, true)
@@ -107,6 +102,20 @@ func NewWriter(f vfs.File, o WriterOptions) *Writer {
 		w.props.BloomBitsPerKey = max(1, int64(math.Round(o.FilterBitsPerKey)))
 	}
 	return w
+}
+
+// newFilterBuilder returns a builder for the table's filter block, or for
+// its next filter partition.
+func (w *Writer) newFilterBuilder() (*filter.BlockBuilder, error) {
+	variant := w.opts.FilterVariant
+	if variant == 0 {
+		variant = filter.VariantStandard
+	}
+	fb, err := filter.NewBlockBuilderBits(w.opts.filterBits(), variant)
+	if err != nil {
+		return nil, fmt.Errorf("bloomkv/sstable: %w", err)
+	}
+	return fb, nil
 }
 
 // errFinished is returned by calls after Finish or Abort.
@@ -187,6 +196,9 @@ func (w *Writer) addIndexEntry(sep []byte) {
 	w.handleScratch = appendHandle(w.handleScratch[:0], w.pending)
 	w.index.add(sep, w.handleScratch)
 	w.pendingIndex = false
+	if w.opts.IndexPartitionSize > 0 && w.index.estimatedSize() >= w.opts.IndexPartitionSize {
+		w.cutPartition(sep)
+	}
 }
 
 func (w *Writer) flushDataBlock() {
@@ -305,6 +317,13 @@ func (w *Writer) writeMeta() {
 		w.scratch = appendSuccessor(w.scratch[:0], w.lastKey)
 		w.addIndexEntry(w.scratch)
 	}
+	if len(w.parts) > 0 {
+		if !w.index.empty() {
+			w.cutPartition(w.scratch)
+		}
+		w.writeTail(w.writePartitions())
+		return
+	}
 	var ft footer
 	ft.version = FormatVersion
 	if w.filter != nil {
@@ -317,6 +336,13 @@ func (w *Writer) writeMeta() {
 	w.writeRangeFilter()
 	ft.index = w.writeBlock(w.index.finish(), w.opts.Compression)
 	w.props.IndexSize = ft.index.size + blockTrailerLen
+	w.writeTail(ft)
+}
+
+// writeTail writes what follows the index and filter blocks: the
+// range-deletion block, the properties and the footer ft, whose index and
+// filter handles are set.
+func (w *Writer) writeTail(ft footer) {
 	if w.props.NumEntries > 0 {
 		w.props.SmallestKey = append([]byte(nil), w.smallest...)
 		w.props.LargestKey = append([]byte(nil), w.lastKey...)
@@ -325,9 +351,11 @@ func (w *Writer) writeMeta() {
 		h := w.writeBlock(rangedel.Encode(nil, w.rangeDels), w.opts.Compression)
 		w.props.RangeDelOffset, w.props.RangeDelSize = h.offset, h.size
 		w.props.NumRangeDels = uint64(rangedel.NewList(w.rangeDels).Len())
-		w.props.FormatVersion = FormatVersionRangeDels
-		ft.version = FormatVersionRangeDels
+		if ft.version == FormatVersion {
+			ft.version = FormatVersionRangeDels
+		}
 	}
+	w.props.FormatVersion = ft.version
 	ft.props = w.writeBlock(w.props.encode(), NoCompression)
 	w.write(ft.encode())
 }

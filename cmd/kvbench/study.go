@@ -171,6 +171,7 @@ func (s *study) options(bits int, ignoreFilters bool) *bloomkv.Options {
 		FilterPerLevel:      s.setting.PerLevel,
 		FilterSkipLastLevel: s.setting.SkipLast,
 		CacheFilterBlocks:   s.cfg.cacheFilters,
+		IndexPartitionSize:  s.cfg.partitionSize,
 		FilterPinning:       s.cfg.filterPinning,
 		BlockCacheSize:      s.cfg.cacheSize, // resolved: never 0
 		WALMode:             s.cfg.walMode,

@@ -74,8 +74,10 @@ func verifyTable(fs vfs.FS, path string, num uint64, size int64, id *sstable.Ide
 	}
 	defer r.Close()
 	c := tableContents{props: *r.Properties(), filter: filterNone}
-	if fb, ok := r.Filter(); ok {
-		c.bitsPerKey = fb.BitsPerKey()
+	if fs, ok, err := r.FilterSummary(); err != nil {
+		return tableContents{}, err
+	} else if ok {
+		c.bitsPerKey = fs.BitsPerKey()
 		if r.FilterUsable() {
 			c.filter = filterVerified
 		} else {

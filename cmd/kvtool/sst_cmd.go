@@ -73,7 +73,7 @@ type tableScan struct {
 // probes a whole-key filter with every distinct user key.
 func scanTable(r *sstable.Reader, data []sstable.BlockInfo) tableScan {
 	s := tableScan{blockEntries: make([]uint64, len(data)), blockRawBytes: make([]uint64, len(data))}
-	fb, hasFilter := r.Filter()
+	_, hasFilter, _ := r.FilterSummary()
 	probe := hasFilter && r.FilterUsable() && r.Properties().FilterKeyName == ""
 	it := r.NewIter(false)
 	defer it.Close()
@@ -96,7 +96,7 @@ func scanTable(r *sstable.Reader, data []sstable.BlockInfo) tableScan {
 		prevUser = append(prevUser[:0], uk...)
 		if probe {
 			s.probed++
-			if !fb.MayContain(uk) {
+			if may, err := r.FilterMayContain(uk, uk); err == nil && !may {
 				if s.missing == 0 {
 					s.firstMissing = append([]byte(nil), k...)
 				}
@@ -114,9 +114,8 @@ func scanTable(r *sstable.Reader, data []sstable.BlockInfo) tableScan {
 // with random 16-byte filter keys, which collide with a real one with
 // negligible probability.
 func measureFPR(r *sstable.Reader) (rate float64, n int, err error) {
-	fb, ok := r.Filter()
-	if !ok {
-		return 0, 0, nil
+	if _, ok, err := r.FilterSummary(); !ok || err != nil {
+		return 0, 0, err
 	}
 	wholeKey := r.Properties().FilterKeyName == ""
 	rng := rand.New(rand.NewPCG(0x6b76746f6f6c, 1)) // fixed: runs are repeatable
@@ -129,7 +128,11 @@ func measureFPR(r *sstable.Reader) (rate float64, n int, err error) {
 				key[i+j] = byte(v >> (8 * j))
 			}
 		}
-		if !fb.MayContain(key) {
+		may, err := r.FilterMayContain(key, key)
+		if err != nil {
+			return 0, n, err
+		}
+		if !may {
 			n++
 			continue
 		}
@@ -295,25 +298,32 @@ func printBlockList(w io.Writer, blocks []sstable.BlockInfo, scan tableScan) {
 // false-positive rates, and the membership probe. It returns false when
 // a key of the table is missing from its filter.
 func printFilter(w io.Writer, r *sstable.Reader, scan tableScan) bool {
-	fb, ok := r.Filter()
+	fb, ok, err := r.FilterSummary()
 	p := r.Properties()
+	if err != nil {
+		fmt.Fprintf(w, "  unreadable: %v\n", err)
+		return false
+	}
 	if !ok {
 		fmt.Fprintf(w, "  none (written with BloomBitsPerKey %d): every Get reads a data block\n", p.BloomBitsPerKey)
 		return true
 	}
-	variant := variantWords(fb.Variant())
+	variant := variantWords(fb.Variant)
 	builtOver := filterKeyWords(p)
 	t := newTable(w)
 	row(t, "  variant", variant)
-	row(t, "  bits", fmt.Sprintf("%d (%s in memory)", fb.Bits(), humanize.IBytes(uint64(r.FilterMemory()))))
-	row(t, "  keys", fmt.Sprintf("%d distinct, %.2f bits/key (configured %g)", fb.NumKeys(), fb.BitsPerKey(), p.BitsPerKey()))
-	row(t, "  probes (k)", fb.NumProbes())
+	row(t, "  bits", fmt.Sprintf("%d (%s in memory)", fb.Bits, humanize.IBytes(uint64(r.FilterMemory()))))
+	row(t, "  keys", fmt.Sprintf("%d distinct, %.2f bits/key (configured %g)", fb.Keys, fb.BitsPerKey(), p.BitsPerKey()))
+	row(t, "  probes (k)", fb.NumProbes)
+	if fb.Partitions > 0 {
+		row(t, "  partitions", fb.Partitions)
+	}
 	row(t, "  built over", builtOver)
 	rate, n, err := measureFPR(r)
 	if err != nil {
-		row(t, "  false positives", fmt.Sprintf("theory %.3f%%, measurement failed: %v", 100*fb.TheoreticalFPR(), err))
+		row(t, "  false positives", fmt.Sprintf("theory %.3f%%, measurement failed: %v", 100*fb.TheoreticalFPR, err))
 	} else {
-		row(t, "  false positives", fmt.Sprintf("theory %.3f%%, measured %.3f%% over %d absent keys", 100*fb.TheoreticalFPR(), 100*rate, n))
+		row(t, "  false positives", fmt.Sprintf("theory %.3f%%, measured %.3f%% over %d absent keys", 100*fb.TheoreticalFPR, 100*rate, n))
 	}
 	healthy := true
 	switch {
