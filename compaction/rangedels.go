@@ -5,7 +5,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
-	"github.com/bloomkv/bloomkv/internal/rangedel"
+	"github.com/bloomkv/bloomkv/rangedel"
 )
 
 // How compaction treats range tombstones (see docs/range-deletions.md):

@@ -10,7 +10,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/filter"
 	"github.com/bloomkv/bloomkv/internal/base"
-	"github.com/bloomkv/bloomkv/internal/rangedel"
+	"github.com/bloomkv/bloomkv/rangedel"
 )
 
 // btreeDegree sets node fan-out: nodes hold up to 2*degree-1 items of 40
