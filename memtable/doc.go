@@ -5,7 +5,7 @@
 //
 // # Invariants
 //
-//   - Entries are ordered by base.CompareInternal: user key ascending, then
+//   - Entries are ordered by kv.CompareInternal: user key ascending, then
 //     sequence descending, so the newest version of a key comes first.
 //
 //   - An entry is immutable once added. Add copies the caller's key and value
