@@ -19,7 +19,7 @@ import (
 // level, but never between two versions of one user key.
 type compactionOutputs struct {
 	db        *DB
-	c         *compaction.Compaction
+	c         *tableCompaction
 	o         compaction.Options
 	w         *sstable.Writer
 	num       uint64
