@@ -12,7 +12,7 @@ import (
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/iterator"
 	"github.com/bloomkv/bloomkv/internal/manifest"
-	"github.com/bloomkv/bloomkv/internal/rangedel"
+	"github.com/bloomkv/bloomkv/rangedel"
 )
 
 // Compaction: the background loop running what compaction.Choose picks,
@@ -22,6 +22,18 @@ import (
 // errCompactionAborted stops a compaction when the DB closes; it is not a
 // background error.
 var errCompactionAborted = errors.New("bloomkv: compaction aborted by Close")
+
+// tableCompaction is a compaction the picker chose among the engine's
+// tables: a *manifest.Version is the picker's compaction.Tree as it is
+// (Version.Level), so asking the picker copies nothing.
+type tableCompaction = compaction.Compaction[*manifest.FileMetadata]
+
+var (
+	_ compaction.Tree[*manifest.FileMetadata] = (*manifest.Version)(nil)
+	// The picker's trees have the manifest's levels.
+	_ [manifest.NumLevels - compaction.NumLevels]struct{}
+	_ [compaction.NumLevels - manifest.NumLevels]struct{}
+)
 
 func (db *DB) compactionOptions() compaction.Options {
 	return compaction.Options{
@@ -52,7 +64,7 @@ func (db *DB) compactionWantedLocked() bool {
 // triggers' state: a weighed idle trigger is cleared (and a declined level
 // 0 not weighed again until the tree changes), weighed read-queue entries
 // are dropped. REQUIRES: db.mu held; v is db.mu.current.
-func (db *DB) noteChoiceLocked(v *version, ch compaction.Choice) {
+func (db *DB) noteChoiceLocked(v *version, ch compaction.Choice[*manifest.FileMetadata]) {
 	if ch.IdleConsidered {
 		db.mu.idle.due = false
 	}
@@ -97,7 +109,7 @@ func (db *DB) compactionLoop() {
 		}
 		v := db.mu.current
 		v.ref()
-		choice := compaction.Choose(v.Version, db.mu.compactPointers, db.compactionOptions(), compaction.Triggers{
+		choice := compaction.Choose(v.Version, db.mu.compactPointers, db.compactionOptions(), compaction.Triggers[*manifest.FileMetadata]{
 			IdleDue:   db.idleCompactionDueLocked(),
 			ReadsDue:  db.readCompactionDueLocked(),
 			ReadQueue: db.mu.readCompactions,
@@ -184,7 +196,7 @@ func (db *DB) Compact(start, end []byte) error {
 			// again at once. Push it down to a level that holds it.
 			maxLevel++
 		}
-		var cs []*compaction.Compaction
+		var cs []*tableCompaction
 		if level < maxLevel {
 			if c := compaction.PickRange(v.Version, level, start, end); c != nil {
 				cs = append(cs, c)
@@ -238,7 +250,7 @@ func (db *DB) claimManualCompaction() (release func(), err error) {
 
 // runManualCompactions runs cs in order on v for Compact or RebuildFilters,
 // stopping at the first error; a compaction Close aborted is ErrClosed.
-func (db *DB) runManualCompactions(cs []*compaction.Compaction, v *version) error {
+func (db *DB) runManualCompactions(cs []*tableCompaction, v *version) error {
 	for _, c := range cs {
 		if db.closing.Load() {
 			return ErrClosed
@@ -301,7 +313,7 @@ func (db *DB) tableCompression(f *manifest.FileMetadata) Compression {
 // runCompaction carries out c, picked from version v (referenced by the
 // caller): a trivial move when c allows one, else a merge of its inputs into
 // new tables of c.OutputLevel; then it installs the result.
-func (db *DB) runCompaction(c *compaction.Compaction, v *version, cause compactionCause) (err error) {
+func (db *DB) runCompaction(c *tableCompaction, v *version, cause compactionCause) (err error) {
 	manual := cause.manual
 	trivial := !manual && c.IsTrivialMove(db.compactionOptions()) && !db.filterIsStale(v.Version, c.OutputLevel, c.Inputs[0][0]) &&
 		db.tableCompression(c.Inputs[0][0]) == db.opts.compressionAt(c.OutputLevel)
@@ -347,7 +359,7 @@ func (db *DB) runCompaction(c *compaction.Compaction, v *version, cause compacti
 type compactionCause struct{ manual, idle, read bool }
 
 // compactionInfo describes c for CompactionBegin.
-func compactionInfo(c *compaction.Compaction, manual, trivial bool) CompactionInfo {
+func compactionInfo(c *tableCompaction, manual, trivial bool) CompactionInfo {
 	info := CompactionInfo{Manual: manual, TrivialMove: trivial, FromLevel: c.Level, ToLevel: c.OutputLevel}
 	for i, files := range c.Inputs {
 		level := c.Level
@@ -362,7 +374,7 @@ func compactionInfo(c *compaction.Compaction, manual, trivial bool) CompactionIn
 }
 
 // trivialMoveEdit moves c's single input table down a level unchanged.
-func trivialMoveEdit(c *compaction.Compaction) *manifest.VersionEdit {
+func trivialMoveEdit(c *tableCompaction) *manifest.VersionEdit {
 	f := c.Inputs[0][0]
 	return &manifest.VersionEdit{
 		DeletedFiles:    []manifest.DeletedFileEntry{{Level: c.Level, FileNum: f.FileNum}},
@@ -374,7 +386,7 @@ func trivialMoveEdit(c *compaction.Compaction) *manifest.VersionEdit {
 // executeCompaction merges c's inputs, dropping what no snapshot can see,
 // into new tables. It returns the outputs (the caller cleans them up) and
 // the bytes read.
-func (db *DB) executeCompaction(c *compaction.Compaction, v *version) (*compactionOutputs, uint64, error) {
+func (db *DB) executeCompaction(c *tableCompaction, v *version) (*compactionOutputs, uint64, error) {
 	out := &compactionOutputs{db: db, c: c, o: db.compactionOptions(), filterBits: db.compactionFilterBits(c, v.Version)}
 	var iters []base.InternalIterator
 	var rds []*rangedel.List
@@ -404,7 +416,7 @@ func (db *DB) executeCompaction(c *compaction.Compaction, v *version) (*compacti
 		return true
 	}
 	snaps := db.snapshotSeqs()
-	var in base.InternalIterator = merged
+	var in compaction.Input = merged
 	if all := rangedel.Merge(rds...); !all.Empty() {
 		in = compaction.NewRangeDelFilter(merged, all, snaps)
 		out.rangeDels = compaction.KeptRangeDels(all, snaps, v.Version, c.OutputLevel)
@@ -428,7 +440,7 @@ func (db *DB) executeCompaction(c *compaction.Compaction, v *version) (*compacti
 // compactionEdit replaces c's inputs with the output tables metas and
 // advances the round-robin pointer of c's level. It returns the edit and
 // the bytes written.
-func compactionEdit(c *compaction.Compaction, metas []*manifest.FileMetadata) (*manifest.VersionEdit, uint64) {
+func compactionEdit(c *tableCompaction, metas []*manifest.FileMetadata) (*manifest.VersionEdit, uint64) {
 	edit := &manifest.VersionEdit{}
 	for i, files := range c.Inputs {
 		level := c.Level
@@ -452,7 +464,7 @@ func compactionEdit(c *compaction.Compaction, metas []*manifest.FileMetadata) (*
 }
 
 // installCompaction records edit and counts the compaction.
-func (db *DB) installCompaction(c *compaction.Compaction, edit *manifest.VersionEdit, bytesIn, bytesOut uint64) error {
+func (db *DB) installCompaction(c *tableCompaction, edit *manifest.VersionEdit, bytesIn, bytesOut uint64) error {
 	db.manifestMu.Lock()
 	err := db.logAndApply(edit, causeCompaction)
 	db.manifestMu.Unlock()

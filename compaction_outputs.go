@@ -7,7 +7,7 @@ import (
 	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
-	"github.com/bloomkv/bloomkv/internal/rangedel"
+	"github.com/bloomkv/bloomkv/rangedel"
 	"github.com/bloomkv/bloomkv/sstable"
 )
 
@@ -19,7 +19,7 @@ import (
 // level, but never between two versions of one user key.
 type compactionOutputs struct {
 	db        *DB
-	c         *compaction.Compaction
+	c         *tableCompaction
 	o         compaction.Options
 	w         *sstable.Writer
 	num       uint64

@@ -259,7 +259,7 @@ func (db *DB) readCompactionsEnabled() bool {
 
 // readCandidate is a table queued by its read charges, with the level it
 // was read in.
-type readCandidate = compaction.ReadCandidate
+type readCandidate = compaction.ReadCandidate[*manifest.FileMetadata]
 
 // chargeSeek charges the shallowest of the tables whose key range held the
 // target of the SeekGE that just positioned levels, when a deeper one held

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/vfs"
 )
@@ -65,7 +64,7 @@ func rewriteFilters(t *testing.T, db *DB) {
 		db.mu.Unlock()
 		var err error
 		if files := v.Levels[l]; len(files) > 0 {
-			c := &compaction.Compaction{Level: l, OutputLevel: l, Inputs: [2][]*manifest.FileMetadata{files}}
+			c := &tableCompaction{Level: l, OutputLevel: l, Inputs: [2][]*manifest.FileMetadata{files}}
 			err = db.runCompaction(c, v, compactionCause{manual: true})
 		}
 		v.unref()

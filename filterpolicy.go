@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/filter"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
@@ -163,7 +162,7 @@ func (db *DB) policyFilterBits(level int, incoming float64) float64 {
 
 // compactionFilterBits is the policy's bits per key for c's outputs: the
 // output level of v, grown by the keys c brings from the level above.
-func (db *DB) compactionFilterBits(c *compaction.Compaction, v *manifest.Version) float64 {
+func (db *DB) compactionFilterBits(c *tableCompaction, v *manifest.Version) float64 {
 	var incoming float64
 	var leaving []*manifest.FileMetadata
 	if c.Level != c.OutputLevel && c.Level > 0 && db.opts.FilterPerLevel {

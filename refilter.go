@@ -1,7 +1,6 @@
 package bloomkv
 
 import (
-	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
 
@@ -40,10 +39,10 @@ func (db *DB) RebuildFilters() error {
 		// the key ranges an absent Get falls in, and the tables it
 		// probes, stay as they were. (A table larger than its level's
 		// target size now is split, at a point between two of its keys.)
-		var cs []*compaction.Compaction
+		var cs []*tableCompaction
 		for _, f := range v.Levels[level] {
 			if db.filterIsStale(v.Version, level, f) {
-				cs = append(cs, &compaction.Compaction{Level: level, OutputLevel: level, Inputs: [2][]*manifest.FileMetadata{{f}}})
+				cs = append(cs, &tableCompaction{Level: level, OutputLevel: level, Inputs: [2][]*manifest.FileMetadata{{f}}})
 			}
 		}
 		err := db.runManualCompactions(cs, v)

@@ -1,10 +1,8 @@
 package compaction
 
 import (
+	"bytes"
 	"sort"
-
-	"github.com/bloomkv/bloomkv/internal/base"
-	"github.com/bloomkv/bloomkv/internal/manifest"
 )
 
 // The automatic compaction policy in one place. The engine observes what
@@ -63,26 +61,26 @@ const ReadMaxRewrite = 10
 
 // ReadCandidate is a table of Level (1 or deeper, not the last) that reads
 // queued for a merge into the level below.
-type ReadCandidate struct {
+type ReadCandidate[T Table] struct {
 	Level int
-	File  *manifest.FileMetadata
+	File  T
 }
 
 // Triggers are what the engine observed besides the tree's shape.
-type Triggers struct {
+type Triggers[T Table] struct {
 	// IdleDue: writes have paused for the idle delay.
 	IdleDue bool
 	// ReadsDue: read-triggered compactions may run now (writes paused,
 	// and their budget allows one).
 	ReadsDue bool
 	// ReadQueue: the tables reads queued, oldest first.
-	ReadQueue []ReadCandidate
+	ReadQueue []ReadCandidate[T]
 }
 
 // Choice is Choose's answer.
-type Choice struct {
+type Choice[T Table] struct {
 	// Compaction is nil when nothing is to be done.
-	*Compaction
+	*Compaction[T]
 	Reason Reason
 	// IdleConsidered: the idle trigger was weighed (its compaction chosen,
 	// declined, or nothing in level 0): the engine clears it.
@@ -98,14 +96,14 @@ type Choice struct {
 // Choose returns the compaction the automatic policy wants now, by the
 // rules above. pointers[level] is the largest user key of the last size
 // compaction of that level (round robin).
-func Choose(v *manifest.Version, pointers map[int][]byte, o Options, t Triggers) Choice {
-	if c := Pick(v, pointers, o); c != nil {
-		return Choice{Compaction: c, Reason: ReasonSize}
+func Choose[T Table](tree Tree[T], pointers map[int][]byte, o Options, t Triggers[T]) Choice[T] {
+	if c := Pick(tree, pointers, o); c != nil {
+		return Choice[T]{Compaction: c, Reason: ReasonSize}
 	}
-	var ch Choice
+	var ch Choice[T]
 	if t.IdleDue {
 		ch.IdleConsidered = true
-		c := PickRange(v, 0, nil, nil)
+		c := PickRange(tree, 0, nil, nil)
 		switch {
 		case c == nil:
 		case TotalSize(c.Inputs[1]) > IdleMaxRewrite*TotalSize(c.Inputs[0]):
@@ -116,8 +114,8 @@ func Choose(v *manifest.Version, pointers map[int][]byte, o Options, t Triggers)
 		}
 	}
 	if t.ReadsDue {
-		var c *Compaction
-		c, ch.ReadQueueUsed = pickRead(v, t.ReadQueue)
+		var c *Compaction[T]
+		c, ch.ReadQueueUsed = pickRead(tree, t.ReadQueue)
 		if c != nil {
 			ch.Compaction, ch.Reason = c, ReasonRead
 		}
@@ -127,14 +125,14 @@ func Choose(v *manifest.Version, pointers map[int][]byte, o Options, t Triggers)
 
 // pickRead returns the compaction of the first queued table still where it
 // was read into the level below, and how many queue entries it weighed.
-func pickRead(v *manifest.Version, queue []ReadCandidate) (*Compaction, int) {
+func pickRead[T Table](tree Tree[T], queue []ReadCandidate[T]) (*Compaction[T], int) {
 	for i, rc := range queue {
-		if !InLevel(v, rc.Level, rc.File) {
+		if !InLevel(tree, rc.Level, rc.File) {
 			continue
 		}
 		// Tables of levels >= 1 do not overlap: the range of rc.File picks
 		// exactly rc.File.
-		c := PickRange(v, rc.Level, rc.File.SmallestUserKey(), rc.File.LargestUserKey())
+		c := PickRange(tree, rc.Level, rc.File.SmallestUserKey(), rc.File.LargestUserKey())
 		if c == nil || TotalSize(c.Inputs[1]) > ReadMaxRewrite*TotalSize(c.Inputs[0]) {
 			continue
 		}
@@ -143,14 +141,17 @@ func pickRead(v *manifest.Version, queue []ReadCandidate) (*Compaction, int) {
 	return nil, len(queue)
 }
 
-// InLevel reports whether f is a table of level (>= 1) in v.
-func InLevel(v *manifest.Version, level int, f *manifest.FileMetadata) bool {
-	if level < 1 || level >= manifest.NumLevels {
+// InLevel reports whether f is a table of level (>= 1) of tree.
+func InLevel[T Table](tree Tree[T], level int, f T) bool {
+	if level < 1 || level >= NumLevels {
 		return false
 	}
-	files := v.Levels[level]
+	// Levels >= 1 are sorted with disjoint user-key ranges: only the first
+	// table whose largest user key is >= f's can be f.
+	files := tree.Level(level)
+	largest := f.LargestUserKey()
 	i := sort.Search(len(files), func(i int) bool {
-		return base.CompareInternal(files[i].Largest, f.Largest) >= 0
+		return bytes.Compare(files[i].LargestUserKey(), largest) >= 0
 	})
 	return i < len(files) && files[i] == f
 }
@@ -160,16 +161,16 @@ func InLevel(v *manifest.Version, level int, f *manifest.FileMetadata) bool {
 // (their filters or compression were written with other settings): one per
 // run of adjacent stale files, so that no output can overlap a file left
 // alone between two stale ones.
-func PickStale(v *manifest.Version, level int, start, end []byte, stale func(*manifest.FileMetadata) bool) []*Compaction {
-	var out []*Compaction
-	var run []*manifest.FileMetadata
+func PickStale[T Table](tree Tree[T], level int, start, end []byte, stale func(T) bool) []*Compaction[T] {
+	var out []*Compaction[T]
+	var run []T
 	flush := func() {
 		if len(run) > 0 {
-			out = append(out, &Compaction{Level: level, OutputLevel: level, Inputs: [2][]*manifest.FileMetadata{run}})
+			out = append(out, &Compaction[T]{Level: level, OutputLevel: level, Inputs: [2][]T{run}})
 			run = nil
 		}
 	}
-	for _, f := range v.Overlaps(level, start, end) {
+	for _, f := range overlaps(tree, level, start, end) {
 		if stale(f) {
 			run = append(run, f)
 		} else {

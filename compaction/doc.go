@@ -1,6 +1,24 @@
 // Package compaction decides what to compact and filters what a compaction
 // writes.
 //
+// # The tree it reads
+//
+// The picker reads its own description of the tree, not the engine's
+// manifest: a Tree is NumLevels levels of Table handles, each with its
+// user-key range and size. The engine's version satisfies Tree as it is
+// (describing it copies nothing); a program can describe a tree by hand
+// with Levels of *TableDesc and ask the picker about it, as the example
+// does. Every exported signature uses this package's types, package kv's
+// internal keys and rangedel's tombstone lists, and the standard library.
+//
+// Invariants a Tree must keep: level 0 is newest first and its tables may
+// overlap; each deeper level is sorted by key and its tables' user-key
+// ranges are disjoint; a table's range covers every key it holds or
+// deletes; each table has one handle (== is identity); and the tree does
+// not change while the picker reads it. Pick, PickRange and Choose then
+// return compactions whose inputs are tables of the tree: Inputs[0] from
+// Level, Inputs[1] every table of OutputLevel that overlaps them.
+//
 // # The picker (picker.go)
 //
 // Leveled compaction: level 0 holds flushed memtables, which may overlap;
@@ -52,7 +70,7 @@
 //
 // # Concurrency
 //
-// Nothing here holds state between calls: the picker reads immutable
-// versions, and an Iter is used by one goroutine. Deciding when to compact,
+// Nothing here holds state between calls: the picker reads trees that do
+// not change while it reads them, and an Iter is used by one goroutine. Deciding when to compact,
 // and installing the result, is the root package's job.
 package compaction

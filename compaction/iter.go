@@ -4,12 +4,28 @@ import (
 	"bytes"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
+
+// Input is what a compaction reads: its input tables merged into one
+// stream of internal keys in kv.CompareInternal order, read forward once
+// (First, then Next until it returns false, then Error). Every kv.Iterator
+// is an Input.
+type Input interface {
+	First() bool
+	Next() bool
+	Valid() bool
+	// Key returns the current internal key; Key and Value stay valid
+	// until the next call to First or Next.
+	Key() []byte
+	Value() []byte
+	Error() error
+}
 
 // Iter is the merge filter described in the package doc. It is
 // forward only and not safe for concurrent use.
 type Iter struct {
-	in         base.InternalIterator
+	in         Input
 	snapshots  []uint64 // ascending
 	bottommost func(ukey []byte) bool
 	err        error
@@ -55,7 +71,7 @@ type Iter struct {
 //
 // Forward only: First then Next. Key/Value valid until the next call. The
 // caller keeps ownership of in (Iter has no Close).
-func NewIter(in base.InternalIterator, snapshots []uint64,
+func NewIter(in Input, snapshots []uint64,
 	bottommost func(ukey []byte) bool) *Iter {
 	if bottommost == nil {
 		// Without the callback assume older data may exist below: always safe.
@@ -108,11 +124,11 @@ func (c *Iter) findNext() bool {
 	}
 	for c.in.Valid() {
 		ikey := c.in.Key()
-		ukey, seq, kind, ok := base.ParseInternalKey(ikey)
+		ukey, seq, kind, ok := kv.ParseInternalKey(ikey)
 		if !ok {
 			return c.fail(base.CorruptionErrorf(
 				"bloomkv/compaction: malformed internal key %s (%d bytes) in compaction input",
-				base.FormatInternalKey(ikey), len(ikey)))
+				kv.FormatInternalKey(ikey), len(ikey)))
 		}
 		stripe := c.stripe(seq)
 		if c.haveCur && bytes.Equal(ukey, c.curKey) {
@@ -131,7 +147,7 @@ func (c *Iter) findNext() bool {
 			c.haveCur = true
 		}
 		c.curStripe = stripe
-		if kind == base.KindSet {
+		if kind == kv.KindSet {
 			if c.pending {
 				// The tombstone hides this value from its stripe: write it,
 				// then this value.
@@ -161,7 +177,7 @@ func (c *Iter) findNext() bool {
 // oldest kept version of its key, and reports whether it is shown.
 func (c *Iter) flushPendingOldest() bool {
 	c.pending = false
-	if c.bottommost(base.UserKey(c.pendingKey)) {
+	if c.bottommost(kv.UserKey(c.pendingKey)) {
 		return false
 	}
 	return c.show(c.pendingKey, c.pendingValue)

@@ -2,10 +2,66 @@ package compaction
 
 import (
 	"bytes"
-
-	"github.com/bloomkv/bloomkv/internal/base"
-	"github.com/bloomkv/bloomkv/internal/manifest"
+	"sort"
 )
+
+// NumLevels is the number of levels of a tree: level 0 (flushed memtables,
+// may overlap) and levels 1..6 (sorted runs).
+const NumLevels = 7
+
+// Table is the constraint on the picker's handle for one table: the
+// engine's own table description (it satisfies Table as it is, so
+// describing a tree copies nothing), or *TableDesc for a tree described by
+// hand. Handles are compared with == for identity, so each table must have
+// exactly one.
+type Table interface {
+	comparable
+	// SmallestUserKey and LargestUserKey bound every user key the table
+	// holds or deletes (range tombstones included), inclusive.
+	SmallestUserKey() []byte
+	LargestUserKey() []byte
+	// FileSize is the table's size in bytes.
+	FileSize() uint64
+}
+
+// Tree is the picker's view of an LSM tree: NumLevels levels of tables.
+// Level(0) is newest first and its tables may overlap; each deeper level is
+// sorted by key and its tables' user-key ranges are disjoint. The picker
+// only reads what Level returns, and a Tree must not change while the
+// picker reads it (the engine passes an immutable version).
+type Tree[T Table] interface {
+	Level(level int) []T
+	// LevelBytes returns the total FileSize of level's tables. Scores
+	// reads every level's size on every pick: a tree that knows them
+	// (or sums them without an indirect call per table) saves that walk.
+	LevelBytes(level int) int64
+}
+
+// TableDesc describes one table by hand: *TableDesc is a Table.
+type TableDesc struct {
+	FileNum           uint64
+	Size              uint64 // bytes
+	Smallest, Largest []byte // user keys, inclusive
+}
+
+// SmallestUserKey returns t.Smallest.
+func (t *TableDesc) SmallestUserKey() []byte { return t.Smallest }
+
+// LargestUserKey returns t.Largest.
+func (t *TableDesc) LargestUserKey() []byte { return t.Largest }
+
+// FileSize returns t.Size.
+func (t *TableDesc) FileSize() uint64 { return t.Size }
+
+// Levels is a Tree held in an array, e.g. of *TableDesc for a tree
+// described by hand.
+type Levels[T Table] [NumLevels][]T
+
+// Level returns the tables of level.
+func (l *Levels[T]) Level(level int) []T { return l[level] }
+
+// LevelBytes returns TotalSize(l.Level(level)).
+func (l *Levels[T]) LevelBytes(level int) int64 { return TotalSize(l[level]) }
 
 // Options are the shape parameters of the leveled tree.
 type Options struct {
@@ -52,23 +108,23 @@ func (o Options) LevelMaxBytes(level int) float64 {
 }
 
 // Compaction describes one merge: Inputs[0] from Level and Inputs[1], their
-// overlap, from OutputLevel = Level+1.
-type Compaction struct {
+// overlap, from OutputLevel = Level+1 (or, for PickStale, Level itself).
+type Compaction[T Table] struct {
 	Level, OutputLevel int
-	Inputs             [2][]*manifest.FileMetadata
-	// Grandparents are the files of OutputLevel+1 overlapping the inputs.
-	Grandparents []*manifest.FileMetadata
+	Inputs             [2][]T
+	// Grandparents are the tables of OutputLevel+1 overlapping the inputs.
+	Grandparents []T
 	Score        float64
 }
 
 // Scores returns each level's compaction score: level 0 by table count over
 // the threshold, deeper levels by bytes over their target. A score >= 1
 // means the level is due. The last level is never scored.
-func Scores(v *manifest.Version, o Options) [manifest.NumLevels]float64 {
-	var s [manifest.NumLevels]float64
-	s[0] = float64(len(v.Levels[0])) / float64(o.L0CompactionThreshold)
-	for l := 1; l < manifest.NumLevels-1; l++ {
-		s[l] = float64(v.LevelBytes(l)) / o.LevelMaxBytes(l)
+func Scores[T Table](tree Tree[T], o Options) [NumLevels]float64 {
+	var s [NumLevels]float64
+	s[0] = float64(len(tree.Level(0))) / float64(o.L0CompactionThreshold)
+	for l := 1; l < NumLevels-1; l++ {
+		s[l] = float64(tree.LevelBytes(l)) / o.LevelMaxBytes(l)
 	}
 	return s
 }
@@ -76,10 +132,10 @@ func Scores(v *manifest.Version, o Options) [manifest.NumLevels]float64 {
 // Pick returns the compaction the tree needs most, or nil when no level is
 // due. pointers[level] is the largest user key of the last compaction of
 // that level; the next one starts after it (round robin).
-func Pick(v *manifest.Version, pointers map[int][]byte, o Options) *Compaction {
-	scores := Scores(v, o)
+func Pick[T Table](tree Tree[T], pointers map[int][]byte, o Options) *Compaction[T] {
+	scores := Scores(tree, o)
 	best := -1
-	for l := 0; l < manifest.NumLevels-1; l++ {
+	for l := 0; l < NumLevels-1; l++ {
 		if scores[l] >= 1 && (best < 0 || scores[l] > scores[best]) {
 			best = l
 		}
@@ -87,8 +143,8 @@ func Pick(v *manifest.Version, pointers map[int][]byte, o Options) *Compaction {
 	if best < 0 {
 		return nil
 	}
-	c := &Compaction{Level: best, OutputLevel: best + 1, Score: scores[best]}
-	files := v.Levels[best]
+	c := &Compaction[T]{Level: best, OutputLevel: best + 1, Score: scores[best]}
+	files := tree.Level(best)
 	if best == 0 {
 		// The oldest table, with every level-0 table overlapping it (so that
 		// newer versions of a key never stay above older ones).
@@ -97,52 +153,95 @@ func Pick(v *manifest.Version, pointers map[int][]byte, o Options) *Compaction {
 		pick := files[0]
 		if p, ok := pointers[best]; ok {
 			for _, f := range files {
-				if bytes.Compare(base.UserKey(f.Largest), p) > 0 {
+				if bytes.Compare(f.LargestUserKey(), p) > 0 {
 					pick = f
 					break
 				}
 			}
 		}
-		c.Inputs[0] = []*manifest.FileMetadata{pick}
+		c.Inputs[0] = []T{pick}
 	}
-	c.fill(v)
+	c.fill(tree)
 	return c
 }
 
 // PickRange returns a compaction of every file of level overlapping the
 // user-key range [start, end] (nil = unbounded) into level+1, or nil when
 // level holds none or is the last level (nothing lies below it).
-func PickRange(v *manifest.Version, level int, start, end []byte) *Compaction {
-	if level < 0 || level >= manifest.NumLevels-1 {
+func PickRange[T Table](tree Tree[T], level int, start, end []byte) *Compaction[T] {
+	if level < 0 || level >= NumLevels-1 {
 		return nil
 	}
-	in := v.Overlaps(level, start, end)
+	in := overlaps(tree, level, start, end)
 	if len(in) == 0 {
 		return nil
 	}
 	if level == 0 {
 		// Take the transitive overlap closure within level 0.
-		in = expandL0(v.Levels[0], in...)
+		in = expandL0(tree.Level(0), in...)
 	}
-	c := &Compaction{Level: level, OutputLevel: level + 1, Inputs: [2][]*manifest.FileMetadata{in}}
-	c.fill(v)
+	c := &Compaction[T]{Level: level, OutputLevel: level + 1, Inputs: [2][]T{in}}
+	c.fill(tree)
 	return c
 }
 
 // fill adds the overlapping files of the output level and the grandparents.
-func (c *Compaction) fill(v *manifest.Version) {
+func (c *Compaction[T]) fill(tree Tree[T]) {
 	lo, hi := KeyRange(c.Inputs[0])
-	c.Inputs[1] = v.Overlaps(c.OutputLevel, lo, hi)
-	all := append(append([]*manifest.FileMetadata{}, c.Inputs[0]...), c.Inputs[1]...)
+	c.Inputs[1] = overlaps(tree, c.OutputLevel, lo, hi)
+	all := append(append([]T{}, c.Inputs[0]...), c.Inputs[1]...)
 	lo, hi = KeyRange(all)
-	if c.OutputLevel+1 < manifest.NumLevels {
-		c.Grandparents = v.Overlaps(c.OutputLevel+1, lo, hi)
+	if c.OutputLevel+1 < NumLevels {
+		c.Grandparents = overlaps(tree, c.OutputLevel+1, lo, hi)
 	}
 }
 
+// overlaps returns the tables of level whose user-key range meets [lo, hi]
+// (nil lo = -inf, nil hi = +inf), in the level's order: a scan of level 0,
+// a binary search of deeper levels. The result must not be modified.
+func overlaps[T Table](tree Tree[T], level int, lo, hi []byte) []T {
+	if lo != nil && hi != nil && bytes.Compare(lo, hi) > 0 {
+		return nil
+	}
+	files := tree.Level(level)
+	if level == 0 {
+		var out []T
+		for _, f := range files {
+			if meets(f, lo, hi) {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	// Tables are disjoint and sorted, so both ends are monotone.
+	i := 0
+	if lo != nil {
+		i = sort.Search(len(files), func(k int) bool {
+			return bytes.Compare(files[k].LargestUserKey(), lo) >= 0
+		})
+	}
+	j := len(files)
+	if hi != nil {
+		j = i + sort.Search(len(files)-i, func(k int) bool {
+			return bytes.Compare(files[i+k].SmallestUserKey(), hi) > 0
+		})
+	}
+	if i == j {
+		return nil
+	}
+	// Cap the capacity so that a caller's append cannot write into tree.
+	return files[i:j:j]
+}
+
+// meets reports whether f's user-key range meets [lo, hi] (nil = unbounded).
+func meets[T Table](f T, lo, hi []byte) bool {
+	return (lo == nil || bytes.Compare(f.LargestUserKey(), lo) >= 0) &&
+		(hi == nil || bytes.Compare(f.SmallestUserKey(), hi) <= 0)
+}
+
 // expandL0 returns the level-0 files overlapping the seeds, transitively.
-func expandL0(l0 []*manifest.FileMetadata, seeds ...*manifest.FileMetadata) []*manifest.FileMetadata {
-	in := map[*manifest.FileMetadata]bool{}
+func expandL0[T Table](l0 []T, seeds ...T) []T {
+	in := map[T]bool{}
 	for _, s := range seeds {
 		in[s] = true
 	}
@@ -150,13 +249,13 @@ func expandL0(l0 []*manifest.FileMetadata, seeds ...*manifest.FileMetadata) []*m
 		changed = false
 		lo, hi := KeyRange(keys(in))
 		for _, f := range l0 {
-			if !in[f] && f.Overlaps(lo, hi) {
+			if !in[f] && meets(f, lo, hi) {
 				in[f] = true
 				changed = true
 			}
 		}
 	}
-	var out []*manifest.FileMetadata
+	var out []T
 	for _, f := range l0 { // keep level-0 order (newest first)
 		if in[f] {
 			out = append(out, f)
@@ -165,8 +264,8 @@ func expandL0(l0 []*manifest.FileMetadata, seeds ...*manifest.FileMetadata) []*m
 	return out
 }
 
-func keys(m map[*manifest.FileMetadata]bool) []*manifest.FileMetadata {
-	out := make([]*manifest.FileMetadata, 0, len(m))
+func keys[T Table](m map[T]bool) []T {
+	out := make([]T, 0, len(m))
 	for f := range m {
 		out = append(out, f)
 	}
@@ -174,9 +273,9 @@ func keys(m map[*manifest.FileMetadata]bool) []*manifest.FileMetadata {
 }
 
 // KeyRange returns the smallest and largest user keys of files.
-func KeyRange(files []*manifest.FileMetadata) (lo, hi []byte) {
+func KeyRange[T Table](files []T) (lo, hi []byte) {
 	for i, f := range files {
-		s, l := base.UserKey(f.Smallest), base.UserKey(f.Largest)
+		s, l := f.SmallestUserKey(), f.LargestUserKey()
 		if i == 0 || bytes.Compare(s, lo) < 0 {
 			lo = s
 		}
@@ -188,10 +287,10 @@ func KeyRange(files []*manifest.FileMetadata) (lo, hi []byte) {
 }
 
 // TotalSize sums the files' sizes.
-func TotalSize(files []*manifest.FileMetadata) int64 {
+func TotalSize[T Table](files []T) int64 {
 	var n int64
 	for _, f := range files {
-		n += int64(f.Size)
+		n += int64(f.FileSize())
 	}
 	return n
 }
@@ -200,7 +299,7 @@ func TotalSize(files []*manifest.FileMetadata) int64 {
 // table down a level without rewriting it: nothing in the output level
 // overlaps and the grandparent overlap is small. A move keeps the table's
 // old filter, so it is not used when filters must be rebuilt.
-func (c *Compaction) IsTrivialMove(o Options) bool {
+func (c *Compaction[T]) IsTrivialMove(o Options) bool {
 	return len(c.Inputs[0]) == 1 && len(c.Inputs[1]) == 0 &&
 		TotalSize(c.Grandparents) <= o.MaxGrandparentOverlapBytes(c.OutputLevel)
 }

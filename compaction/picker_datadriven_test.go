@@ -105,7 +105,7 @@ func TestPickerDataDriven(t *testing.T) {
 			return fmt.Sprintf("L%d -> L%d\n", c.Level, c.OutputLevel) + formatCompaction(c, opts)
 
 		case "choose":
-			var tr Triggers
+			var tr Triggers[*manifest.FileMetadata]
 			tr.IdleDue = d.HasArg("idle-due")
 			tr.ReadsDue = d.HasArg("reads-due")
 			if arg, ok := d.Arg("queue"); ok {
@@ -122,7 +122,7 @@ func TestPickerDataDriven(t *testing.T) {
 						// stand-in the version does not hold.
 						f = &manifest.FileMetadata{FileNum: n, Smallest: base.MakeInternalKey([]byte("?"), 1, base.KindSet), Largest: base.MakeInternalKey([]byte("?"), 1, base.KindSet)}
 					}
-					tr.ReadQueue = append(tr.ReadQueue, ReadCandidate{Level: level, File: f})
+					tr.ReadQueue = append(tr.ReadQueue, ReadCandidate[*manifest.FileMetadata]{Level: level, File: f})
 				}
 			}
 			ch := Choose(v, pointers, opts, tr)
@@ -282,7 +282,7 @@ func formatVersion(v *manifest.Version) string {
 
 // formatCompaction prints the inputs, the grandparents and whether the
 // compaction is a trivial move.
-func formatCompaction(c *Compaction, o Options) string {
+func formatCompaction(c *Compaction[*manifest.FileMetadata], o Options) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "  inputs L%d: %s\n", c.Level, fileNums(c.Inputs[0]))
 	fmt.Fprintf(&b, "  inputs L%d: %s\n", c.OutputLevel, fileNums(c.Inputs[1]))

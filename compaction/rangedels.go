@@ -3,9 +3,8 @@ package compaction
 import (
 	"sort"
 
-	"github.com/bloomkv/bloomkv/internal/base"
-	"github.com/bloomkv/bloomkv/internal/manifest"
-	"github.com/bloomkv/bloomkv/internal/rangedel"
+	"github.com/bloomkv/bloomkv/kv"
+	"github.com/bloomkv/bloomkv/rangedel"
 )
 
 // How compaction treats range tombstones (see docs/range-deletions.md):
@@ -34,26 +33,26 @@ func Stripe(snapshots []uint64, seq uint64) int {
 // forward walk, the point entries that a range tombstone of rd (the inputs'
 // tombstones) hides from every reader. Only First and Next may be used (as
 // Iter does); snapshots are ascending.
-func NewRangeDelFilter(in base.InternalIterator, rd *rangedel.List, snapshots []uint64) base.InternalIterator {
-	return &rangeDelFilter{InternalIterator: in, rd: rd, snaps: snapshots}
+func NewRangeDelFilter(in Input, rd *rangedel.List, snapshots []uint64) Input {
+	return &rangeDelFilter{Input: in, rd: rd, snaps: snapshots}
 }
 
 type rangeDelFilter struct {
-	base.InternalIterator
+	Input
 	rd    *rangedel.List
 	snaps []uint64
 }
 
-func (f *rangeDelFilter) First() bool { return f.skip(f.InternalIterator.First()) }
-func (f *rangeDelFilter) Next() bool  { return f.skip(f.InternalIterator.Next()) }
+func (f *rangeDelFilter) First() bool { return f.skip(f.Input.First()) }
+func (f *rangeDelFilter) Next() bool  { return f.skip(f.Input.Next()) }
 
 func (f *rangeDelFilter) skip(ok bool) bool {
 	for ok {
-		ukey, seq, _, valid := base.ParseInternalKey(f.Key())
+		ukey, seq, _, valid := kv.ParseInternalKey(f.Key())
 		if !valid || !f.hidden(ukey, seq) {
 			return true // malformed keys are Iter's to report
 		}
-		ok = f.InternalIterator.Next()
+		ok = f.Input.Next()
 	}
 	return false
 }
@@ -61,7 +60,7 @@ func (f *rangeDelFilter) skip(ok bool) bool {
 // hidden reports whether a tombstone newer than seq covers ukey within
 // seq's snapshot stripe.
 func (f *rangeDelFilter) hidden(ukey []byte, seq uint64) bool {
-	t := f.rd.MaxSeq(ukey, base.MaxSeq)
+	t := f.rd.MaxSeq(ukey, kv.MaxSeq)
 	if t <= seq {
 		return false
 	}
@@ -76,16 +75,16 @@ func (f *rangeDelFilter) hidden(ukey []byte, seq uint64) bool {
 }
 
 // KeptRangeDels returns the range tombstones of a compaction's inputs (all)
-// that its outputs in outputLevel of v must keep, or nil: a tombstone goes
-// when no snapshot is older than it and no level below the output overlaps
-// its range.
-func KeptRangeDels(all *rangedel.List, snapshots []uint64, v *manifest.Version, outputLevel int) *rangedel.List {
+// that its outputs in outputLevel of tree must keep, or nil: a tombstone
+// goes when no snapshot is older than it and no level below the output
+// overlaps its range.
+func KeptRangeDels[T Table](all *rangedel.List, snapshots []uint64, tree Tree[T], outputLevel int) *rangedel.List {
 	if all.Empty() {
 		return nil
 	}
 	bottommost := func(start, end []byte) bool {
-		for l := outputLevel + 1; l < manifest.NumLevels; l++ {
-			if len(v.Overlaps(l, start, end)) > 0 {
+		for l := outputLevel + 1; l < NumLevels; l++ {
+			if len(overlaps(tree, l, start, end)) > 0 {
 				return false
 			}
 		}

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // benchKeys returns n random 16-byte user keys.
@@ -24,7 +24,7 @@ func benchTable(keys [][]byte) *Memtable {
 	m := New()
 	value := make([]byte, 100)
 	for i, k := range keys {
-		m.Add(uint64(i+1), base.KindSet, k, value)
+		m.Add(uint64(i+1), kv.KindSet, k, value)
 	}
 	return m
 }
@@ -39,7 +39,7 @@ func BenchmarkAdd(b *testing.B) {
 		if i%benchEntries == 0 && i > 0 {
 			m = New()
 		}
-		m.Add(uint64(i+1), base.KindSet, keys[i%benchEntries], value)
+		m.Add(uint64(i+1), kv.KindSet, keys[i%benchEntries], value)
 	}
 }
 
@@ -48,7 +48,7 @@ func BenchmarkGet(b *testing.B) {
 	m := benchTable(keys)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		if _, _, ok := m.Get(keys[i%benchEntries], base.MaxSeq); !ok {
+		if _, _, ok := m.Get(keys[i%benchEntries], kv.MaxSeq); !ok {
 			b.Fatal("missing key")
 		}
 	}
@@ -61,7 +61,7 @@ func BenchmarkGetParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
 		for pb.Next() {
-			m.Get(keys[i%benchEntries], base.MaxSeq)
+			m.Get(keys[i%benchEntries], kv.MaxSeq)
 			i++
 		}
 	})
@@ -103,7 +103,7 @@ func BenchmarkIterSeekGENext10(b *testing.B) {
 	b.ReportAllocs()
 	seek := make([]byte, 0, 32)
 	for i := 0; b.Loop(); i++ {
-		seek = base.AppendInternalKey(seek[:0], keys[i%benchEntries], base.MaxSeq, base.KindSeek)
+		seek = kv.AppendInternalKey(seek[:0], keys[i%benchEntries], kv.MaxSeq, kv.KindSeek)
 		it.SeekGE(seek)
 		for range 10 {
 			it.Next()
@@ -118,7 +118,7 @@ func BenchmarkNewIter(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		// An Add between iterators makes every NewIter take a fresh clone
 		// and the next Add copy the path it touches.
-		m.Add(uint64(benchEntries+i+1), base.KindSet, keys[i%benchEntries], nil)
+		m.Add(uint64(benchEntries+i+1), kv.KindSet, keys[i%benchEntries], nil)
 		it := m.NewIter()
 		it.First()
 		it.Close()

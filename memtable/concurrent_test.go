@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // TestConcurrentReadersOneWriter runs one writer against readers doing Get
@@ -35,9 +35,9 @@ func TestConcurrentReadersOneWriter(t *testing.T) {
 		for seq := uint64(1); seq <= n; seq++ {
 			k := keyOf(seq)
 			if seq%13 == 0 {
-				m.Add(seq, base.KindDelete, k, nil)
+				m.Add(seq, kv.KindDelete, k, nil)
 			} else {
-				m.Add(seq, base.KindSet, k, valueOf(k, seq))
+				m.Add(seq, kv.KindSet, k, valueOf(k, seq))
 			}
 			written.Store(seq)
 		}
@@ -73,7 +73,7 @@ func TestConcurrentReadersOneWriter(t *testing.T) {
 					errs <- fmt.Errorf("Get(%s, %d) not found though seq %d was written", k, w, seq)
 					return
 				}
-				if kind == base.KindSet {
+				if kind == kv.KindSet {
 					got := binary.LittleEndian.Uint64(v[len(k):])
 					if string(v[:len(k)]) != string(k) || got < seq || got > w {
 						errs <- fmt.Errorf("Get(%s, %d) = seq %d, want in [%d, %d]", k, w, got, seq, w)
@@ -104,17 +104,17 @@ func checkScan(m *Memtable) error {
 	var prev []byte
 	var count, maxSeq uint64
 	for ok := it.First(); ok; ok = it.Next() {
-		ukey, seq, kind, valid := base.ParseInternalKey(it.Key())
+		ukey, seq, kind, valid := kv.ParseInternalKey(it.Key())
 		if !valid {
 			return fmt.Errorf("bad key %q", it.Key())
 		}
-		if prev != nil && base.CompareInternal(prev, it.Key()) >= 0 {
-			return fmt.Errorf("out of order: %s then %s", base.FormatInternalKey(prev), base.FormatInternalKey(it.Key()))
+		if prev != nil && kv.CompareInternal(prev, it.Key()) >= 0 {
+			return fmt.Errorf("out of order: %s then %s", kv.FormatInternalKey(prev), kv.FormatInternalKey(it.Key()))
 		}
-		if kind == base.KindSet {
+		if kind == kv.KindSet {
 			v := it.Value()
 			if string(v[:len(ukey)]) != string(ukey) || binary.LittleEndian.Uint64(v[len(ukey):]) != seq {
-				return fmt.Errorf("value %q does not match %s", v, base.FormatInternalKey(it.Key()))
+				return fmt.Errorf("value %q does not match %s", v, kv.FormatInternalKey(it.Key()))
 			}
 		}
 		prev = it.Key()

@@ -1,12 +1,20 @@
 // Package memtable is bloomkv's in-memory write buffer: a sorted table of
-// internal keys (user key + trailer, see internal/base) held in a B-tree
+// internal keys (user key + trailer, see package kv) held in a B-tree
 // (github.com/google/btree), with size accounting for the flush trigger and
-// an iterator over a point-in-time view.
+// an iterator over a point-in-time view. Its API uses only public types
+// (kv's keys, kinds and iterator, rangedel's tombstone list): a program can
+// use a Memtable on its own, as the example shows.
 //
 // # Invariants
 //
-//   - Entries are ordered by base.CompareInternal: user key ascending, then
+//   - Entries are ordered by kv.CompareInternal: user key ascending, then
 //     sequence descending, so the newest version of a key comes first.
+//
+//   - Sequence numbers are at most kv.MaxSeq and kinds are stored kinds
+//     (kv.KindSet, kv.KindDelete); Add panics on anything else. Range
+//     tombstones (AddRangeDel) are kept apart from point entries: Get,
+//     GetSeq and the iterators see point entries only, and the caller
+//     applies RangeDels.
 //
 //   - An entry is immutable once added. Add copies the caller's key and value
 //     into fresh bytes of its own (carved from a slab, see slab.go) laid out as

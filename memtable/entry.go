@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // entry is one item of the B-tree (40 bytes, stored inline in the nodes).
@@ -48,18 +48,18 @@ func keyPrefix(ukey []byte) uint64 {
 }
 
 // newEntry copies ukey and value into one allocation.
-func newEntry(seq uint64, kind base.Kind, ukey, value []byte) entry {
-	return newEntryIn(make([]byte, len(ukey)+base.TrailerLen+len(value)), seq, kind, ukey, value)
+func newEntry(seq uint64, kind kv.Kind, ukey, value []byte) entry {
+	return newEntryIn(make([]byte, len(ukey)+kv.TrailerLen+len(value)), seq, kind, ukey, value)
 }
 
 // newEntryIn is newEntry writing into buf, of exactly
-// len(ukey)+base.TrailerLen+len(value) bytes (from the memtable's slab).
-func newEntryIn(buf []byte, seq uint64, kind base.Kind, ukey, value []byte) entry {
+// len(ukey)+kv.TrailerLen+len(value) bytes (from the memtable's slab).
+func newEntryIn(buf []byte, seq uint64, kind kv.Kind, ukey, value []byte) entry {
 	n := len(ukey)
 	copy(buf, ukey)
-	trailer := base.MakeTrailer(seq, kind)
+	trailer := kv.MakeTrailer(seq, kind)
 	binary.LittleEndian.PutUint64(buf[n:], trailer)
-	copy(buf[n+base.TrailerLen:], value)
+	copy(buf[n+kv.TrailerLen:], value)
 	return entry{ukey: buf[:n], prefix: keyPrefix(ukey), trailer: trailer}
 }
 
@@ -71,22 +71,22 @@ func pivot(ukey []byte, trailer uint64) entry {
 
 // internalKey returns ukey followed by its trailer, capped at the trailer.
 func (e entry) internalKey() []byte {
-	n := len(e.ukey) + base.TrailerLen
+	n := len(e.ukey) + kv.TrailerLen
 	return e.ukey[:n:n]
 }
 
 // value returns the entry's value, capped at its end.
 func (e entry) value() []byte {
 	c := cap(e.ukey)
-	return e.ukey[len(e.ukey)+base.TrailerLen : c : c]
+	return e.ukey[len(e.ukey)+kv.TrailerLen : c : c]
 }
 
-func (e entry) kind() base.Kind { return base.Kind(e.trailer & 0xFF) }
+func (e entry) kind() kv.Kind { return kv.Kind(e.trailer & 0xFF) }
 
 // size is the number of payload bytes the entry holds.
 func (e entry) size() int { return cap(e.ukey) }
 
-// compareEntries orders entries as base.CompareInternal orders their
+// compareEntries orders entries as kv.CompareInternal orders their
 // internal keys: user key ascending, then trailer descending.
 func compareEntries(a, b entry) int {
 	if a.prefix != b.prefix {
@@ -98,7 +98,7 @@ func compareEntries(a, b entry) int {
 	if c := bytes.Compare(a.ukey, b.ukey); c != 0 {
 		return c
 	}
-	return base.CompareTrailers(a.trailer, b.trailer)
+	return kv.CompareTrailers(a.trailer, b.trailer)
 }
 
 func lessEntries(a, b entry) bool { return compareEntries(a, b) < 0 }

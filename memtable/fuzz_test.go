@@ -3,7 +3,7 @@ package memtable
 import (
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // FuzzIterator reads the input as a program: a table built from the first
@@ -23,8 +23,8 @@ func FuzzIterator(f *testing.F) {
 		var ref refTable
 		for i := 0; i < n && len(data) >= 2; i++ {
 			ukey := []byte{data[0] % 8}
-			kind := base.Kind(data[1] & 1)
-			ref = append(ref, refEntry{ikey: base.MakeInternalKey(ukey, uint64(i+1), kind), value: []byte{data[1]}})
+			kind := kv.Kind(data[1] & 1)
+			ref = append(ref, refEntry{ikey: kv.MakeInternalKey(ukey, uint64(i+1), kind), value: []byte{data[1]}})
 			data = data[2:]
 		}
 		want := ref.sorted()
@@ -52,7 +52,7 @@ func FuzzIterator(f *testing.F) {
 				} else {
 					got = it.SeekLT(k)
 				}
-				if len(k) < base.TrailerLen {
+				if len(k) < kv.TrailerLen {
 					if got || it.Error() == nil {
 						t.Fatalf("seek with %d-byte key: valid=%v err=%v", len(k), got, it.Error())
 					}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/btree"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // BTreeG has no cursor: each Ascend/Descend call descends from the root,
@@ -23,7 +23,7 @@ const (
 
 var errClosed = errors.New("bloomkv/memtable: iterator used after Close")
 
-// iterator implements base.InternalIterator over a read-only clone of a
+// iterator implements kv.Iterator over a read-only clone of a
 // memtable's tree.
 //
 // The window win holds consecutive tree entries in ascending order; pos
@@ -56,8 +56,9 @@ type iterator struct {
 
 // SeekPrefixGE is SeekGE, unless the memtable's filter says no key has
 // prefix: then the iterator is invalid, and must be positioned again before
-// it moves (base.PrefixSeeker: a caller turning around re-seeks). The
-// filter only grows, so it holds every key of the iterator's view.
+// it moves (a caller turning around re-seeks). The filter only grows, so it
+// holds every key of the iterator's view. The engine's prefix iterators
+// find this method by a type assertion on the kv.Iterator NewIter returns.
 func (it *iterator) SeekPrefixGE(prefix, ikey []byte) bool {
 	if it.mem != nil && !it.mem.MayContainPrefix(prefix) {
 		it.win, it.pos = it.win[:0], 0
@@ -147,13 +148,13 @@ func (it *iterator) seekTo(dir direction, anchor entry, hasAnchor, exclusive boo
 
 // parseSeekKey turns an internal key into a pivot without copying it.
 func (it *iterator) parseSeekKey(ikey []byte) (entry, bool) {
-	if len(ikey) < base.TrailerLen {
-		it.err = fmt.Errorf("bloomkv/memtable: seek key %q is shorter than its %d-byte trailer", ikey, base.TrailerLen)
+	if len(ikey) < kv.TrailerLen {
+		it.err = fmt.Errorf("bloomkv/memtable: seek key %q is shorter than its %d-byte trailer", ikey, kv.TrailerLen)
 		it.win, it.pos = it.win[:0], -1
 		it.atFirst, it.atLast = false, false
 		return entry{}, false
 	}
-	return pivot(base.UserKey(ikey), base.Trailer(ikey)), true
+	return pivot(kv.UserKey(ikey), kv.Trailer(ikey)), true
 }
 
 // SeekGE moves to the first entry whose internal key is >= ikey.

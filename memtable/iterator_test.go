@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // refIter mirrors the iterator's documented positioning semantics on a
@@ -65,11 +65,11 @@ func TestIteratorRandomWalk(t *testing.T) {
 				got, exp = it.Last(), ri.set(len(want)-1)
 			case op == 2:
 				k := randomSeekKey(rng, want, tc.nkeys)
-				trace = append(trace, "SeekGE "+base.FormatInternalKey(k))
+				trace = append(trace, "SeekGE "+kv.FormatInternalKey(k))
 				got, exp = it.SeekGE(k), ri.set(want.seekGE(k))
 			case op == 3:
 				k := randomSeekKey(rng, want, tc.nkeys)
-				trace = append(trace, "SeekLT "+base.FormatInternalKey(k))
+				trace = append(trace, "SeekLT "+kv.FormatInternalKey(k))
 				got, exp = it.SeekLT(k), ri.set(want.seekLT(k))
 			default:
 				// A run of steps in one direction, sometimes long.
@@ -111,15 +111,15 @@ func last(s []string, n int) []string { return s[max(0, len(s)-n):] }
 
 func TestIteratorUnpositionedActsAsFirstOrLast(t *testing.T) {
 	m := fill(refTable{
-		{base.MakeInternalKey([]byte("a"), 1, base.KindSet), []byte("1")},
-		{base.MakeInternalKey([]byte("b"), 2, base.KindSet), []byte("2")},
+		{kv.MakeInternalKey([]byte("a"), 1, kv.KindSet), []byte("1")},
+		{kv.MakeInternalKey([]byte("b"), 2, kv.KindSet), []byte("2")},
 	})
 	it := m.NewIter()
-	if !it.Next() || string(base.UserKey(it.Key())) != "a" {
+	if !it.Next() || string(kv.UserKey(it.Key())) != "a" {
 		t.Fatal("Next on a fresh iterator did not land on the first entry")
 	}
 	it = m.NewIter()
-	if !it.Prev() || string(base.UserKey(it.Key())) != "b" {
+	if !it.Prev() || string(kv.UserKey(it.Key())) != "b" {
 		t.Fatal("Prev on a fresh iterator did not land on the last entry")
 	}
 	it = m.NewIter()
@@ -131,7 +131,7 @@ func TestIteratorUnpositionedActsAsFirstOrLast(t *testing.T) {
 func TestIteratorEmptyTable(t *testing.T) {
 	it := New().NewIter()
 	defer it.Close()
-	seek := base.MakeSearchKey([]byte("k"), base.MaxSeq)
+	seek := kv.MakeSearchKey([]byte("k"), kv.MaxSeq)
 	for name, f := range map[string]func() bool{
 		"First": it.First, "Last": it.Last, "Next": it.Next, "Prev": it.Prev,
 		"SeekGE": func() bool { return it.SeekGE(seek) }, "SeekLT": func() bool { return it.SeekLT(seek) },
@@ -145,24 +145,24 @@ func TestIteratorEmptyTable(t *testing.T) {
 func TestIteratorSeesPointInTimeView(t *testing.T) {
 	m := New()
 	for i := range 1000 {
-		m.Add(uint64(i+1), base.KindSet, []byte{byte(i >> 8), byte(i)}, []byte("before"))
+		m.Add(uint64(i+1), kv.KindSet, []byte{byte(i >> 8), byte(i)}, []byte("before"))
 	}
 	it := m.NewIter()
 	defer it.Close()
 	// Later writes: new keys interleaved with the old ones, and newer
 	// versions of existing keys. The iterator must not see any of them.
 	for i := range 1000 {
-		m.Add(uint64(2000+i), base.KindSet, []byte{byte(i >> 8), byte(i), 0}, []byte("after"))
-		m.Add(uint64(4000+i), base.KindDelete, []byte{byte(i >> 8), byte(i)}, nil)
+		m.Add(uint64(2000+i), kv.KindSet, []byte{byte(i >> 8), byte(i), 0}, []byte("after"))
+		m.Add(uint64(4000+i), kv.KindDelete, []byte{byte(i >> 8), byte(i)}, nil)
 	}
 	n := 0
 	var prev []byte
 	for ok := it.First(); ok; ok = it.Next() {
 		if string(it.Value()) != "before" {
-			t.Fatalf("iterator saw a later write %s", base.FormatInternalKey(it.Key()))
+			t.Fatalf("iterator saw a later write %s", kv.FormatInternalKey(it.Key()))
 		}
-		if prev != nil && base.CompareInternal(prev, it.Key()) >= 0 {
-			t.Fatalf("out of order: %s then %s", base.FormatInternalKey(prev), base.FormatInternalKey(it.Key()))
+		if prev != nil && kv.CompareInternal(prev, it.Key()) >= 0 {
+			t.Fatalf("out of order: %s then %s", kv.FormatInternalKey(prev), kv.FormatInternalKey(it.Key()))
 		}
 		prev = it.Key()
 		n++
@@ -182,7 +182,7 @@ func TestIteratorSeesPointInTimeView(t *testing.T) {
 }
 
 func TestIteratorRejectsMalformedSeekKey(t *testing.T) {
-	m := fill(refTable{{base.MakeInternalKey([]byte("a"), 1, base.KindSet), nil}})
+	m := fill(refTable{{kv.MakeInternalKey([]byte("a"), 1, kv.KindSet), nil}})
 	it := m.NewIter()
 	if it.SeekGE([]byte("short")) || it.Valid() || it.Error() == nil {
 		t.Fatal("SeekGE with a 5-byte key did not fail")
@@ -199,7 +199,7 @@ func TestIteratorRejectsMalformedSeekKey(t *testing.T) {
 }
 
 func TestIteratorAfterClose(t *testing.T) {
-	m := fill(refTable{{base.MakeInternalKey([]byte("a"), 1, base.KindSet), nil}})
+	m := fill(refTable{{kv.MakeInternalKey([]byte("a"), 1, kv.KindSet), nil}})
 	it := m.NewIter()
 	it.First()
 	if err := it.Close(); err != nil {
@@ -212,15 +212,15 @@ func TestIteratorAfterClose(t *testing.T) {
 
 func TestIteratorKeysStayStable(t *testing.T) {
 	m := New()
-	m.Add(1, base.KindSet, []byte("a"), []byte("va"))
+	m.Add(1, kv.KindSet, []byte("a"), []byte("va"))
 	it := m.NewIter()
 	it.First()
 	k, v := it.Key(), it.Value()
 	for i := range 5000 { // force node splits and copy-on-write copies
-		m.Add(uint64(i+2), base.KindSet, []byte{'a', byte(i), byte(i >> 8)}, []byte("x"))
+		m.Add(uint64(i+2), kv.KindSet, []byte{'a', byte(i), byte(i >> 8)}, []byte("x"))
 	}
 	it.Next()
-	if !bytes.Equal(k, base.MakeInternalKey([]byte("a"), 1, base.KindSet)) || string(v) != "va" {
-		t.Fatalf("key/value changed under the iterator: %s=%q", base.FormatInternalKey(k), v)
+	if !bytes.Equal(k, kv.MakeInternalKey([]byte("a"), 1, kv.KindSet)) || string(v) != "va" {
+		t.Fatalf("key/value changed under the iterator: %s=%q", kv.FormatInternalKey(k), v)
 	}
 }

@@ -2,7 +2,7 @@ package memtable
 
 import (
 	"fmt"
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -170,7 +170,7 @@ func TestSnapshotTreeConcurrentFresh(t *testing.T) {
 	}
 	deadline := time.Now().Add(budget)
 	for i := 0; time.Now().Before(deadline) && i < 200000; i++ {
-		m.Add(uint64(i+1), base.KindSet, fmt.Appendf(nil, "k%07d", i), nil)
+		m.Add(uint64(i+1), kv.KindSet, fmt.Appendf(nil, "k%07d", i), nil)
 		returned.Add(1)
 	}
 	close(done)

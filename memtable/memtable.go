@@ -9,8 +9,8 @@ import (
 	"github.com/google/btree"
 
 	"github.com/bloomkv/bloomkv/filter"
-	"github.com/bloomkv/bloomkv/internal/base"
-	"github.com/bloomkv/bloomkv/internal/rangedel"
+	"github.com/bloomkv/bloomkv/kv"
+	"github.com/bloomkv/bloomkv/rangedel"
 )
 
 // btreeDegree sets node fan-out: nodes hold up to 2*degree-1 items of 40
@@ -126,17 +126,17 @@ func (m *Memtable) MayContainPrefix(prefix []byte) bool {
 // readers. Sequence numbers are unique per database; adding the same
 // (ukey, seq, kind) twice replaces the first entry.
 //
-// Add panics if seq exceeds base.MaxSeq or kind is not a stored kind: both
+// Add panics if seq exceeds kv.MaxSeq or kind is not a stored kind: both
 // are programming errors upstream, and storing them would corrupt the order.
-func (m *Memtable) Add(seq uint64, kind base.Kind, ukey, value []byte) {
-	if seq > base.MaxSeq {
+func (m *Memtable) Add(seq uint64, kind kv.Kind, ukey, value []byte) {
+	if seq > kv.MaxSeq {
 		panic(fmt.Sprintf("bloomkv/memtable: sequence %d exceeds MaxSeq", seq))
 	}
-	if kind != base.KindSet && kind != base.KindDelete {
+	if kind != kv.KindSet && kind != kv.KindDelete {
 		panic(fmt.Sprintf("bloomkv/memtable: cannot store kind %s", kind))
 	}
 	// Copy outside the lock so readers wait only for the tree insert.
-	e := newEntryIn(m.slab.alloc(len(ukey)+base.TrailerLen+len(value)), seq, kind, ukey, value)
+	e := newEntryIn(m.slab.alloc(len(ukey)+kv.TrailerLen+len(value)), seq, kind, ukey, value)
 	if m.filter != nil {
 		// Before the insert: a reader that finds the entry in the tree
 		// must find its key in the filter too.
@@ -164,7 +164,7 @@ func (m *Memtable) Add(seq uint64, kind base.Kind, ukey, value []byte) {
 // copying the keys. Like Add, calls are serialized by the caller and may
 // run concurrently with reads.
 func (m *Memtable) AddRangeDel(seq uint64, start, end []byte) {
-	if seq > base.MaxSeq {
+	if seq > kv.MaxSeq {
 		panic(fmt.Sprintf("bloomkv/memtable: sequence %d exceeds MaxSeq", seq))
 	}
 	buf := make([]byte, len(start)+len(end))
@@ -183,7 +183,7 @@ func (m *Memtable) AddRangeDel(seq uint64, start, end []byte) {
 	}
 	m.rangeMu.Unlock()
 	m.count.Add(1)
-	m.size.Add(int64(len(buf) + base.TrailerLen + EntryOverhead))
+	m.size.Add(int64(len(buf) + kv.TrailerLen + EntryOverhead))
 }
 
 // RangeDels returns the memtable's range tombstones, fragmented, or nil
@@ -217,18 +217,18 @@ func (m *Memtable) RangeDels() *rangedel.List {
 
 // Get returns the newest entry for ukey with sequence <= seq. found reports
 // whether such an entry exists, whatever its kind: a tombstone is found with
-// kind base.KindDelete and an empty value. The value slice is owned by the
+// kind kv.KindDelete and an empty value. The value slice is owned by the
 // memtable and immutable: callers copy it before returning it to users.
-func (m *Memtable) Get(ukey []byte, seq uint64) (value []byte, kind base.Kind, found bool) {
+func (m *Memtable) Get(ukey []byte, seq uint64) (value []byte, kind kv.Kind, found bool) {
 	value, kind, _, found = m.GetSeq(ukey, seq)
 	return value, kind, found
 }
 
 // GetSeq is Get that also returns the sequence of the entry found. It
 // looks at point entries only: the caller consults RangeDels.
-func (m *Memtable) GetSeq(ukey []byte, seq uint64) (value []byte, kind base.Kind, vseq uint64, found bool) {
-	if seq > base.MaxSeq {
-		seq = base.MaxSeq
+func (m *Memtable) GetSeq(ukey []byte, seq uint64) (value []byte, kind kv.Kind, vseq uint64, found bool) {
+	if seq > kv.MaxSeq {
+		seq = kv.MaxSeq
 	}
 	if m.filter != nil && !m.filter.MayContain(ukey) {
 		return nil, 0, 0, false // no lock, no search
@@ -236,7 +236,7 @@ func (m *Memtable) GetSeq(ukey []byte, seq uint64) (value []byte, kind base.Kind
 	// The pivot sorts before every version of ukey with sequence <= seq
 	// and after every newer one, so the first entry at or after it is the
 	// answer if its user key matches.
-	p := pivot(ukey, base.MakeTrailer(seq, base.KindSeek))
+	p := pivot(ukey, kv.MakeTrailer(seq, kv.KindSeek))
 	var hit entry
 	var ok bool
 	m.mu.RLock()
@@ -262,10 +262,10 @@ func (m *Memtable) Len() int { return int(m.count.Load()) }
 func (m *Memtable) Empty() bool { return m.count.Load() == 0 }
 
 // NewIter returns an iterator over the entries present now, in
-// base.CompareInternal order. Later Adds are not seen by it, and it holds no
+// kv.CompareInternal order. Later Adds are not seen by it, and it holds no
 // lock while it moves. The iterator is not safe for concurrent use; Close it
 // to release its view of the tree.
-func (m *Memtable) NewIter() base.InternalIterator {
+func (m *Memtable) NewIter() kv.Iterator {
 	it := newIterator(m.snapshotTree())
 	it.mem = m
 	return it

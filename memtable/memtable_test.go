@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 func TestOrderMatchesSortedReference(t *testing.T) {
@@ -55,14 +55,14 @@ func TestOrderMatchesSortedReference(t *testing.T) {
 }
 
 // checkAt fails unless it is positioned on want[i].
-func checkAt(t *testing.T, it base.InternalIterator, want refTable, i int) {
+func checkAt(t *testing.T, it kv.Iterator, want refTable, i int) {
 	t.Helper()
 	if !it.Valid() {
-		t.Fatalf("iterator invalid, want entry %d %s", i, base.FormatInternalKey(want[i].ikey))
+		t.Fatalf("iterator invalid, want entry %d %s", i, kv.FormatInternalKey(want[i].ikey))
 	}
 	if !bytes.Equal(it.Key(), want[i].ikey) || !bytes.Equal(it.Value(), want[i].value) {
 		t.Fatalf("entry %d: got %s=%q, want %s=%q", i,
-			base.FormatInternalKey(it.Key()), it.Value(), base.FormatInternalKey(want[i].ikey), want[i].value)
+			kv.FormatInternalKey(it.Key()), it.Value(), kv.FormatInternalKey(want[i].ikey), want[i].value)
 	}
 }
 
@@ -75,9 +75,9 @@ func TestGetAtVariousSeqs(t *testing.T) {
 	// Index the reference by user key: versions newest first.
 	versions := map[string]refTable{}
 	for _, e := range want {
-		versions[string(base.UserKey(e.ikey))] = append(versions[string(base.UserKey(e.ikey))], e)
+		versions[string(kv.UserKey(e.ikey))] = append(versions[string(kv.UserKey(e.ikey))], e)
 	}
-	seqs := []uint64{0, 1, 2, n / 2, n - 1, n, n + 1, base.MaxSeq, base.MaxSeq + 1, ^uint64(0)}
+	seqs := []uint64{0, 1, 2, n / 2, n - 1, n, n + 1, kv.MaxSeq, kv.MaxSeq + 1, ^uint64(0)}
 	for range 20000 {
 		ukey := fmt.Appendf(nil, "key%05d", rng.IntN(nkeys+20))
 		if rng.IntN(10) == 0 {
@@ -88,7 +88,7 @@ func TestGetAtVariousSeqs(t *testing.T) {
 			seq = seqs[rng.IntN(len(seqs))]
 		}
 		v, k, ok := m.Get(ukey, seq)
-		wv, wk, wok := versions[string(ukey)].get(ukey, min(seq, base.MaxSeq))
+		wv, wk, wok := versions[string(ukey)].get(ukey, min(seq, kv.MaxSeq))
 		if ok != wok || k != wk || !bytes.Equal(v, wv) {
 			t.Fatalf("Get(%q, %d) = %q,%v,%v; want %q,%v,%v", ukey, seq, v, k, ok, wv, wk, wok)
 		}
@@ -100,33 +100,33 @@ func TestGetAtVariousSeqs(t *testing.T) {
 
 func TestGetTombstoneAndShadowing(t *testing.T) {
 	m := New()
-	m.Add(10, base.KindSet, []byte("a"), []byte("old"))
-	m.Add(20, base.KindDelete, []byte("a"), nil)
-	m.Add(30, base.KindSet, []byte("a"), []byte("new"))
-	m.Add(5, base.KindSet, []byte("ab"), []byte("other"))
+	m.Add(10, kv.KindSet, []byte("a"), []byte("old"))
+	m.Add(20, kv.KindDelete, []byte("a"), nil)
+	m.Add(30, kv.KindSet, []byte("a"), []byte("new"))
+	m.Add(5, kv.KindSet, []byte("ab"), []byte("other"))
 	for _, tc := range []struct {
 		seq   uint64
 		value string
-		kind  base.Kind
+		kind  kv.Kind
 		found bool
 	}{
 		{9, "", 0, false},
-		{10, "old", base.KindSet, true},
-		{19, "old", base.KindSet, true},
-		{20, "", base.KindDelete, true},
-		{29, "", base.KindDelete, true},
-		{30, "new", base.KindSet, true},
-		{base.MaxSeq, "new", base.KindSet, true},
+		{10, "old", kv.KindSet, true},
+		{19, "old", kv.KindSet, true},
+		{20, "", kv.KindDelete, true},
+		{29, "", kv.KindDelete, true},
+		{30, "new", kv.KindSet, true},
+		{kv.MaxSeq, "new", kv.KindSet, true},
 	} {
 		v, k, ok := m.Get([]byte("a"), tc.seq)
 		if string(v) != tc.value || k != tc.kind || ok != tc.found {
 			t.Errorf("Get(a, %d) = %q,%v,%v; want %q,%v,%v", tc.seq, v, k, ok, tc.value, tc.kind, tc.found)
 		}
 	}
-	if _, _, ok := m.Get([]byte(""), base.MaxSeq); ok {
+	if _, _, ok := m.Get([]byte(""), kv.MaxSeq); ok {
 		t.Error("Get of the empty key found an entry")
 	}
-	if _, _, ok := m.Get([]byte("b"), base.MaxSeq); ok {
+	if _, _, ok := m.Get([]byte("b"), kv.MaxSeq); ok {
 		t.Error("Get(b) found an entry")
 	}
 }
@@ -134,7 +134,7 @@ func TestGetTombstoneAndShadowing(t *testing.T) {
 func TestAddCopiesInputs(t *testing.T) {
 	m := New()
 	k, v := []byte("key"), []byte("value")
-	m.Add(1, base.KindSet, k, v)
+	m.Add(1, kv.KindSet, k, v)
 	k[0], v[0] = 'X', 'X'
 	got, _, ok := m.Get([]byte("key"), 1)
 	if !ok || string(got) != "value" {
@@ -149,15 +149,15 @@ func TestAddCopiesInputs(t *testing.T) {
 	if got, _, _ := m.Get([]byte("key"), 1); string(got) != "value" {
 		t.Fatalf("value changed to %q after appends to returned slices", got)
 	}
-	if want := base.MakeInternalKey([]byte("key"), 1, base.KindSet); !bytes.Equal(it.Key(), want) {
-		t.Fatalf("key %s, want %s", base.FormatInternalKey(it.Key()), base.FormatInternalKey(want))
+	if want := kv.MakeInternalKey([]byte("key"), 1, kv.KindSet); !bytes.Equal(it.Key(), want) {
+		t.Fatalf("key %s, want %s", kv.FormatInternalKey(it.Key()), kv.FormatInternalKey(want))
 	}
 }
 
 func TestAddSameKeyReplacesAndKeepsSize(t *testing.T) {
 	m := New()
-	m.Add(7, base.KindSet, []byte("k"), []byte("first"))
-	m.Add(7, base.KindSet, []byte("k"), []byte("second!"))
+	m.Add(7, kv.KindSet, []byte("k"), []byte("first"))
+	m.Add(7, kv.KindSet, []byte("k"), []byte("second!"))
 	if m.Len() != 1 {
 		t.Fatalf("Len = %d, want 1", m.Len())
 	}
@@ -171,8 +171,8 @@ func TestAddSameKeyReplacesAndKeepsSize(t *testing.T) {
 
 func TestAddRejectsInvalidInput(t *testing.T) {
 	for name, add := range map[string]func(m *Memtable){
-		"seq":  func(m *Memtable) { m.Add(base.MaxSeq+1, base.KindSet, []byte("k"), nil) },
-		"kind": func(m *Memtable) { m.Add(1, base.KindSeek, []byte("k"), nil) },
+		"seq":  func(m *Memtable) { m.Add(kv.MaxSeq+1, kv.KindSet, []byte("k"), nil) },
+		"kind": func(m *Memtable) { m.Add(1, kv.KindSeek, []byte("k"), nil) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			m := New()
@@ -205,10 +205,10 @@ func TestCompareEntriesMatchesCompareInternal(t *testing.T) {
 	for range 200000 {
 		ka, kb := randKey(), randKey()
 		sa, sb := uint64(rng.IntN(3)), uint64(rng.IntN(3))
-		ia, ib := base.MakeInternalKey(ka, sa, base.KindSet), base.MakeInternalKey(kb, sb, base.KindSet)
-		ea, eb := newEntry(sa, base.KindSet, ka, nil), pivot(kb, base.Trailer(ib))
-		if got, want := compareEntries(ea, eb), base.CompareInternal(ia, ib); got != want {
-			t.Fatalf("compareEntries(%s, %s) = %d, want %d", base.FormatInternalKey(ia), base.FormatInternalKey(ib), got, want)
+		ia, ib := kv.MakeInternalKey(ka, sa, kv.KindSet), kv.MakeInternalKey(kb, sb, kv.KindSet)
+		ea, eb := newEntry(sa, kv.KindSet, ka, nil), pivot(kb, kv.Trailer(ib))
+		if got, want := compareEntries(ea, eb), kv.CompareInternal(ia, ib); got != want {
+			t.Fatalf("compareEntries(%s, %s) = %d, want %d", kv.FormatInternalKey(ia), kv.FormatInternalKey(ib), got, want)
 		}
 	}
 }
@@ -221,14 +221,14 @@ func TestMemtableFilter(t *testing.T) {
 	rowOf := func(k []byte) []byte { return k[:4] }
 	m := NewWithFilter(64<<10, rowOf)
 	for i := range 2000 {
-		m.Add(uint64(i+1), base.KindSet, fmt.Appendf(nil, "r%03d-c%d", i/10*2, i%10), []byte("v"))
+		m.Add(uint64(i+1), kv.KindSet, fmt.Appendf(nil, "r%03d-c%d", i/10*2, i%10), []byte("v"))
 	}
 	falsePos := 0
 	for i := range 2000 {
-		if _, _, found := m.Get(fmt.Appendf(nil, "r%03d-c%d", i/10*2, i%10), base.MaxSeq); !found {
+		if _, _, found := m.Get(fmt.Appendf(nil, "r%03d-c%d", i/10*2, i%10), kv.MaxSeq); !found {
 			t.Fatalf("present key %d not found", i)
 		}
-		if _, _, found := m.Get(fmt.Appendf(nil, "r%03d-x%d", i/10*2, i%10), base.MaxSeq); found {
+		if _, _, found := m.Get(fmt.Appendf(nil, "r%03d-x%d", i/10*2, i%10), kv.MaxSeq); found {
 			t.Fatalf("absent key %d found", i)
 		}
 		if !m.MayContainPrefix(fmt.Appendf(nil, "r%03d", i/10*2)) {
@@ -252,14 +252,14 @@ func TestMemtableFilter(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := range 3000 {
-			m.Add(uint64(i+1), base.KindSet, fmt.Appendf(nil, "k%05d", i), nil)
+			m.Add(uint64(i+1), kv.KindSet, fmt.Appendf(nil, "k%05d", i), nil)
 			added.Store(int64(i + 1))
 		}
 	}()
 	for {
 		n := added.Load()
 		for i := int64(0); i < n; i += 97 {
-			if _, _, found := m.Get(fmt.Appendf(nil, "k%05d", i), base.MaxSeq); !found {
+			if _, _, found := m.Get(fmt.Appendf(nil, "k%05d", i), kv.MaxSeq); !found {
 				t.Fatalf("key %d added, then not found", i)
 			}
 		}

@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // refEntry is one entry of the reference model: a plain sorted slice.
@@ -19,14 +19,14 @@ type refTable []refEntry
 
 func (r refTable) sorted() refTable {
 	s := slices.Clone(r)
-	slices.SortFunc(s, func(a, b refEntry) int { return base.CompareInternal(a.ikey, b.ikey) })
+	slices.SortFunc(s, func(a, b refEntry) int { return kv.CompareInternal(a.ikey, b.ikey) })
 	return s
 }
 
 // get is Memtable.Get by linear scan of a sorted table.
-func (r refTable) get(ukey []byte, seq uint64) ([]byte, base.Kind, bool) {
+func (r refTable) get(ukey []byte, seq uint64) ([]byte, kv.Kind, bool) {
 	for _, e := range r {
-		uk, s, k, _ := base.ParseInternalKey(e.ikey)
+		uk, s, k, _ := kv.ParseInternalKey(e.ikey)
 		if bytes.Equal(uk, ukey) && s <= seq {
 			return e.value, k, true
 		}
@@ -36,7 +36,7 @@ func (r refTable) get(ukey []byte, seq uint64) ([]byte, base.Kind, bool) {
 
 // seekGE returns the index of the first entry >= ikey (len(r) if none).
 func (r refTable) seekGE(ikey []byte) int {
-	i, _ := slices.BinarySearchFunc(r, ikey, func(e refEntry, k []byte) int { return base.CompareInternal(e.ikey, k) })
+	i, _ := slices.BinarySearchFunc(r, ikey, func(e refEntry, k []byte) int { return kv.CompareInternal(e.ikey, k) })
 	return i
 }
 
@@ -53,14 +53,14 @@ func randomEntries(rng *rand.Rand, n, nkeys int) refTable {
 		if rng.IntN(10) == 0 {
 			ukey = ukey[:rng.IntN(len(ukey)+1)] // prefixes, including the empty key
 		}
-		kind := base.KindSet
+		kind := kv.KindSet
 		var value []byte
 		if rng.IntN(5) == 0 {
-			kind = base.KindDelete
+			kind = kv.KindDelete
 		} else {
 			value = fmt.Appendf(nil, "v%d-%s", seqs[i]+1, bytes.Repeat([]byte{'x'}, rng.IntN(20)))
 		}
-		out[i] = refEntry{ikey: base.MakeInternalKey(ukey, uint64(seqs[i]+1), kind), value: value}
+		out[i] = refEntry{ikey: kv.MakeInternalKey(ukey, uint64(seqs[i]+1), kind), value: value}
 	}
 	return out
 }
@@ -69,7 +69,7 @@ func randomEntries(rng *rand.Rand, n, nkeys int) refTable {
 func fill(r refTable) *Memtable {
 	m := New()
 	for _, e := range r {
-		uk, seq, kind, _ := base.ParseInternalKey(e.ikey)
+		uk, seq, kind, _ := kv.ParseInternalKey(e.ikey)
 		m.Add(seq, kind, uk, e.value)
 	}
 	return m
@@ -86,6 +86,6 @@ func randomSeekKey(rng *rand.Rand, r refTable, nkeys int) []byte {
 	if rng.IntN(8) == 0 {
 		ukey = ukey[:rng.IntN(len(ukey)+1)]
 	}
-	kinds := []base.Kind{base.KindDelete, base.KindSet, base.KindSeek}
-	return base.MakeInternalKey(ukey, uint64(rng.IntN(len(r)+2)), kinds[rng.IntN(3)])
+	kinds := []kv.Kind{kv.KindDelete, kv.KindSet, kv.KindSeek}
+	return kv.MakeInternalKey(ukey, uint64(rng.IntN(len(r)+2)), kinds[rng.IntN(3)])
 }

@@ -1,16 +1,32 @@
-// Package wal owns bloomkv's write-ahead logs as a whole: which logs a
-// recovery reads, what damage it accepts in each, and what it keeps. The
-// framing of a single log file (32 KiB blocks of checksummed fragments, the
-// byte-granular torn-tail rule) is package internal/record's; what a record
-// means (a batch) is the caller's, which tells Check the sequence numbers a
-// record holds.
+// Package wal owns bloomkv's write-ahead logs as a whole: how records are
+// appended (Writer and its Modes), which logs a recovery reads, what damage
+// it accepts in each, and what it keeps (Check), and reading the records
+// kept (Replay). Its API uses only public types (vfs for files): a program
+// can write and read logs of its own, as the example shows.
+//
+// What a record means (for the database, a batch) is the caller's, which
+// tells Check the sequence numbers a record holds (Sequences): every record
+// holds at least one, and records follow each other without a gap.
+//
+// # Log file format
+//
+// A log is a sequence of 32 KiB blocks of fragments; a record is one fragment,
+// or a first, middle ones and a last, never crossing a block boundary. Each
+// fragment has a 7-byte header: a masked CRC32C (Castagnoli) of its type and
+// payload (uint32), its payload length (uint16), both little-endian, and its
+// type (1 full, 2 first, 3 middle, 4 last; 0 never written, so zeros never
+// parse). Fewer than 7 bytes left in a block are zero padding. A crash can
+// leave a torn tail -- damage after which no intact fragment starts -- which
+// a reader drops; damage anywhere else is corruption. The byte-level grammar,
+// a worked example and the exact tail rule are in internal/record/doc.go;
+// these wire constants never change.
 //
 // # The logs of a database
 //
 // A database writes one log at a time, NNNNNN.log, numbered from the same
 // counter as every other file. When the memtable fills, the engine seals the
-// log (Writer.Seal: cut back to its records, synced), then starts the next: so a log is complete and durable before a newer
-// one takes a write, and only the newest log can ever have a torn tail.
+// log (Writer.Seal: cut back to its records, synced), then starts the
+// next: so a log is complete and durable before a newer one takes a write, and only the newest log can ever have a torn tail.
 // Every write has a sequence number; the writes of the live logs (those at
 // or after the manifest's log number) follow each other without a gap,
 // starting right after the manifest's flushed sequence (every write up to it
@@ -22,9 +38,9 @@
 //   - TolerateTornTail (the default): every log but the newest non-empty one
 //     is read strictly, and must end exactly after its last record. The
 //     newest may end in a torn tail: damage after which no intact fragment
-//     starts anywhere (see internal/record). Sequences must continue without
+//     starts anywhere (see the format above). Sequences must continue without
 //     a gap, and every write up to the synced sequence must be found.
-//     Anything else is an error wrapping base.ErrCorruption that names the
+//     Anything else is an error wrapping kv.ErrCorruption that names the
 //     file and offset.
 //   - AbsoluteConsistency: every log is read strictly; nothing is dropped.
 //   - PointInTime: the first damage of any kind -- in any log, a gap, a
@@ -34,7 +50,7 @@
 //
 // In every mode the newest non-empty log may end in reserved space: zeros
 // after its last record that a memory-mapped writer reserved and never
-// used (see internal/record). They are counted in LogResult.Reserved, not
+// used (see mapped.go). They are counted in LogResult.Reserved, not
 // dropped. Every older log was sealed -- cut back to its records and
 // synced -- before the next was created, so reserved space in one is
 // corruption.

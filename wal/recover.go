@@ -98,7 +98,7 @@ type LogResult struct {
 // SequenceError is a record whose first sequence is not the one the
 // writes before it (tables, earlier records and logs) lead to: a gap
 // (writes are missing) or an overlap (writes are repeated). It wraps
-// base.ErrCorruption.
+// kv.ErrCorruption.
 type SequenceError struct {
 	Path   string
 	Offset int64  // of the record in the log

@@ -1,26 +1,9 @@
-// Package base holds the vocabulary every bloomkv package shares: internal
-// keys, the comparator, the internal iterator interface and the corruption
-// error marker.
+// Package base holds the engine's shared vocabulary: the internal-key
+// names of package kv (aliases and wrappers, so the public packages'
+// signatures name kv's public types while the engine keeps these names),
+// file names, the prefix-seek interface and corruption errors.
 //
-// # Internal keys
-//
-// Every entry stored in a memtable or an SSTable is keyed by an internal key:
-//
-//	+---------------------+-------------------------------------------+
-//	| user key (n bytes)  | trailer: uint64 little-endian (8 bytes)   |
-//	+---------------------+-------------------------------------------+
-//	trailer = sequence << 8 | kind
-//
-// Internal keys order by user key ascending (bytes.Compare), then by trailer
-// descending, so the newest version of a user key comes first. Sequence
-// numbers are at most MaxSeq (56 bits). These encodings are part of the
-// on-disk format and never change.
-//
-// Invariants: a trailer's kind is one of the Kind constants below (KindSeek is
-// used only in search keys, never stored); sequence numbers of stored entries
-// are unique per database. CompareTrailers is the one definition of the
-// order of versions; the memtable and the block decoder use it rather than
-// comparing trailers themselves.
+// See package kv for the internal-key layout and its invariants.
 //
 // Everything here is a pure function or a constant, safe for concurrent use.
 package base

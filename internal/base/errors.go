@@ -1,13 +1,15 @@
 package base
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/bloomkv/bloomkv/kv"
 )
 
-// ErrCorruption marks damaged on-disk data. Every decoder wraps it, naming the
-// file and offset, so callers test with errors.Is(err, ErrCorruption).
-var ErrCorruption = errors.New("bloomkv: corruption")
+// ErrCorruption marks damaged on-disk data (kv.ErrCorruption, the same
+// value). Every decoder wraps it, naming the file and offset, so callers test
+// with errors.Is(err, ErrCorruption).
+var ErrCorruption = kv.ErrCorruption
 
 // CorruptionErrorf returns an error wrapping ErrCorruption. Callers put the
 // package, file and offset in the message, for example

@@ -1,30 +1,5 @@
 package base
 
-// InternalIterator walks internal keys in CompareInternal order. It is the
-// interface shared by memtable, sstable, merging and compaction iterators.
-//
-// Positioning methods return whether the iterator is valid afterwards. Key and
-// Value are only meaningful while Valid; the slices they return stay valid
-// until the next positioning call or Close (callers that keep them must copy).
-// After an error, the iterator is invalid and Error reports it. An iterator is
-// not safe for concurrent use.
-type InternalIterator interface {
-	// SeekGE moves to the first entry whose internal key is >= ikey.
-	SeekGE(ikey []byte) bool
-	// SeekLT moves to the last entry whose internal key is < ikey.
-	SeekLT(ikey []byte) bool
-	First() bool
-	Last() bool
-	Next() bool
-	Prev() bool
-	Valid() bool
-	// Key returns the current internal key.
-	Key() []byte
-	Value() []byte
-	Error() error
-	Close() error
-}
-
 // PrefixSeeker is implemented by iterators that can skip sources holding no
 // key of a prefix (by their filters).
 type PrefixSeeker interface {

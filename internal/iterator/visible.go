@@ -4,7 +4,7 @@ import (
 	"bytes"
 
 	"github.com/bloomkv/bloomkv/internal/base"
-	"github.com/bloomkv/bloomkv/internal/rangedel"
+	"github.com/bloomkv/bloomkv/rangedel"
 )
 
 // position says where a Visible stands.

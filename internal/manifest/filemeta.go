@@ -47,6 +47,9 @@ func (f *FileMetadata) ChargeRead(n, limit int64) bool {
 // ReadCharges returns the read charges so far.
 func (f *FileMetadata) ReadCharges() int64 { return f.readCharges.Load() }
 
+// FileSize returns Size (for compaction.Table).
+func (f *FileMetadata) FileSize() uint64 { return f.Size }
+
 // SmallestUserKey returns the user key of Smallest.
 func (f *FileMetadata) SmallestUserKey() []byte { return base.UserKey(f.Smallest) }
 

@@ -14,6 +14,11 @@ type Version struct {
 	Levels [NumLevels][]*FileMetadata
 }
 
+// Level returns the tables of level (not to be modified). With it a
+// *Version is a compaction.Tree[*FileMetadata]: the picker reads versions
+// as they are, with no copy.
+func (v *Version) Level(level int) []*FileMetadata { return v.Levels[level] }
+
 // NumFiles returns the number of tables in level.
 func (v *Version) NumFiles(level int) int { return len(v.Levels[level]) }
 

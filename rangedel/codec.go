@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // Encode appends the block encoding of spans (fragmented, as a List holds
@@ -28,7 +28,7 @@ func Encode(dst []byte, spans []Span) []byte {
 
 // DecodeError says what is wrong with a block and at which byte. The
 // caller (the table reader) names the file and block offset and wraps
-// base.ErrCorruption.
+// kv.ErrCorruption.
 type DecodeError struct {
 	Offset int
 	Reason string
@@ -45,7 +45,7 @@ func (e *DecodeError) Unwrap() error { return ErrMalformed }
 
 // Decode parses a block and checks everything a List relies on: spans in
 // key order, not overlapping, each non-empty with non-empty keys of at
-// most maxKey bytes, sequences 1..base.MaxSeq strictly descending, and no
+// most maxKey bytes, sequences 1..kv.MaxSeq strictly descending, and no
 // byte after the last span. The spans alias b.
 func Decode(b []byte, maxKey int) (*List, error) {
 	d := decoder{b: b, maxKey: maxKey}
@@ -78,7 +78,7 @@ func Decode(b []byte, maxKey int) (*List, error) {
 			if d.err != nil {
 				break
 			}
-			if q == 0 || q > base.MaxSeq || (j > 0 && q >= s.Seqs[j-1]) {
+			if q == 0 || q > kv.MaxSeq || (j > 0 && q >= s.Seqs[j-1]) {
 				d.fail(at, fmt.Sprintf("span %d: sequence %d out of range or order", i, q))
 				break
 			}

@@ -21,7 +21,7 @@
 //
 // Spans are in key order and do not overlap (each span's end <= the next
 // span's start); start < end, both 1 to MaxKeySize bytes; sequences are
-// 1 to base.MaxSeq and strictly descending. No byte follows the last span.
+// 1 to kv.MaxSeq and strictly descending. No byte follows the last span.
 //
 // Worked example: [a, c)#5 and [c, e)#9,5 encode as (pinned by
 // TestGoldenBlock)
