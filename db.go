@@ -230,6 +230,23 @@ func (db *DB) Close() error {
 	return nil
 }
 
+// defaultIndexPartitionSize is Options.IndexPartitionSize's default with
+// CacheFilterBlocks.
+const defaultIndexPartitionSize = 4 << 10
+
+// indexPartitionSize returns the index partition size new tables are
+// written with (0: whole index and filter blocks); see
+// Options.IndexPartitionSize.
+func (o *Options) indexPartitionSize() int {
+	switch {
+	case o.IndexPartitionSize > 0:
+		return o.IndexPartitionSize
+	case o.IndexPartitionSize == 0 && o.CacheFilterBlocks:
+		return defaultIndexPartitionSize
+	}
+	return 0
+}
+
 // sstWriterOptions returns the options every new table is written with:
 // the current filter settings, so compaction rebuilds filters with them,
 // the compression of the level it is written to, and filterBits, the
@@ -238,7 +255,7 @@ func (db *DB) Close() error {
 func (db *DB) sstWriterOptions(fileNum uint64, level int, filterBits float64) sstable.WriterOptions {
 	o := sstable.WriterOptions{
 		BlockSize:             db.opts.BlockSize,
-		IndexPartitionSize:    max(0, db.opts.IndexPartitionSize),
+		IndexPartitionSize:    db.opts.indexPartitionSize(),
 		Compression:           db.opts.compressionAt(level),
 		BloomBitsPerKey:       max(0, db.opts.BloomBitsPerKey),
 		FilterKey:             db.opts.FilterKey,

@@ -46,14 +46,16 @@ type Options struct {
 	// IndexPartitionSize cuts a new table's index into partitions of about
 	// this many bytes, each with a filter partition over the keys of its
 	// data blocks, under a small top-level index (RocksDB's partitioned
-	// index and filters; sstable/partitions.go). Default 4 KiB; negative
-	// writes whole index and filter blocks. A table whose index fits one
-	// partition is written whole either way. With CacheFilterBlocks the
-	// partitions live in the block cache, so that a Get reads one filter
-	// partition and one index partition of a few KB, and index and filter
-	// memory is bounded by BlockCacheSize plus the top-level indexes
-	// (about 0.01 bytes per key); otherwise each open table holds its
-	// partitions, as it holds whole blocks.
+	// index and filters; sstable/partitions.go). Partitions live in the
+	// block cache with CacheFilterBlocks, so that a Get reads one filter
+	// partition and one index partition of a few KB, not a table's whole
+	// filter, and index and filter memory is bounded by BlockCacheSize
+	// plus the top-level indexes (about 0.01 bytes per key). Default (0):
+	// 4 KiB partitions with CacheFilterBlocks, whole blocks without it
+	// (each open table holds its index and filter either way, and a
+	// partitioned filter costs an absent-key probe some 45 ns more);
+	// negative: never partition. A table whose index fits one partition is
+	// written whole.
 	IndexPartitionSize int
 	// Compression of data blocks (default SnappyCompression), for every
 	// level LevelCompression does not set.
@@ -353,7 +355,6 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	setDefault(&r.MemtableSize, 4<<20)
 	setDefault(&r.BlockSize, 4<<10)
-	setDefault(&r.IndexPartitionSize, 4<<10)
 	setDefault(&r.BloomBitsPerKey, 10)
 	setDefault(&r.L0CompactionThreshold, 4)
 	setDefault(&r.L0SlowdownWritesThreshold, 8)

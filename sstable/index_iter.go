@@ -50,12 +50,22 @@ func (it *indexIter) load(i int) bool {
 }
 
 func (it *indexIter) SeekGE(ikey []byte) bool {
+	first := -1
+	if it.r.partitioned() {
+		first = it.r.findPartitionInternal(ikey)
+	}
+	return it.seekGEFrom(ikey, first)
+}
+
+// seekGEFrom is SeekGE for a caller that has found first, the partition
+// findPartitionInternal(ikey) returns (ignored when unpartitioned).
+func (it *indexIter) seekGEFrom(ikey []byte, first int) bool {
 	if !it.r.partitioned() {
 		return it.iter.SeekGE(ikey)
 	}
 	// The first partition whose top-level key is >= ikey holds the first
 	// entry >= ikey: its last entry is that key.
-	for i := it.r.findPartitionInternal(ikey); i < len(it.r.parts); i++ {
+	for i := first; i < len(it.r.parts); i++ {
 		if !it.load(i) {
 			return false
 		}

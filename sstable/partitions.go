@@ -203,6 +203,10 @@ func (r *Reader) decodePartitions() error {
 		}
 		r.parts = append(r.parts, p)
 	}
+	if r.index.numRestarts != len(r.parts) {
+		return loc.corruptf("%d restarts for %d entries (the top-level index restarts at every entry)", r.index.numRestarts, len(r.parts))
+	}
+	r.index.buildRestartPrefixes()
 	if want := r.props.IndexSize; idxBytes+r.footer.index.size+blockTrailerLen != want {
 		return loc.corruptf("partitions and top-level index take %d bytes, the properties say %d", idxBytes+r.footer.index.size+blockTrailerLen, want)
 	}
@@ -231,11 +235,11 @@ func (r *Reader) findPartition(ukey []byte) int {
 }
 
 // findPartitionInternal returns the first partition whose top-level key is
-// >= ikey: the one holding the first index entry >= ikey, if any.
+// >= ikey: the one holding the first index entry >= ikey, if any. The
+// top-level index restarts at every entry, so its restart i is partition
+// i, and its restart prefixes speed the search.
 func (r *Reader) findPartitionInternal(ikey []byte) int {
-	return sort.Search(len(r.parts), func(i int) bool {
-		return base.CompareInternal(r.parts[i].key, ikey) >= 0
-	})
+	return r.index.searchRestarts(ikey)
 }
 
 // indexPartition returns index partition i: resident when the Reader
@@ -329,8 +333,10 @@ func (r *Reader) loadResidentPartitions(cacheMeta bool) error {
 // partitionsMayContain probes the filter partitions that can hold entries
 // of user key ukey with fk (ukey, or its filter key) and reports whether
 // one says "maybe".
-func (r *Reader) partitionsMayContain(ukey, fk []byte, stats *ReadStats) (bool, error) {
-	for i := r.findPartition(ukey); i < len(r.parts); i++ {
+//
+// first is findPartition(ukey), which the caller has found.
+func (r *Reader) partitionsMayContain(ukey, fk []byte, first int, stats *ReadStats) (bool, error) {
+	for i := first; i < len(r.parts); i++ {
 		flt, err := r.filterPartition(i, stats)
 		if err != nil {
 			return false, err
@@ -464,5 +470,9 @@ func (r *Reader) FilterMayContain(ukey, fk []byte) (bool, error) {
 	if !r.hasFilter() {
 		return true, nil
 	}
-	return r.mayContain(ukey, fk, nil)
+	first := -1
+	if r.partitioned() {
+		first = r.findPartition(ukey)
+	}
+	return r.mayContain(ukey, fk, first, nil)
 }

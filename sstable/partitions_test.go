@@ -423,3 +423,43 @@ func TestGoldenPartitionedTable(t *testing.T) {
 		t.Fatalf("partitioned table changed:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// BenchmarkPartitionedGet compares Gets on one set of keys written whole
+// and partitioned, held by the Reader or in the block cache.
+func BenchmarkPartitionedGet(b *testing.B) {
+	es := randomKeyEntries(rand.New(rand.NewPCG(49, 50)), 200000)
+	for _, layout := range []struct {
+		name string
+		size int
+	}{{"whole", 0}, {"partitioned", 4096}} {
+		data, _ := buildTable(b, es, WriterOptions{BloomBitsPerKey: 10, IndexPartitionSize: layout.size})
+		for _, mode := range []struct {
+			name   string
+			cached bool
+		}{{"held", false}, {"cached", true}} {
+			r := mustOpenBytes(b, data, ReaderOptions{Cache: NewBlockCache(256 << 20), CacheFilters: mode.cached})
+			rng := rand.New(rand.NewPCG(51, 52))
+			b.Run(layout.name+"/"+mode.name+"/present", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					uk := base.UserKey(es[rng.IntN(len(es))].key)
+					if _, _, found, err := r.Get(uk, base.MaxSeq, true, nil); err != nil || !found {
+						b.Fatal(found, err)
+					}
+				}
+			})
+			b.Run(layout.name+"/"+mode.name+"/absent", func(b *testing.B) {
+				b.ReportAllocs()
+				var uk [16]byte
+				for b.Loop() {
+					binary.BigEndian.PutUint64(uk[:], rng.Uint64())
+					binary.BigEndian.PutUint64(uk[8:], rng.Uint64())
+					if _, _, found, err := r.Get(uk[:], base.MaxSeq, true, nil); err != nil || found {
+						b.Fatal(found, err)
+					}
+				}
+			})
+			r.Close()
+		}
+	}
+}

@@ -50,12 +50,20 @@ func (r *Reader) GetSeqHeld(ukey []byte, seq uint64, useFilter bool, stats *Read
 // recycled: the value stays valid as long as the caller holds it).
 func (r *Reader) getSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStats, counted bool) (value []byte, kind base.Kind, vseq uint64, found bool, held BlockRef, err error) {
 	filtered := false
+	// part is, in a partitioned table, the partition that can hold the
+	// newest entry of ukey (partitions.go): the filter partition probed
+	// first, and the index partition searched first.
+	part := -1
+	if r.partitioned() {
+		var buf [72]byte
+		part = r.findPartitionInternal(base.AppendInternalKey(buf[:0], ukey, base.MaxSeq, base.KindSeek))
+	}
 	if useFilter && r.getProbe != probeNone {
 		fk := ukey
 		if r.getProbe == probeFilterKey {
 			fk = r.filterKey(ukey)
 		}
-		may, err := r.mayContain(ukey, fk, stats)
+		may, err := r.mayContain(ukey, fk, part, stats)
 		if err != nil {
 			return nil, 0, 0, false, BlockRef{}, err
 		}
@@ -81,7 +89,7 @@ func (r *Reader) getSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStat
 	st.search = base.AppendInternalKey(st.search[:0], ukey, base.MaxSeq, base.KindSeek)
 	st.index.init(r, true, stats)
 	sawKey := false
-	valid := st.index.SeekGE(st.search)
+	valid := st.index.seekGEFrom(st.search, part)
 	for first := true; valid; first = false {
 		h, err := r.dataHandle(st.index.Key(), st.index.Value())
 		if err != nil {
@@ -140,9 +148,10 @@ func (r *Reader) getSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStat
 
 // mayContain probes the filter that covers ukey with fk (ukey or its
 // filter key): the table's filter block, or its partitions for ukey.
-func (r *Reader) mayContain(ukey, fk []byte, stats *ReadStats) (bool, error) {
+// part is findPartition(ukey) in a partitioned table.
+func (r *Reader) mayContain(ukey, fk []byte, part int, stats *ReadStats) (bool, error) {
 	if r.partitioned() {
-		return r.partitionsMayContain(ukey, fk, stats)
+		return r.partitionsMayContain(ukey, fk, part, stats)
 	}
 	flt, err := r.filterBlock(stats)
 	if err != nil {

@@ -33,7 +33,7 @@ var bloomkvEngine = &engine{
 			notes = append(notes, "bloomkv: its defaults (tables of TargetFileSize 2 MiB growing x2 per level, MaxOpenFiles half the descriptor limit, level 1 target 10 MiB, L0 compaction at 4 tables, snappy) except BlockSize, MemtableSize, BlockCacheSize, BloomBitsPerKey and WALMode")
 		}
 		if s.equalMemory {
-			notes = append(notes, "bloomkv: for the reads its filters are charged to its block cache (CacheFilterBlocks, level 0 pinned in it) and the cache is smaller by its index blocks, which it keeps in memory outside the cache: block cache + index = -cache_size, as the peers' caches hold their filters and index")
+			notes = append(notes, "bloomkv: CacheFilterBlocks from the fill on: tables whose index outgrows 4 KiB are written with partitioned index and filters (IndexPartitionSize's default with it), whose partitions and filter blocks are charged to its block cache (level 0 filters pinned in it); the cache is smaller by the index it keeps outside (top-level indexes of partitioned tables, whole index blocks of small ones): block cache + that index = -cache_size, as the peers' caches hold their filters and index")
 		} else {
 			notes = append(notes, "bloomkv: keeps each open table's index and filter blocks in memory outside its block cache (Pebble and goleveldb keep theirs in the cache): at the same -cache_size it holds more memory for reads (the memory table says how much)")
 		}
@@ -69,12 +69,16 @@ func bloomkvOptions(s *settings, d durability, rp *readPhase) *bloomkv.Options {
 		bits = -1 // bloomkv: negative = no filter blocks
 	}
 	o := &bloomkv.Options{
-		MemtableSize:           s.memtableSize,
-		BlockSize:              s.blockSize,
-		BloomBitsPerKey:        bits,
-		BlockCacheSize:         s.cacheSize,
-		WALMode:                modes[d],
-		CacheFilterBlocks:      s.cacheFilters,
+		MemtableSize:    s.memtableSize,
+		BlockSize:       s.blockSize,
+		BloomBitsPerKey: bits,
+		BlockCacheSize:  s.cacheSize,
+		WALMode:         modes[d],
+		// With equal memory bloomkv is configured, from the fill on, as
+		// a user bounding its read memory would: filters (and index and
+		// filter partitions, which that setting turns on) in the block
+		// cache.
+		CacheFilterBlocks:      s.cacheFilters || s.equalMemory,
 		DisableReadCompactions: !s.readCompactions,
 		Logger:                 slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
