@@ -34,3 +34,37 @@ func TestIndexBytesResident(t *testing.T) {
 		t.Fatalf("index bytes resident %d after reads (%d cold) for %d open tables", warm.IndexBytesResident, cold.IndexBytesResident, tables)
 	}
 }
+
+// TestPartitionedIndexBoundsMemory (issue 25): with CacheFilterBlocks and
+// partitioned tables, an open table holds only its top-level index: the
+// index memory outside the block cache falls far below whole index
+// blocks', Gets read index and filter partitions through the cache
+// (counted), and every answer stays right.
+func TestPartitionedIndexBoundsMemory(t *testing.T) {
+	const n = 20_000
+	resident := map[int]int64{}
+	for _, size := range []int{-1, 512} {
+		fs := vfs.NewMem()
+		o := cacheFiltersOptions(fs)
+		o.CacheFilterBlocks = true
+		o.IndexPartitionSize = size
+		db := writeLevelsTree(t, o, n)
+		db.Close()
+		db = mustOpen(t, "/db", o)
+		d := getAll(t, db, n)
+		m := db.Metrics()
+		db.Close()
+		resident[size] = m.IndexBytesResident
+		t.Logf("partition size %d: index bytes resident %d; %d index partitions and %d filter blocks read for %d Gets",
+			size, m.IndexBytesResident, d.IndexPartitionReads, d.FilterBlockReads, 2*n)
+		if size > 0 && (d.IndexPartitionReads == 0 || d.FilterBlockReads == 0) {
+			t.Fatalf("partitioned: %d index partitions and %d filter partitions read through a %d-byte cache", d.IndexPartitionReads, d.FilterBlockReads, o.BlockCacheSize)
+		}
+		if size < 0 && d.IndexPartitionReads != 0 {
+			t.Fatalf("whole index blocks, yet %d index partitions read", d.IndexPartitionReads)
+		}
+	}
+	if resident[512]*3 > resident[-1] {
+		t.Fatalf("index bytes resident: %d partitioned, %d whole; want a third or less", resident[512], resident[-1])
+	}
+}

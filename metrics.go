@@ -105,9 +105,15 @@ type Metrics struct {
 	FilterBytesCached, FilterBytesPinned int64
 	FilterCacheHits, FilterCacheMisses   uint64
 	FilterBlockReads                     uint64
+	// IndexPartitionReads counts the index partitions Gets read from
+	// files because the block cache did not hold them (partitioned tables
+	// with CacheFilterBlocks; their bytes are in BytesRead).
+	IndexPartitionReads uint64
 	// IndexBytesResident is the index memory of the tables open in the
-	// table cache: unlike filters, index blocks are never charged to the
-	// block cache, so this is memory held for reads outside it.
+	// table cache: whole index blocks and the top-level indexes of
+	// partitioned tables (and, without CacheFilterBlocks, their index
+	// partitions), which are never charged to the block cache, so this is
+	// memory held for reads outside it.
 	IndexBytesResident int64
 	BlockCacheBytes    int64 // bytes currently in the block cache
 	TableCacheOpen     int   // open table readers
@@ -167,6 +173,9 @@ type LevelMetrics struct {
 	// FilterBlockReads counts the filter blocks Gets read from this
 	// level's tables (CacheFilterBlocks: misses and first pins).
 	FilterBlockReads uint64
+	// IndexPartitionReads counts the index partitions Gets read from this
+	// level's tables' files (CacheFilterBlocks: misses).
+	IndexPartitionReads uint64
 	// TableOpens counts this level's table opens that Gets and iterators
 	// caused (their bytes are in BytesRead and IterBytesRead).
 	TableOpens uint64
@@ -206,6 +215,7 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 			d.Levels[i].BytesRead -= earlier.Levels[i].BytesRead
 			d.Levels[i].TableOpens -= earlier.Levels[i].TableOpens
 			d.Levels[i].FilterBlockReads -= earlier.Levels[i].FilterBlockReads
+			d.Levels[i].IndexPartitionReads -= earlier.Levels[i].IndexPartitionReads
 			d.Levels[i].IterTablesProbed -= earlier.Levels[i].IterTablesProbed
 			d.Levels[i].IterFilterNegatives -= earlier.Levels[i].IterFilterNegatives
 			d.Levels[i].IterFilterFalsePositives -= earlier.Levels[i].IterFilterFalsePositives
@@ -250,6 +260,7 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 	d.FilterCacheHits -= earlier.FilterCacheHits
 	d.FilterCacheMisses -= earlier.FilterCacheMisses
 	d.FilterBlockReads -= earlier.FilterBlockReads
+	d.IndexPartitionReads -= earlier.IndexPartitionReads
 	d.TableReopens -= earlier.TableReopens
 	d.TableOpenBytes -= earlier.TableOpenBytes
 	d.TableReopensCached -= earlier.TableReopensCached
@@ -359,6 +370,7 @@ func (db *DB) Metrics() Metrics {
 			lm.BytesRead += rs.BytesRead.Load()
 			lm.TableOpens += rs.TableOpens.Load() + sh.iterLevels[l].TableOpens.Load()
 			lm.FilterBlockReads += rs.FilterBlockReads.Load()
+			lm.IndexPartitionReads += rs.IndexBlockReads.Load()
 			m.BlockCacheHits += rs.BlockCacheHits.Load()
 			m.BlockCacheMisses += rs.BlockCacheMisses.Load()
 			is := &sh.iterLevels[l]
@@ -449,6 +461,7 @@ func (db *DB) Metrics() Metrics {
 	}
 	for _, lm := range m.Levels {
 		m.FilterBlockReads += lm.FilterBlockReads
+		m.IndexPartitionReads += lm.IndexPartitionReads
 	}
 	m.TableCacheOpen = db.tableCache.Len()
 	m.TableOpens, m.TableReopens, m.TableOpenBytes = db.tableCache.OpenCounts()
