@@ -309,4 +309,9 @@ func treeFilterOf(v *manifest.Version) *treeFilter {
 
 // setTreeFilter attaches t (nil to clear) to v: before v is installed, or
 // later by a rebuild.
-func setTreeFilter(v *manifest.Version, t *treeFilter) { v.Attach(t) }
+func setTreeFilter(v *manifest.Version, t *treeFilter) {
+	if t == nil && v.Attached() == nil {
+		return // nothing to clear (the usual case without Options.TreeFilter)
+	}
+	v.Attach(t)
+}
