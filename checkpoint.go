@@ -77,7 +77,7 @@ func (c *checkpoint) run() error {
 	// cannot release the directory (and let another holder delete tables)
 	// under it.
 	db.manifestMu.Lock()
-	state := db.vs.State()
+	state := db.versions.State()
 	db.mu.Lock()
 	if db.closing.Load() {
 		db.mu.Unlock()
@@ -85,14 +85,14 @@ func (c *checkpoint) run() error {
 		return ErrClosed
 	}
 	db.bgWG.Add(1)
-	v := db.mu.current
-	v.ref()
-	mem, lastSeq := db.mu.mem, db.mu.lastSeq
+	v := db.versions.Current()
+	v.Ref()
+	mem, lastSeq := db.mu.mem, db.versions.LastSeq()
 	db.mu.Unlock()
 	db.manifestMu.Unlock()
 	defer db.bgWG.Done()
-	defer v.unref()
-	return c.write(v.Version, state, mem, lastSeq)
+	defer v.Unref()
+	return c.write(v, state, mem, lastSeq)
 }
 
 // checkpointDir creates dir if needed, refusing one that holds anything.
@@ -180,11 +180,11 @@ func (c *checkpoint) write(v *manifest.Version, state *manifest.State, mem *memT
 	if err := vfs.SyncDir(fsys, c.dir); err != nil {
 		return err
 	}
-	vs := manifest.NewVersionSet(fsys, c.dir, db.opts.MaxManifestFileSize, cp)
+	vs := manifest.NewVersionSet(fsys, c.dir, cp, manifest.Options{MaxManifestSize: db.opts.MaxManifestFileSize})
 	c.written = append(c.written,
 		fsys.PathJoin(c.dir, base.MakeFilename(base.FileTypeManifest, next)),
 		fsys.PathJoin(c.dir, base.MakeFilename(base.FileTypeCurrent, 0)))
-	err := vs.WriteSnapshot(cp, func() (uint64, uint64) { return next, next + 1 })
+	err := vs.WriteSnapshot(func() (uint64, uint64) { return next, next + 1 })
 	if cerr := vs.Close(); err == nil {
 		err = cerr
 	}

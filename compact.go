@@ -51,7 +51,7 @@ func (db *DB) compactionWantedLocked() bool {
 	if db.opts.DisableAutomaticCompactions {
 		return false
 	}
-	scores := compaction.Scores(db.mu.current.Version, db.compactionOptions())
+	scores := compaction.Scores(db.versions.Current(), db.compactionOptions())
 	for l := 0; l < manifest.NumLevels-1; l++ {
 		if scores[l] >= 1 {
 			return true
@@ -63,8 +63,8 @@ func (db *DB) compactionWantedLocked() bool {
 // noteChoiceLocked applies what compaction.Choose weighed to the
 // triggers' state: a weighed idle trigger is cleared (and a declined level
 // 0 not weighed again until the tree changes), weighed read-queue entries
-// are dropped. REQUIRES: db.mu held; v is db.mu.current.
-func (db *DB) noteChoiceLocked(v *version, ch compaction.Choice[*manifest.FileMetadata]) {
+// are dropped. REQUIRES: db.mu held; v is db.versions.Current().
+func (db *DB) noteChoiceLocked(v *manifest.Version, ch compaction.Choice[*manifest.FileMetadata]) {
 	if ch.IdleConsidered {
 		db.mu.idle.due = false
 	}
@@ -107,9 +107,9 @@ func (db *DB) compactionLoop() {
 			db.mu.Lock()
 			continue
 		}
-		v := db.mu.current
-		v.ref()
-		choice := compaction.Choose(v.Version, db.mu.compactPointers, db.compactionOptions(), compaction.Triggers[*manifest.FileMetadata]{
+		v := db.versions.Current()
+		v.Ref()
+		choice := compaction.Choose(v, db.versions.CompactPointers(), db.compactionOptions(), compaction.Triggers[*manifest.FileMetadata]{
 			IdleDue:   db.idleCompactionDueLocked(),
 			ReadsDue:  db.readCompactionDueLocked(),
 			ReadQueue: db.mu.readCompactions,
@@ -129,7 +129,7 @@ func (db *DB) compactionLoop() {
 			}
 			err = db.runCompaction(c, v, cause)
 		}
-		v.unref()
+		v.Unref()
 		db.deleteObsoleteFiles(false)
 		db.mu.Lock()
 		if cause.read {
@@ -175,7 +175,7 @@ func (db *DB) Compact(start, end []byte) error {
 	defer release()
 
 	db.mu.Lock()
-	cur := db.mu.current.Version
+	cur := db.versions.Current()
 	db.mu.Unlock()
 	maxLevel := 1
 	for l := 1; l < manifest.NumLevels; l++ {
@@ -186,8 +186,8 @@ func (db *DB) Compact(start, end []byte) error {
 	o := db.compactionOptions()
 	for level := 0; level <= maxLevel; level++ {
 		db.mu.Lock()
-		v := db.mu.current
-		v.ref()
+		v := db.versions.Current()
+		v.Ref()
 		db.mu.Unlock()
 		if level == maxLevel && start == nil && end == nil && level < manifest.NumLevels-1 &&
 			float64(v.LevelBytes(level)) >= o.LevelMaxBytes(level) {
@@ -198,16 +198,16 @@ func (db *DB) Compact(start, end []byte) error {
 		}
 		var cs []*tableCompaction
 		if level < maxLevel {
-			if c := compaction.PickRange(v.Version, level, start, end); c != nil {
+			if c := compaction.PickRange(v, level, start, end); c != nil {
 				cs = append(cs, c)
 			}
 		} else {
-			cs = compaction.PickStale(v.Version, level, start, end, func(f *manifest.FileMetadata) bool {
-				return db.filterIsStale(v.Version, level, f) || db.tableCompression(f) != db.opts.compressionAt(level)
+			cs = compaction.PickStale(v, level, start, end, func(f *manifest.FileMetadata) bool {
+				return db.filterIsStale(v, level, f) || db.tableCompression(f) != db.opts.compressionAt(level)
 			})
 		}
 		err := db.runManualCompactions(cs, v)
-		v.unref()
+		v.Unref()
 		if err != nil {
 			return err
 		}
@@ -250,7 +250,7 @@ func (db *DB) claimManualCompaction() (release func(), err error) {
 
 // runManualCompactions runs cs in order on v for Compact or RebuildFilters,
 // stopping at the first error; a compaction Close aborted is ErrClosed.
-func (db *DB) runManualCompactions(cs []*tableCompaction, v *version) error {
+func (db *DB) runManualCompactions(cs []*tableCompaction, v *manifest.Version) error {
 	for _, c := range cs {
 		if db.closing.Load() {
 			return ErrClosed
@@ -313,9 +313,9 @@ func (db *DB) tableCompression(f *manifest.FileMetadata) Compression {
 // runCompaction carries out c, picked from version v (referenced by the
 // caller): a trivial move when c allows one, else a merge of its inputs into
 // new tables of c.OutputLevel; then it installs the result.
-func (db *DB) runCompaction(c *tableCompaction, v *version, cause compactionCause) (err error) {
+func (db *DB) runCompaction(c *tableCompaction, v *manifest.Version, cause compactionCause) (err error) {
 	manual := cause.manual
-	trivial := !manual && c.IsTrivialMove(db.compactionOptions()) && !db.filterIsStale(v.Version, c.OutputLevel, c.Inputs[0][0]) &&
+	trivial := !manual && c.IsTrivialMove(db.compactionOptions()) && !db.filterIsStale(v, c.OutputLevel, c.Inputs[0][0]) &&
 		db.tableCompression(c.Inputs[0][0]) == db.opts.compressionAt(c.OutputLevel)
 	info := compactionInfo(c, manual, trivial)
 	info.Idle, info.ReadTriggered = cause.idle, cause.read
@@ -386,8 +386,8 @@ func trivialMoveEdit(c *tableCompaction) *manifest.VersionEdit {
 // executeCompaction merges c's inputs, dropping what no snapshot can see,
 // into new tables. It returns the outputs (the caller cleans them up) and
 // the bytes read.
-func (db *DB) executeCompaction(c *tableCompaction, v *version) (*compactionOutputs, uint64, error) {
-	out := &compactionOutputs{db: db, c: c, o: db.compactionOptions(), filterBits: db.compactionFilterBits(c, v.Version)}
+func (db *DB) executeCompaction(c *tableCompaction, v *manifest.Version) (*compactionOutputs, uint64, error) {
+	out := &compactionOutputs{db: db, c: c, o: db.compactionOptions(), filterBits: db.compactionFilterBits(c, v)}
 	var iters []base.InternalIterator
 	var rds []*rangedel.List
 	var bytesIn uint64
@@ -419,7 +419,7 @@ func (db *DB) executeCompaction(c *tableCompaction, v *version) (*compactionOutp
 	var in compaction.Input = merged
 	if all := rangedel.Merge(rds...); !all.Empty() {
 		in = compaction.NewRangeDelFilter(merged, all, snaps)
-		out.rangeDels = compaction.KeptRangeDels(all, snaps, v.Version, c.OutputLevel)
+		out.rangeDels = compaction.KeptRangeDels(all, snaps, v, c.OutputLevel)
 	}
 	ci := compaction.NewIter(in, snaps, bottommost)
 	n := 0

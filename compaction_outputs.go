@@ -144,7 +144,7 @@ func (out *compactionOutputs) cleanup() {
 		_ = out.w.Abort()
 	}
 	db.manifestMu.Lock()
-	uncertain := db.vs.Uncertain()
+	uncertain := db.versions.Uncertain()
 	db.manifestMu.Unlock()
 	// With the manifest uncertain, a failed edit may still have named these
 	// outputs; leave them to file collection once a fresh manifest settles it.

@@ -269,7 +269,7 @@ func TestLeveledShape(t *testing.T) {
 func (db *DB) manifestNum() uint64 {
 	db.manifestMu.Lock()
 	defer db.manifestMu.Unlock()
-	return db.vs.ManifestNum()
+	return db.versions.ManifestNum()
 }
 
 // TestManifestRewrittenWhenLarge checks that the manifest is replaced by a

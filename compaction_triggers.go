@@ -27,12 +27,12 @@ import (
 // idleState is the idle-compaction timer's state, under db.mu.
 type idleState struct {
 	armed bool
-	seq   uint64 // visibleSeq when the timer was armed
+	seq   uint64 // the visible sequence when the timer was armed
 	due   bool   // the delay passed with no write and level 0 non-empty
 	timer *time.Timer
 	// declined is the version whose level 0 was judged not worth an idle
 	// compaction: the timer is not armed again until the tree changes.
-	declined *version
+	declined *manifest.Version
 }
 
 // idleCompactionEnabled reports whether the DB compacts level 0 when idle.
@@ -44,12 +44,12 @@ func (db *DB) idleCompactionEnabled() bool {
 // is not already running. REQUIRES: db.mu held.
 func (db *DB) armIdleTimerLocked() {
 	st := &db.mu.idle
-	if !db.idleCompactionEnabled() || st.armed || st.due || len(db.mu.current.Levels[0]) == 0 ||
-		st.declined == db.mu.current {
+	if !db.idleCompactionEnabled() || st.armed || st.due || len(db.versions.Current().Levels[0]) == 0 ||
+		st.declined == db.versions.Current() {
 		return
 	}
 	st.armed = true
-	st.seq = db.visibleSeq.Load()
+	st.seq = db.versions.VisibleSeq()
 	if st.timer == nil {
 		st.timer = time.AfterFunc(db.opts.IdleCompactionDelay, db.idleTimerFired)
 	} else {
@@ -65,7 +65,7 @@ func (db *DB) idleTimerFired() {
 	defer db.mu.Unlock()
 	st := &db.mu.idle
 	st.armed = false
-	if db.visibleSeq.Load() == st.seq {
+	if db.versions.VisibleSeq() == st.seq {
 		st.due = true
 	}
 	db.mu.bgCond.Broadcast()
@@ -88,7 +88,7 @@ func (db *DB) idleCompactionDueLocked() bool {
 	if !st.due {
 		return false
 	}
-	if len(db.mu.current.Levels[0]) == 0 || db.visibleSeq.Load() != st.seq || !db.idleCompactionEnabled() {
+	if len(db.versions.Current().Levels[0]) == 0 || db.versions.VisibleSeq() != st.seq || !db.idleCompactionEnabled() {
 		st.due = false
 		return false
 	}
@@ -184,7 +184,7 @@ type readQuietState struct {
 func (db *DB) writesQuietLocked(arm bool) bool {
 	st := &db.mu.readQuiet
 	now := time.Now()
-	if seq := db.visibleSeq.Load(); seq != st.seq || st.since.IsZero() {
+	if seq := db.versions.VisibleSeq(); seq != st.seq || st.since.IsZero() {
 		st.seq, st.since = seq, now
 	}
 	wait := max(readCompactionQuiet-now.Sub(st.since), st.notBefore.Sub(now))
@@ -312,7 +312,7 @@ func (db *DB) readCompactionDueLocked() bool {
 	}
 	q := db.mu.readCompactions[:0]
 	for _, c := range db.mu.readCompactions {
-		if compaction.InLevel(db.mu.current.Version, c.Level, c.File) {
+		if compaction.InLevel(db.versions.Current(), c.Level, c.File) {
 			q = append(q, c)
 		}
 	}

@@ -33,9 +33,6 @@ type DB struct {
 	events *events
 	// dbID is the database identity, written into every table.
 	dbID []byte
-	// foreignNums are the numbers of files in the directory the engine did
-	// not write (manifest.VersionEdit.ForeignFiles): never handed out.
-	foreignNums map[uint64]struct{}
 
 	counters dbCounters
 	// filterStats caches each live table's filterStats (fileNum -> value);
@@ -45,10 +42,7 @@ type DB struct {
 	// (filtercoverage.go).
 	coverage coverageMemo
 
-	// visibleSeq: every write with a sequence <= visibleSeq is fully in a
-	// memtable (or a table). Reads use it as their point in time.
-	visibleSeq atomic.Uint64
-	closed     atomic.Bool
+	closed atomic.Bool
 	// closing tells background work to stop early.
 	closing atomic.Bool
 	// openIters counts iterators not yet closed, for Close to report.
@@ -62,10 +56,21 @@ type DB struct {
 	// tf is the tree-wide filter's state (treefilter_db.go).
 	tf treeFilterState
 
-	// manifestMu serializes version edits: one logAndApply at a time, from
-	// reading the base version to installing the new one.
+	// versions is the one owner of the tree's state: the current version
+	// and the references readers hold on versions, the sequence numbers
+	// (last assigned, visible to reads, synced), file numbers and their
+	// reservation in the manifest, compact pointers, and the manifest
+	// itself. The DB keeps no copy; it asks. Two of the DB's locks guard
+	// it (see manifest.VersionSet, "Locks"): manifestMu its manifest and
+	// durable state, mu its in-memory state. The pointer is constant after
+	// Open.
+	versions *manifest.VersionSet
+
+	// manifestMu, "the manifest lock", serializes version edits: one
+	// logAndApply at a time, from reading the base version to installing
+	// the new one. It guards the manifest side of versions. Taken before
+	// mu.
 	manifestMu sync.Mutex
-	vs         *manifest.VersionSet // guarded by manifestMu
 	// obsoleteMu makes file collection one deleter: held by
 	// deleteObsoleteFiles from its snapshot of live files to its last
 	// removal, so that two collections (the background loop's and a
@@ -73,8 +78,9 @@ type DB struct {
 	// remove it. Taken before mu and manifestMu.
 	obsoleteMu sync.Mutex
 
-	versions *liveVersions
-
+	// mu, "the state lock", guards the fields below and the in-memory state
+	// of versions (current version, last and synced sequences, file
+	// numbers, compact pointers).
 	mu struct {
 		sync.Mutex
 		// bgCond is broadcast whenever background work finishes, a write
@@ -89,21 +95,6 @@ type DB struct {
 		mem *memTable
 		imm []*memTable // oldest first, waiting to be flushed
 		log *wal.Writer
-
-		lastSeq uint64 // last sequence assigned to a write
-		// syncedSeq: every write up to it is synced to a log (or in a
-		// table). Recovery must find all of them.
-		syncedSeq uint64
-		// nextFileNum is the next file number to hand out; fileNumLimit the
-		// durable manifest's NextFileNum: numbers below it are reserved, so
-		// the engine only ever writes files numbered below what the
-		// manifest records (see allocFileNum).
-		nextFileNum  uint64
-		fileNumLimit uint64
-		current      *version
-		// compactPointers: per level, the largest key of the last
-		// compaction, so that compactions go round robin over the key space.
-		compactPointers map[int][]byte
 
 		snapshots list.List // of *Snapshot, oldest first
 
@@ -187,7 +178,7 @@ func (db *DB) Close() error {
 		err := db.mu.log.Seal()
 		keep(err)
 		if logSynced = err == nil && db.opts.WALMode != WALDisabled; logSynced {
-			db.mu.syncedSeq = db.mu.lastSeq
+			db.versions.MarkSynced(db.versions.LastSeq())
 		}
 	}
 	if db.mu.log != nil {
@@ -212,7 +203,7 @@ func (db *DB) Close() error {
 		db.deleteObsoleteFiles(false)
 	}
 	db.manifestMu.Lock()
-	keep(db.vs.Close())
+	keep(db.versions.Close())
 	db.manifestMu.Unlock()
 	keep(db.tableCache.Close())
 	keep(db.dirLock.Close())
@@ -346,7 +337,7 @@ func (db *DB) NewSnapshot() *Snapshot {
 		return s
 	}
 	db.mu.Lock()
-	s.seq = db.visibleSeq.Load()
+	s.seq = db.versions.VisibleSeq()
 	s.elem = db.mu.snapshots.PushBack(s)
 	db.mu.Unlock()
 	return s

@@ -31,8 +31,9 @@
 // # Invariants
 //
 //   - Every write gets a unique sequence number; a read at sequence s sees
-//     exactly the writes with sequence <= s (visibleSeq is advanced only after
-//     a whole write group is in the memtable, so batches are atomic to readers).
+//     exactly the writes with sequence <= s (the visible sequence, owned by
+//     the version set, is advanced only after a whole write group is in the
+//     memtable, so batches are atomic to readers).
 //   - For any user key, entries in newer memtables/levels have higher
 //     sequence numbers than entries in older ones; level-0 tables are ordered
 //     newest first; levels >= 1 are sorted and non-overlapping.

@@ -430,7 +430,7 @@ func (db *DB) logOpen(began time.Time) {
 	}
 	// Not Metrics: it opens every table to describe its filter.
 	db.mu.Lock()
-	v := db.mu.current
+	v := db.versions.Current()
 	tables := make([]int, len(v.Levels))
 	var bytes int64
 	for l, files := range v.Levels {
@@ -439,6 +439,6 @@ func (db *DB) logOpen(began time.Time) {
 	}
 	db.mu.Unlock()
 	db.events.debug("bloomkv: open", "dir", db.dirname, "read_only", db.opts.ReadOnly,
-		"tables_per_level", tables, "table_bytes", bytes, "last_seq", db.visibleSeq.Load(),
+		"tables_per_level", tables, "table_bytes", bytes, "last_seq", db.versions.VisibleSeq(),
 		"wal_dropped_bytes", db.counters.walRecoveryDroppedBytes.Load(), "duration", time.Since(began))
 }

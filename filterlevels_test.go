@@ -58,8 +58,8 @@ func rewriteFilters(t *testing.T, db *DB) {
 	t.Helper()
 	for l := manifest.NumLevels - 1; l >= 1; l-- {
 		db.mu.Lock()
-		v := db.mu.current
-		v.ref()
+		v := db.versions.Current()
+		v.Ref()
 		db.mu.compacting = true
 		db.mu.Unlock()
 		var err error
@@ -67,7 +67,7 @@ func rewriteFilters(t *testing.T, db *DB) {
 			c := &tableCompaction{Level: l, OutputLevel: l, Inputs: [2][]*manifest.FileMetadata{files}}
 			err = db.runCompaction(c, v, compactionCause{manual: true})
 		}
-		v.unref()
+		v.Unref()
 		db.mu.Lock()
 		db.mu.compacting = false
 		db.mu.Unlock()
@@ -145,7 +145,7 @@ func TestFilterPerLevelTables(t *testing.T) {
 	}
 	// Keys per probing Get of each level, as the policy sees the tree.
 	s, slot := db.loadReadState()
-	keysOf, probed, _ := db.policyShape(s.v.Version, 1, 0, nil)
+	keysOf, probed, _ := db.policyShape(s.v, 1, 0, nil)
 	s.unref(slot)
 	perProbe := map[int]float64{}
 	for _, l := range levels { // no level-0 tables: runs are levels 1..
@@ -277,7 +277,7 @@ func TestFilterSkipLastLevel(t *testing.T) {
 	rewriteFilters(t, db)
 	m := db.Metrics()
 	s, slot := db.loadReadState()
-	last := lastLevel(s.v.Version)
+	last := lastLevel(s.v)
 	s.unref(slot)
 	for l, ps := range tableProps(t, db) {
 		withFilter := 0
@@ -374,7 +374,7 @@ func TestProbedFractionsMatchGets(t *testing.T) {
 	db := writeLevelsTree(t, o, n)
 	defer db.Close()
 	s, slot := db.loadReadState()
-	v := s.v.Version
+	v := s.v
 	keys, probed, _ := db.policyShape(v, 1, 0, nil)
 	l0 := len(v.Levels[0])
 	var files [manifest.NumLevels]int
@@ -427,7 +427,7 @@ func TestFilterPoliciesMatchTheory(t *testing.T) {
 			db := writeLevelsTree(t, o, n)
 			defer db.Close()
 			s, slot := db.loadReadState()
-			v := s.v.Version
+			v := s.v
 			defer s.unref(slot)
 			// Each table's own rate (FillFPR: from the bits its filter set;
 			// small filters scatter around TheoreticalFPR by more than the

@@ -157,7 +157,7 @@ func (db *DB) policyFilterBits(level int, incoming float64) float64 {
 	}
 	s, slot := db.loadReadState()
 	defer s.unref(slot)
-	return db.writeFilterBits(s.v.Version, level, incoming, nil, incoming, nil)
+	return db.writeFilterBits(s.v, level, incoming, nil, incoming, nil)
 }
 
 // compactionFilterBits is the policy's bits per key for c's outputs: the

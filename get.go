@@ -44,7 +44,7 @@ func (db *DB) get(key []byte, seq uint64) ([]byte, error) {
 	sh := db.reads.at(slot)
 	sh.gets.Add(1)
 	if seq == readNow {
-		seq = db.visibleSeq.Load()
+		seq = db.versions.VisibleSeq()
 	}
 	return db.getFrom(sh, slot, s, key, seq)
 }
@@ -83,7 +83,7 @@ func (db *DB) getFrom(sh *readShard, slot int, s *readState, key []byte, seq uin
 	}
 	// With Options.TreeFilter one filter names the levels to read
 	// (treefilter_db.go).
-	if t := s.v.treeFilter.Load(); t != nil {
+	if t := treeFilterOf(s.v); t != nil {
 		return db.getFromTreeFilter(sh, slot, s, t, key, seq, &tomb)
 	}
 	// Level 0 newest first: tables may overlap, so probe each that covers key.

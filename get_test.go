@@ -35,7 +35,7 @@ func TestGetLoadsSequenceAfterReadState(t *testing.T) {
 	if err := db.Compact(nil, nil); err != nil { // flush + merge: v1 is dropped
 		t.Fatal(err)
 	}
-	seq := db.visibleSeq.Load() // ... and resumes
+	seq := db.versions.VisibleSeq() // ... and resumes
 	got, err := db.getFrom(db.reads.at(slot), slot, s, key, seq)
 	if err != nil || string(got) != "v2" {
 		t.Fatalf("Get of a key present at every instant = %q, %v; want v2", got, err)

@@ -33,7 +33,7 @@ func fireIdleTimer(t *testing.T, db *DB) {
 	t.Helper()
 	for {
 		db.mu.Lock()
-		current := db.mu.idle.armed && db.mu.idle.seq == db.visibleSeq.Load()
+		current := db.mu.idle.armed && db.mu.idle.seq == db.versions.VisibleSeq()
 		db.mu.Unlock()
 		db.idleTimerFired()
 		if current {
@@ -170,7 +170,7 @@ func TestIdleCompactionWaitsForAPause(t *testing.T) {
 	// Due, then a write before the loop acts on it: cancelled.
 	db.mu.Lock()
 	armedSeq := db.mu.idle.seq
-	db.mu.idle.due, db.mu.idle.seq = true, db.visibleSeq.Load()-1
+	db.mu.idle.due, db.mu.idle.seq = true, db.versions.VisibleSeq()-1
 	if db.idleCompactionDueLocked() {
 		db.mu.Unlock()
 		t.Fatal("a write after the timer fired did not cancel the idle compaction")
@@ -259,7 +259,7 @@ func TestIdleCompactionDeclinesSmallFlush(t *testing.T) {
 	waitFor(t, "the idle timer to fire and decline", func() bool {
 		db.mu.Lock()
 		defer db.mu.Unlock()
-		return db.mu.idle.declined == db.mu.current && !db.mu.idle.armed
+		return db.mu.idle.declined == db.versions.Current() && !db.mu.idle.armed
 	})
 	time.Sleep(50 * time.Millisecond) // five delays: no re-arming, no compaction
 	db.mu.Lock()

@@ -85,7 +85,7 @@ func (db *DB) newIterator(o *IterOptions, seq uint64) *Iterator {
 	}
 	s, slot := db.loadReadState()
 	if seq == readNow {
-		seq = db.visibleSeq.Load()
+		seq = db.versions.VisibleSeq()
 	}
 	sh := db.reads.at(slot)
 	scan := &scanBounds{lower: lower, upper: upper, filters: !db.opts.IgnoreRangeFilters}

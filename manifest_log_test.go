@@ -54,7 +54,7 @@ func TestFreshManifestKeepsDurableLogNum(t *testing.T) {
 	}
 	m := db.mu.imm[0]
 	nextLog := db.mu.mem.logNum
-	t0 := db.mu.current.Levels[0][0]
+	t0 := db.versions.Current().Levels[0][0]
 	db.mu.Unlock()
 
 	// Step 1: the first half of flushOldestLocked, verbatim.
@@ -80,12 +80,12 @@ func TestFreshManifestKeepsDurableLogNum(t *testing.T) {
 	// Step 2: a compaction (here the trivial move runCompaction would make)
 	// lands while the manifest is full, so it is written as a fresh one.
 	db.manifestMu.Lock()
-	db.vs.SetMaxSize(1) // "the manifest is full"
+	db.versions.SetMaxSize(1) // "the manifest is full"
 	err = db.logAndApply(&manifest.VersionEdit{
 		DeletedFiles: []manifest.DeletedFileEntry{{Level: 0, FileNum: t0.FileNum}},
 		NewFiles:     []manifest.NewFileEntry{{Level: 1, Meta: t0}},
 	}, causeCompaction)
-	db.vs.SetMaxSize(4 << 20)
+	db.versions.SetMaxSize(4 << 20)
 	db.manifestMu.Unlock()
 	if err != nil {
 		t.Fatal(err)

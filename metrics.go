@@ -404,7 +404,7 @@ func (db *DB) Metrics() Metrics {
 	}
 	s, slot := db.loadReadState()
 	defer s.unref(slot)
-	m.TreeFilter = db.treeFilterMetrics(s.v.treeFilter.Load())
+	m.TreeFilter = db.treeFilterMetrics(treeFilterOf(s.v))
 	var fprKeys float64 // sum of keys × theoretical rate
 	for l := range m.Levels {
 		lm := &m.Levels[l]
@@ -445,7 +445,7 @@ func (db *DB) Metrics() Metrics {
 		if l == 0 {
 			incoming = float64(c.lastFlushKeys.Load())
 		}
-		m.Levels[l].FilterBitsPerKey = db.writeFilterBits(s.v.Version, l, incoming, nil, incoming, nil)
+		m.Levels[l].FilterBitsPerKey = db.writeFilterBits(s.v, l, incoming, nil, incoming, nil)
 	}
 	m.MemtableBytes = s.mem.ApproximateSize()
 	for _, im := range s.imm {

@@ -53,16 +53,15 @@ func Open(dir string, opts *Options) (*DB, error) {
 	db := &DB{dirname: dir, opts: o, fs: fs, dirLock: lock, events: newEvents(o.EventListener, o.Logger)}
 	db.mu.bgCond.L = &db.mu.Mutex
 	db.mu.pendingOutputs = map[uint64]struct{}{}
-	db.versions = &liveVersions{m: map[*version]struct{}{}, onRelease: db.noteObsolete}
 	if o.BlockCacheSize > 0 {
 		db.blockCache = sstable.NewBlockCache(o.BlockCacheSize)
 	}
 	if err := db.recover(); err != nil {
-		db.manifestMu.Lock()
-		if db.vs != nil {
-			_ = db.vs.Close()
+		if db.versions != nil {
+			db.manifestMu.Lock()
+			_ = db.versions.Close()
+			db.manifestMu.Unlock()
 		}
-		db.manifestMu.Unlock()
 		if db.tableCache != nil {
 			_ = db.tableCache.Close()
 		}
@@ -85,9 +84,12 @@ func Open(dir string, opts *Options) (*DB, error) {
 	return db, nil
 }
 
-// recover loads the manifest, checks and replays the logs, and starts a new
-// log. It runs before any other goroutine can see db, but takes the locks
-// that the methods it shares with running databases expect.
+// recover loads the manifest, checks the logs, makes the version set the
+// state resumes from, and replays the logs: into level-0 tables and a new
+// log for a writable open, into a memtable in memory for a read-only one
+// (finishReadOnlyRecovery), which shares everything up to that last step.
+// It runs before any other goroutine can see db, but takes the locks that
+// the methods it shares with running databases expect.
 //
 // Nothing is written until every log has been checked, so a database that
 // Open refuses is left exactly as it was found.
@@ -142,47 +144,53 @@ func (db *DB) recover() error {
 	if err != nil {
 		return err
 	}
-	if db.opts.ReadOnly {
-		return db.finishReadOnlyRecovery(state, plan)
-	}
 
-	// From here on the directory changes. First a snapshot of the state as
-	// found, with the identity, the foreign files and fresh numbers
-	// reserved past everything present: what recovery writes next is then
+	// The state recovery resumes from. A read-only open takes the manifest's
+	// as it is. A writable one records its own first: the state as found,
+	// with the identity, the foreign files and fresh numbers reserved past
+	// everything present, so that what recovery writes next is
 	// recognizably the engine's own.
-	db.foreignNums = map[uint64]struct{}{}
-	opening := *state
-	opening.ForeignFiles = nil
-	for name := range foreign {
-		opening.ForeignFiles = append(opening.ForeignFiles, name)
-		_, num, _ := base.ParseFilename(name)
-		db.foreignNums[num] = struct{}{}
+	resume := state
+	if !db.opts.ReadOnly {
+		opening := *state
+		opening.ForeignFiles = nil
+		for name := range foreign {
+			opening.ForeignFiles = append(opening.ForeignFiles, name)
+		}
+		slices.Sort(opening.ForeignFiles)
+		if opening.DBID == nil {
+			opening.DBID = manifest.NewDBID()
+		}
+		resume = &opening
 	}
-	slices.Sort(opening.ForeignFiles)
-	if opening.DBID == nil {
-		opening.DBID = manifest.NewDBID()
-	}
-	db.dbID = opening.DBID
+	// A read-only open of an old manifest has no identity: tables' identity
+	// is then not checked.
+	db.dbID = resume.DBID
 	db.tableCache = db.newTableCache()
-	db.mu.nextFileNum = max(state.NextFileNum, 2)
+	db.versions = manifest.NewVersionSet(db.fs, db.dirname, resume, manifest.Options{
+		MaxManifestSize: db.opts.MaxManifestFileSize,
+		Mu:              &db.mu.Mutex,
+		OnRelease:       db.noteObsolete,
+		FileNumReserve:  fileNumReserve,
+	})
+	db.mu.Lock()
+	db.versions.NoteFileNum(1) // numbers start at 2
 	if manifestName == "" {
 		// A new database: numbers past any leftover of an interrupted
 		// creation (loadManifestState vouched for them).
-		db.mu.nextFileNum = max(db.mu.nextFileNum, maxNum+1)
+		db.versions.NoteFileNum(maxNum)
 	}
-	db.mu.fileNumLimit = db.mu.nextFileNum
-	db.mu.lastSeq = max(state.LastSeq, plan.LastSeq)
-	db.mu.syncedSeq = state.SyncedSeq
-	db.mu.compactPointers = state.CompactPointers
-	db.vs = manifest.NewVersionSet(db.fs, db.dirname, db.opts.MaxManifestFileSize, &opening)
-	db.mu.current = db.versions.newVersion(state.Version)
-	db.initTreeFilter(db.mu.current) // treefilter_db.go
+	db.versions.NoteSeq(plan.LastSeq) // the logs' writes
+	db.mu.Unlock()
+	db.initTreeFilter(db.versions.Current()) // treefilter_db.go
+	if db.opts.ReadOnly {
+		return db.finishReadOnlyRecovery(plan)
+	}
+
+	// From here on the directory changes: first the opening snapshot.
 	db.manifestMu.Lock()
 	db.hookBeforeEdit(causeRecovery)
-	err = db.vs.WriteSnapshot(&opening, db.allocManifestNum)
-	if err == nil {
-		db.mu.fileNumLimit = db.vs.State().NextFileNum
-	}
+	err = db.versions.WriteSnapshot(nil)
 	db.manifestMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("bloomkv: recover %s: %w", db.dirname, err)
@@ -205,11 +213,14 @@ func (db *DB) recover() error {
 	db.events.walCreated(WALCreateInfo{Path: logName, FileNum: logNum})
 	// The new log's directory entry is made durable by logAndApply before
 	// the manifest names it, and before any write is acknowledged into it.
+	db.mu.Lock()
+	last := db.versions.LastSeq()
 	edit.HasLogNum, edit.LogNum = true, logNum
-	edit.HasFlushedSeq, edit.FlushedSeq = true, db.mu.lastSeq
-	db.mu.syncedSeq = db.mu.lastSeq // everything recovered is in tables now
+	edit.HasFlushedSeq, edit.FlushedSeq = true, last
+	db.versions.MarkSynced(last) // everything recovered is in tables now
 	db.mu.mem = db.newMemTableLocked(logNum)
 	db.updateReadStateLocked()
+	db.mu.Unlock()
 	db.manifestMu.Lock()
 	err = db.logAndApply(edit, causeRecovery)
 	db.manifestMu.Unlock()
@@ -217,8 +228,10 @@ func (db *DB) recover() error {
 		_ = logWriter.Close()
 		return err
 	}
+	db.mu.Lock()
 	db.mu.log = logWriter
-	db.visibleSeq.Store(db.mu.lastSeq)
+	db.versions.PublishSeq(last)
+	db.mu.Unlock()
 	db.moveDroppedLogs(plan)
 	return nil
 }

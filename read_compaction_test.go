@@ -58,7 +58,7 @@ func levelsCovering(db *DB, key []byte) int {
 	defer db.mu.Unlock()
 	n := 0
 	for l := 1; l < manifest.NumLevels; l++ {
-		if findFile(db.mu.current.Levels[l], key) != nil {
+		if findFile(db.versions.Current().Levels[l], key) != nil {
 			n++
 		}
 	}
@@ -70,7 +70,7 @@ func tableFiles(db *DB) [manifest.NumLevels][]uint64 {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	var out [manifest.NumLevels][]uint64
-	for l, files := range db.mu.current.Levels {
+	for l, files := range db.versions.Current().Levels {
 		for _, f := range files {
 			out[l] = append(out[l], f.FileNum)
 		}

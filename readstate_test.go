@@ -7,14 +7,18 @@ import (
 
 	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/internal/pslot"
+	"github.com/bloomkv/bloomkv/vfs"
 )
 
 // newTestReadState returns a published read state over a fresh version,
 // and a function reporting how many times the version was released.
 func newTestReadState() (*readState, func() int) {
 	var released atomic.Int32
-	set := &liveVersions{m: map[*version]struct{}{}, onRelease: func() { released.Add(1) }}
-	s := &readState{v: set.newVersion(&manifest.Version{})}
+	set := manifest.NewVersionSet(vfs.NewMem(), "/db", &manifest.State{},
+		manifest.Options{OnRelease: func() { released.Add(1) }})
+	// The state takes over the set's reference to its current version, as
+	// if a newer version had been installed.
+	s := &readState{v: set.Current()}
 	s.refs.Init()
 	return s, func() int { return int(released.Load()) }
 }

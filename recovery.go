@@ -314,32 +314,28 @@ func (db *DB) checkWritable() error {
 	return nil
 }
 
-// finishReadOnlyRecovery completes recover for a read-only open: the state
-// the manifest describes, plus the writes of the logs replayed into one
-// memtable in memory. Nothing is written: no manifest, table or log, no
-// file removed or moved. plan is what checkLogs kept (in point-in-time
-// mode, the damaged logs stay where they are).
-func (db *DB) finishReadOnlyRecovery(state *manifest.State, plan *wal.Result) error {
-	db.foreignNums = map[uint64]struct{}{}
-	db.dbID = state.DBID // nil for an old manifest: tables' identity is then not checked
-	db.tableCache = db.newTableCache()
-	db.mu.nextFileNum = state.NextFileNum
-	db.mu.fileNumLimit = state.NextFileNum
-	db.mu.lastSeq = max(state.LastSeq, plan.LastSeq)
-	db.mu.syncedSeq = db.mu.lastSeq
-	db.mu.compactPointers = state.CompactPointers
-	db.vs = manifest.NewVersionSet(db.fs, db.dirname, db.opts.MaxManifestFileSize, state)
-	db.mu.current = db.versions.newVersion(state.Version)
-	db.initTreeFilter(db.mu.current) // treefilter_db.go
+// finishReadOnlyRecovery completes recover for a read-only open: the
+// writes of the logs replayed into one memtable in memory, on top of the
+// state the manifest describes (already in db.versions). Nothing is
+// written: no manifest, table or log, no file removed or moved. plan is
+// what checkLogs kept (in point-in-time mode, the damaged logs stay where
+// they are).
+func (db *DB) finishReadOnlyRecovery(plan *wal.Result) error {
 	// The memtable grows past MemtableSize if the logs hold more: it is
 	// never flushed, and the logs hold at most what a writer kept in its
 	// memtables.
+	db.mu.Lock()
 	mem := db.newMemTableLocked(0)
+	db.mu.Unlock()
 	if _, err := db.replay(plan, mem.Memtable, nil); err != nil {
 		return err
 	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	last := db.versions.LastSeq()
+	db.versions.MarkSynced(last)
 	db.mu.mem = mem
 	db.updateReadStateLocked()
-	db.visibleSeq.Store(db.mu.lastSeq)
+	db.versions.PublishSeq(last)
 	return nil
 }

@@ -31,8 +31,8 @@ func (db *DB) RebuildFilters() error {
 	// its share of the budget on the current shape).
 	for level := 1; level < manifest.NumLevels; level++ {
 		db.mu.Lock()
-		v := db.mu.current
-		v.ref()
+		v := db.versions.Current()
+		v.Ref()
 		db.mu.Unlock()
 		// One compaction per table, not per run of stale tables (as
 		// PickStale would): a table rewritten alone keeps its bounds, so
@@ -41,12 +41,12 @@ func (db *DB) RebuildFilters() error {
 		// target size now is split, at a point between two of its keys.)
 		var cs []*tableCompaction
 		for _, f := range v.Levels[level] {
-			if db.filterIsStale(v.Version, level, f) {
+			if db.filterIsStale(v, level, f) {
 				cs = append(cs, &tableCompaction{Level: level, OutputLevel: level, Inputs: [2][]*manifest.FileMetadata{{f}}})
 			}
 		}
 		err := db.runManualCompactions(cs, v)
-		v.unref()
+		v.Unref()
 		if err != nil {
 			return err
 		}

@@ -61,7 +61,7 @@ func TestRebuildFiltersKeepsTheTree(t *testing.T) {
 	rewritten := 0
 	for l := 1; l < len(s.v.Levels); l++ {
 		for _, f := range s.v.Levels[l] {
-			if db.filterIsStale(s.v.Version, l, f) {
+			if db.filterIsStale(s.v, l, f) {
 				t.Fatalf("L%d table %d still has its old filter", l, f.FileNum)
 			}
 			rewritten++

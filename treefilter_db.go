@@ -50,7 +50,7 @@ type treeFilterState struct {
 	// describes, referenced. Owned by the maintainer while running, else
 	// guarded by manifestMu.
 	base  *treeFilter
-	baseV *version
+	baseV *manifest.Version
 	// broken is set when a table could not be read to keep the filter up
 	// to date: Gets then use the per-table filters until a reopen.
 	broken atomic.Bool
@@ -161,7 +161,7 @@ func (db *DB) treeFilterMetrics(t *treeFilter) TreeFilterMetrics {
 // initTreeFilter loads or builds the filter of v, the version Open
 // recovered, and attaches it. REQUIRES: Open, before any read or version
 // edit.
-func (db *DB) initTreeFilter(v *version) {
+func (db *DB) initTreeFilter(v *manifest.Version) {
 	if !db.opts.TreeFilter {
 		return
 	}
@@ -175,17 +175,17 @@ func (db *DB) initTreeFilter(v *version) {
 	}
 	db.manifestMu.Lock()
 	defer db.manifestMu.Unlock()
-	t := db.loadTreeFilter(v.Version) // treefilter_file.go
+	t := db.loadTreeFilter(v) // treefilter_file.go
 	if t == nil {
 		var err error
-		if t, err = db.buildTreeFilter(v.Version, tfOpenLoad); err != nil {
+		if t, err = db.buildTreeFilter(v, tfOpenLoad); err != nil {
 			db.breakTreeFilter(err)
 			return
 		}
 	}
-	v.ref()
+	v.Ref()
 	st.base, st.baseV, st.latest = t, v, t
-	v.treeFilter.Store(t)
+	setTreeFilter(v, t)
 }
 
 // breakTreeFilter turns the filter off until a reopen: a table it needed
@@ -233,36 +233,36 @@ func (db *DB) maintainTreeFilter() {
 	for {
 		db.manifestMu.Lock()
 		db.mu.Lock()
-		cur := db.mu.current
+		cur := db.versions.Current()
 		db.mu.Unlock()
 		if cur == st.baseV || db.closing.Load() || st.broken.Load() {
 			st.running = false
 			db.manifestMu.Unlock()
 			return
 		}
-		cur.ref() // its tables stay while they are read
+		cur.Ref() // its tables stay while they are read
 		db.manifestMu.Unlock()
 
 		start := time.Now()
-		t, err := db.advanceTreeFilter(st.base, cur.Version)
+		t, err := db.advanceTreeFilter(st.base, cur)
 		if err != nil {
 			if !errors.Is(err, errTreeFilterClosing) {
 				db.breakTreeFilter(err)
 			}
-			cur.unref()
+			cur.Unref()
 			continue // exits above
 		}
 		db.manifestMu.Lock()
-		cur.treeFilter.Store(t)
+		setTreeFilter(cur, t)
 		db.mu.Lock()
-		if db.mu.current == cur {
+		if db.versions.Current() == cur {
 			st.latest = t
 		}
 		db.mu.Unlock()
 		old := st.baseV
 		st.base, st.baseV = t, cur
 		db.manifestMu.Unlock()
-		old.unref() // without locks: it may collect files
+		old.Unref() // without locks: it may collect files
 		// Rest as long as the step took (up to tfMaxRest): at most half a
 		// core for the filter while writes keep the tree changing, and
 		// the tables made and dropped meanwhile are never read.
@@ -315,7 +315,7 @@ func (db *DB) closeTreeFilter() {
 		// catch up here when no rebuild is needed, so the next Open can
 		// load the filter instead of reading every table.
 		db.mu.Lock()
-		cur := db.mu.current.Version
+		cur := db.versions.Current()
 		db.mu.Unlock()
 		removed, added := versionDiff(st.base.v, cur)
 		expect := st.base.entries
@@ -335,7 +335,7 @@ func (db *DB) closeTreeFilter() {
 		db.saveTreeFilter(t)
 	}
 	if st.baseV != nil {
-		st.baseV.unref()
+		st.baseV.Unref()
 		st.base, st.baseV = nil, nil
 	}
 }

@@ -121,9 +121,9 @@ func checkTreeFilter(t *testing.T, db *DB) {
 		t.Fatalf("no tree filter for the current version (broken %v)", db.tf.broken.Load())
 	}
 	db.mu.Lock()
-	cur := db.mu.current
+	cur := db.versions.Current()
 	db.mu.Unlock()
-	if cur.treeFilter.Load() != tf || tf.v != cur.Version {
+	if treeFilterOf(cur) != tf || tf.v != cur {
 		t.Fatal("the current version does not carry the current tree filter")
 	}
 	total := 0

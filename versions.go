@@ -2,7 +2,6 @@ package bloomkv
 
 import (
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -11,107 +10,30 @@ import (
 	"github.com/bloomkv/bloomkv/sstable"
 )
 
-// The tree's versions: reference counts, version edits through the
-// manifest, file numbers, the read state readers load, and deleting the
-// files no live version needs.
-
-// version is a reference-counted manifest.Version. A version stays in the
-// DB's liveVersions while referenced, which keeps its tables' files from
-// being deleted. (manifest.VersionSet owns the durable history; this is
-// the in-memory set of versions readers still hold.)
-type version struct {
-	*manifest.Version
-	refs atomic.Int32
-	set  *liveVersions
-	// treeFilter is this version's tree-wide filter (treefilter_db.go),
-	// nil without Options.TreeFilter or while one is being rebuilt. Set
-	// before the version is published, or later by a rebuild (any filter
-	// stored here describes this version).
-	treeFilter atomic.Pointer[treeFilter]
-}
-
-func (v *version) ref() { v.refs.Add(1) }
-
-func (v *version) unref() {
-	if n := v.refs.Add(-1); n == 0 {
-		v.set.remove(v)
-	} else if n < 0 {
-		panic("bloomkv: version reference count below zero")
-	}
-}
-
-// liveVersions is the set of versions with references.
-type liveVersions struct {
-	mu sync.Mutex // guards m; a leaf lock
-	m  map[*version]struct{}
-	// onRelease is called (without locks) when a version is released, so
-	// that obsolete files can be collected.
-	onRelease func()
-}
-
-func (l *liveVersions) newVersion(mv *manifest.Version) *version {
-	v := &version{Version: mv, set: l}
-	v.refs.Store(1)
-	l.mu.Lock()
-	l.m[v] = struct{}{}
-	l.mu.Unlock()
-	return v
-}
-
-func (l *liveVersions) remove(v *version) {
-	l.mu.Lock()
-	delete(l.m, v)
-	l.mu.Unlock()
-	if l.onRelease != nil {
-		l.onRelease()
-	}
-}
-
-// addLiveFiles adds every table number of every live version to live.
-func (l *liveVersions) addLiveFiles(live map[uint64]struct{}) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for v := range l.m {
-		for level := range v.Levels {
-			for _, f := range v.Levels[level] {
-				live[f.FileNum] = struct{}{}
-			}
-		}
-	}
-}
+// Version edits, file numbers, the read state readers load, and deleting
+// the files no live version needs. The state itself -- the current version
+// and its references, sequence numbers, file numbers, compact pointers --
+// is owned by db.versions (manifest.VersionSet); this file is how the engine
+// drives it.
 
 // logAndApply records edit in the manifest and installs the version it
-// makes. The edit's LastSeq, NextFileNum and SyncedSeq are filled in here.
+// makes, with its tree filter attached, publishing a read state for it in
+// the same critical section. The version set fills in the edit's counters
+// (LastSeq, NextFileNum, SyncedSeq).
 // REQUIRES: manifestMu held; db.mu not held.
 func (db *DB) logAndApply(edit *manifest.VersionEdit, cause writeCause) error {
-	db.mu.Lock()
-	edit.HasLastSeq, edit.LastSeq = true, db.mu.lastSeq
-	edit.HasNextFileNum, edit.NextFileNum = true, db.nextFileNumToRecordLocked()
-	if synced := db.mu.syncedSeq; synced > db.vs.State().SyncedSeq {
-		edit.HasSyncedSeq, edit.SyncedSeq = true, synced
-	}
-	db.mu.Unlock()
-
 	db.hookBeforeEdit(cause)
-	nv, err := db.vs.LogAndApply(edit, db.allocManifestNum)
+	_, err := db.versions.LogAndApply(edit, manifest.Install{
+		// treefilter_db.go: before the install, outside db.mu.
+		Prepare: func(nv *manifest.Version) { setTreeFilter(nv, db.nextTreeFilter(nv)) },
+		Publish: db.updateReadStateLocked,
+	})
 	if manifest.IsClosed(err) {
 		return ErrClosed // Close has released the manifest
 	}
 	if err != nil {
 		return fmt.Errorf("bloomkv: %w", err)
 	}
-	state := db.vs.State()
-	tf := db.nextTreeFilter(nv) // treefilter_db.go: before the install, outside db.mu
-
-	db.mu.Lock()
-	db.mu.fileNumLimit = max(db.mu.fileNumLimit, state.NextFileNum)
-	old := db.mu.current
-	db.mu.current = db.versions.newVersion(nv)
-	db.mu.current.treeFilter.Store(tf)
-	db.mu.compactPointers = state.CompactPointers
-	db.updateReadStateLocked()
-	db.mu.Unlock()
-	old.unref()
 	db.maybeCheckInvariants(edit)
 	return nil
 }
@@ -126,7 +48,7 @@ func (db *DB) minLogNumLocked() uint64 {
 }
 
 // fileNumReserve is how many file numbers each manifest edit reserves
-// ahead of use when the reservation runs low.
+// ahead of use when the reservation runs low (manifest.Options).
 const fileNumReserve = 64
 
 // allocFileNum hands out a file number that the durable manifest has
@@ -140,7 +62,7 @@ const fileNumReserve = 64
 func (db *DB) allocFileNum(pending bool, cause writeCause) (uint64, error) {
 	for {
 		db.mu.Lock()
-		if n, ok := db.takeFileNumLocked(); ok {
+		if n, ok := db.versions.TakeFileNum(); ok {
 			if pending {
 				db.mu.pendingOutputs[n] = struct{}{}
 			}
@@ -155,50 +77,6 @@ func (db *DB) allocFileNum(pending bool, cause writeCause) (uint64, error) {
 			return 0, err
 		}
 	}
-}
-
-// takeFileNumLocked takes the next reserved number that is not a foreign
-// file's; ok is false when the reservation is used up. One number is always
-// left for a fresh manifest (allocManifestNum), which cannot wait for a
-// reservation since it is how reservations are written.
-// REQUIRES: db.mu held.
-func (db *DB) takeFileNumLocked() (uint64, bool) {
-	for {
-		n := db.mu.nextFileNum
-		if n+1 >= db.mu.fileNumLimit {
-			return 0, false
-		}
-		db.mu.nextFileNum++
-		if _, foreign := db.foreignNums[n]; !foreign {
-			return n, true
-		}
-	}
-}
-
-// allocManifestNum hands the version set a number for a fresh manifest and
-// the NextFileNum that manifest records: a new reservation past it.
-// REQUIRES: manifestMu held (the version set is writing); db.mu not held.
-func (db *DB) allocManifestNum() (num, next uint64) {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	for {
-		num = db.mu.nextFileNum
-		db.mu.nextFileNum++
-		if _, foreign := db.foreignNums[num]; !foreign {
-			break
-		}
-	}
-	return num, max(db.mu.fileNumLimit, db.mu.nextFileNum+fileNumReserve)
-}
-
-// nextFileNumToRecordLocked returns the NextFileNum a new manifest edit
-// records: the current reservation, extended when less than half of
-// fileNumReserve is left. REQUIRES: db.mu held.
-func (db *DB) nextFileNumToRecordLocked() uint64 {
-	if db.mu.fileNumLimit >= db.mu.nextFileNum+fileNumReserve/2 {
-		return db.mu.fileNumLimit
-	}
-	return db.mu.nextFileNum + fileNumReserve
 }
 
 // readState is what a read needs: the memtables and the current version,
@@ -230,7 +108,7 @@ type readState struct {
 	released atomic.Bool   // the version reference was dropped
 	mem      *memTable
 	imm      []*memTable // newest first
-	v        *version
+	v        *manifest.Version
 }
 
 // ref takes a reference in slot i unless the state is retired.
@@ -262,7 +140,7 @@ func (s *readState) retire() {
 // REQUIRES: retired is set.
 func (s *readState) maybeRelease() {
 	if s.refs.Sum() == 0 && s.released.CompareAndSwap(false, true) {
-		s.v.unref()
+		s.v.Unref()
 	}
 }
 
@@ -282,12 +160,12 @@ func (db *DB) loadReadState() (s *readState, slot int) {
 // updateReadStateLocked publishes a read state for the current memtables and
 // version, and retires the one it replaces. REQUIRES: db.mu held.
 func (db *DB) updateReadStateLocked() {
-	s := &readState{mem: db.mu.mem, v: db.mu.current}
+	s := &readState{mem: db.mu.mem, v: db.versions.Current()}
 	s.refs.Init()
 	for i := len(db.mu.imm) - 1; i >= 0; i-- {
 		s.imm = append(s.imm, db.mu.imm[i])
 	}
-	s.v.ref()
+	s.v.Ref()
 	if old := db.readState.Swap(s); old != nil {
 		old.retire()
 	}
@@ -337,7 +215,7 @@ func (db *DB) noteObsolete() {
 // deleteObsoleteFiles removes tables no live version references, logs older
 // than the oldest one still needed, manifests older than the current one
 // and, when atOpen, leftover temporary files -- only files whose numbers the
-// engine handed out (below nextFileNum, not foreign).
+// engine handed out (below the next file number, not foreign).
 // Collections run one at a time (obsoleteMu): a second caller waits, then
 // lists the directory after the first has removed its files, so each file
 // is removed, and reported, once. Waiting rather than skipping keeps the
@@ -356,15 +234,15 @@ func (db *DB) deleteObsoleteFiles(atOpen bool) {
 	minLog := db.minLogNumLocked()
 	// Files numbered from here on may be created after the listing below
 	// but before being recorded anywhere: never touch them.
-	nextFileNum := db.mu.nextFileNum
+	nextFileNum := db.versions.NextFileNum()
 	db.mu.Unlock()
-	db.versions.addLiveFiles(live)
+	db.versions.AddLiveFiles(live)
 	db.manifestMu.Lock()
-	manifestNum := db.vs.ManifestNum()
-	uncertain := db.vs.Uncertain()
+	manifestNum := db.versions.ManifestNum()
+	uncertain := db.versions.Uncertain()
 	// Keep every log the durable manifest may still ask a recovery for,
 	// even when memory has moved past it.
-	minLog = min(minLog, db.vs.State().LogNum)
+	minLog = min(minLog, db.versions.State().LogNum)
 	db.manifestMu.Unlock()
 	if uncertain {
 		// A failed manifest write may have recorded tables that no live
@@ -381,7 +259,7 @@ func (db *DB) deleteObsoleteFiles(atOpen bool) {
 		if !ok || num >= nextFileNum && t != base.FileTypeCurrent && t != base.FileTypeLock {
 			continue
 		}
-		if _, foreign := db.foreignNums[num]; foreign && t != base.FileTypeCurrent && t != base.FileTypeLock {
+		if db.versions.IsForeign(num) && t != base.FileTypeCurrent && t != base.FileTypeLock {
 			continue // not the engine's: never touched
 		}
 		var obsolete bool
@@ -419,4 +297,21 @@ func (db *DB) deleteObsoleteFiles(atOpen bool) {
 			db.events.walDeleted(WALDeleteInfo{Path: path, FileNum: num, Err: err})
 		}
 	}
+}
+
+// treeFilterOf returns the tree-wide filter attached to v (treefilter_db.go),
+// nil without Options.TreeFilter or while one is being rebuilt. Any filter
+// attached to a version describes that version.
+func treeFilterOf(v *manifest.Version) *treeFilter {
+	t, _ := v.Attached().(*treeFilter)
+	return t
+}
+
+// setTreeFilter attaches t (nil to clear) to v: before v is installed, or
+// later by a rebuild.
+func setTreeFilter(v *manifest.Version, t *treeFilter) {
+	if t == nil && v.Attached() == nil {
+		return // nothing to clear (the usual case without Options.TreeFilter)
+	}
+	v.Attach(t)
 }

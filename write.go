@@ -202,10 +202,8 @@ func (db *DB) lead(w *writer) error {
 		rep, group, sync = db.buildGroupLocked()
 		synced := sync || db.opts.WALMode == WALSync
 		count := batchrep.Count(rep)
-		seq := db.mu.lastSeq + 1
+		seq, last := db.versions.AssignSeqs(uint64(count))
 		batchrep.SetSeq(rep, seq)
-		db.mu.lastSeq += uint64(count)
-		last := db.mu.lastSeq
 		log, mem := db.mu.log, db.mu.mem
 		db.mu.Unlock()
 		var start time.Time
@@ -236,9 +234,9 @@ func (db *DB) lead(w *writer) error {
 			// appended to it. Refuse writes until a reopen recovers.
 			db.setBgErrLocked(fmt.Errorf("bloomkv: write-ahead log write failed: %w", err))
 		} else {
-			db.visibleSeq.Store(last)
+			db.versions.PublishSeq(last)
 			if synced {
-				db.mu.syncedSeq = last
+				db.versions.MarkSynced(last)
 			}
 			db.noteGroupDoneLocked(group, synced, took)
 			db.counters.userBytes.Add(uint64(len(rep) - batchHeaderLen))
@@ -299,7 +297,7 @@ func (db *DB) syncWALLocked() error {
 	if db.opts.WALMode == WALDisabled {
 		return nil
 	}
-	log, last := db.mu.log, db.mu.lastSeq
+	log, last := db.mu.log, db.versions.LastSeq()
 	db.mu.Unlock()
 	err := log.Sync()
 	db.mu.Lock()
@@ -309,7 +307,7 @@ func (db *DB) syncWALLocked() error {
 		return err
 	}
 	db.counters.walSyncs.Add(1)
-	db.mu.syncedSeq = max(db.mu.syncedSeq, last)
+	db.versions.MarkSynced(last)
 	return nil
 }
 
@@ -368,7 +366,7 @@ func (db *DB) makeRoomForWriteLocked(force bool) error {
 		if db.closing.Load() {
 			return ErrClosed
 		}
-		l0 := len(db.mu.current.Levels[0])
+		l0 := len(db.versions.Current().Levels[0])
 		if db.opts.DisableAutomaticCompactions {
 			l0 = 0 // nothing would ever reduce level 0: never wait for it
 		}
@@ -417,7 +415,7 @@ func (db *DB) makeRoomForWriteLocked(force bool) error {
 // REQUIRES: db.mu held by the write leader.
 func (db *DB) switchMemtableLocked() error {
 	oldLog := db.mu.log
-	sealedSeq := db.mu.lastSeq // no write is in flight: we are the leader
+	sealedSeq := db.versions.LastSeq() // no write is in flight: we are the leader
 	db.mu.Unlock()
 	var name string
 	num, err := db.allocFileNum(false, causeLogSwitch)
@@ -469,7 +467,7 @@ func (db *DB) switchMemtableLocked() error {
 	}
 	db.events.walCreated(WALCreateInfo{Path: name, FileNum: num})
 	if db.opts.WALMode != WALDisabled {
-		db.mu.syncedSeq = max(db.mu.syncedSeq, sealedSeq)
+		db.versions.MarkSynced(sealedSeq)
 	}
 	db.mu.mem.lastSeq = sealedSeq
 	db.mu.imm = append(db.mu.imm, db.mu.mem)

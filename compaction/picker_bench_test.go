@@ -47,13 +47,13 @@ func BenchmarkChoose(b *testing.B) {
 			}
 		}
 	})
-	idle := *v
+	idle := &manifest.Version{Levels: v.Levels}
 	idle.Levels[0] = nil
 	q := []ReadCandidate[*manifest.FileMetadata]{{Level: 2, File: v.Levels[2][500]}}
 	b.Run("read", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if ch := Choose(&idle, nil, benchOpts, Triggers[*manifest.FileMetadata]{ReadsDue: true, ReadQueue: q}); ch.Compaction == nil {
+			if ch := Choose(idle, nil, benchOpts, Triggers[*manifest.FileMetadata]{ReadsDue: true, ReadQueue: q}); ch.Compaction == nil {
 				b.Fatal("no compaction")
 			}
 		}

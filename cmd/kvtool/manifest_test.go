@@ -53,8 +53,8 @@ func TestManifestGolden(t *testing.T) {
 	}
 	state := &manifest.State{Version: &manifest.Version{}, LogNum: 4, NextFileNum: 6, LastSeq: 9}
 	state.Version.Levels[0] = []*manifest.FileMetadata{f5}
-	vs := manifest.NewVersionSet(fs, dir, 1<<20, state)
-	if err := vs.WriteSnapshot(state, func() (uint64, uint64) { return 3, 6 }); err != nil {
+	vs := manifest.NewVersionSet(fs, dir, state, manifest.Options{MaxManifestSize: 1 << 20})
+	if err := vs.WriteSnapshot(func() (uint64, uint64) { return 3, 6 }); err != nil {
 		t.Fatal(err)
 	}
 	edits := []*manifest.VersionEdit{
@@ -65,7 +65,7 @@ func TestManifestGolden(t *testing.T) {
 			NewFiles:     []manifest.NewFileEntry{{Level: 1, Meta: f5}}},
 	}
 	for _, e := range edits {
-		if _, err := vs.LogAndApply(e, nil); err != nil {
+		if _, err := vs.LogAndApply(e, manifest.Install{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -61,8 +61,8 @@ func handDB(t *testing.T, tables []handTable) string {
 	}
 	lf.Close()
 	state := &manifest.State{Version: v, LogNum: logNum, NextFileNum: logNum + 2, LastSeq: lastSeq}
-	vs := manifest.NewVersionSet(fs, dir, 1<<20, state)
-	if err := vs.WriteSnapshot(state, func() (uint64, uint64) { return logNum + 1, logNum + 2 }); err != nil {
+	vs := manifest.NewVersionSet(fs, dir, state, manifest.Options{MaxManifestSize: 1 << 20})
+	if err := vs.WriteSnapshot(func() (uint64, uint64) { return logNum + 1, logNum + 2 }); err != nil {
 		t.Fatal(err)
 	}
 	if err := vs.Close(); err != nil {

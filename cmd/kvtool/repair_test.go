@@ -455,7 +455,7 @@ func TestRepairNewestVersionAcrossLevels(t *testing.T) {
 
 	// The construction holds: a level-0 table with k's newest version,
 	// and a deeper one with an older k but a larger LargestSeq.
-	vs, _, err := manifest.LoadVersionSet(vfs.Default, dir, 1<<20)
+	vs, _, err := manifest.LoadVersionSet(vfs.Default, dir, manifest.Options{MaxManifestSize: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -525,8 +525,8 @@ func writeNaiveManifest(t testing.TB, dir string, old *manifest.State, tables []
 		Version: v, LogNum: num, NextFileNum: num + 2, LastSeq: lastSeq,
 		FlushedSeq: lastSeq, HasFlushedSeq: true, SyncedSeq: lastSeq, DBID: old.DBID,
 	}
-	vs := manifest.NewVersionSet(vfs.Default, dir, 1<<20, state)
-	if err := vs.WriteSnapshot(state, func() (uint64, uint64) { return num + 1, num + 2 }); err != nil {
+	vs := manifest.NewVersionSet(vfs.Default, dir, state, manifest.Options{MaxManifestSize: 1 << 20})
+	if err := vs.WriteSnapshot(func() (uint64, uint64) { return num + 1, num + 2 }); err != nil {
 		t.Fatal(err)
 	}
 	if err := vs.Close(); err != nil {

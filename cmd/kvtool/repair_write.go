@@ -343,9 +343,9 @@ func (rp *repairer) commit() error {
 		DBID:          rp.dbid,
 		ForeignFiles:  append([]string(nil), rep.ForeignFiles...),
 	}
-	vs := manifest.NewVersionSet(rp.fs, rp.dir, 4<<20, state)
+	vs := manifest.NewVersionSet(rp.fs, rp.dir, state, manifest.Options{MaxManifestSize: 4 << 20})
 	newName := base.MakeFilename(base.FileTypeManifest, manifestNum)
-	err = vs.WriteSnapshot(state, func() (uint64, uint64) { return manifestNum, manifestNum + 1 })
+	err = vs.WriteSnapshot(func() (uint64, uint64) { return manifestNum, manifestNum + 1 })
 	if cerr := vs.Close(); err == nil {
 		err = cerr
 	}

@@ -1,7 +1,10 @@
-// Package manifest keeps track of which SSTables are live at which level:
-// immutable versions, the version edits that change them, the MANIFEST log
-// that records those edits, and the CURRENT file that names the live
-// manifest. It knows nothing of what is inside a table.
+// Package manifest owns the state of a database's tree: which SSTables are
+// live at which level (immutable versions, the version edits that change
+// them, the references readers hold on versions), the sequence numbers, the
+// file numbers, the compact pointers, the MANIFEST log that records edits,
+// and the CURRENT file that names the live manifest. VersionSet is the one
+// owner of all of it; the engine keeps no copy. It knows nothing of what is
+// inside a table.
 //
 // # Invariants
 //
@@ -81,9 +84,10 @@
 // What the counters promise, and recovery checks:
 //
 //   - NextFileNum: every file number the engine has handed out, or may hand
-//     out before its next edit, is below it. The engine reserves numbers
-//     ahead (bloomkv's allocFileNum writes an edit when the reservation runs
-//     out), so a file numbered at or above it was not written by the engine.
+//     out before its next edit, is below it. The version set reserves
+//     numbers ahead (VersionSet.TakeFileNum hands out only reserved ones;
+//     the engine writes an edit when the reservation runs out), so a file
+//     numbered at or above it was not written by the engine.
 //   - LogNum: logs numbered below it are obsolete.
 //   - FlushedSeq: every write with a sequence up to it is in tables; the
 //     live logs hold the writes after it, in sequence order, without a gap.
@@ -97,13 +101,56 @@
 //
 // # The version set
 //
-// VersionSet is the one writer of manifests. It replays the manifest at
-// open, validates each edit, appends it and syncs it, rolls over to a fresh
-// manifest (a snapshot edit) when the current one is large or a write
-// failed, and points CURRENT at the manifest in use. A failed append may or
-// may not have reached the disk; the set then retries the edit at once as a
-// fresh manifest and, until one is installed, reports itself uncertain so
-// that no file is deleted.
+// VersionSet is the one owner of the tree's state and the one writer of
+// manifests. It holds:
+//
+//   - the current version, and every installed version that still has
+//     references (Version.Ref, Unref): their tables are live
+//     (AddLiveFiles), and a version losing its last reference calls
+//     Options.OnRelease so that the engine collects obsolete files;
+//   - the sequence numbers: the last one assigned to a write (AssignSeqs),
+//     the last one visible to reads (PublishSeq, VisibleSeq: an atomic that
+//     reads load without a lock), the last one synced to a log
+//     (MarkSynced);
+//   - the file numbers: the next to hand out, and the reservation the
+//     durable manifest records ahead of it (TakeFileNum); numbers of
+//     foreign files are never handed out;
+//   - the compact pointers, per level;
+//   - the manifest: the durable state (State), the manifest in use.
+//
+// LogAndApply records in each edit the counters that moved past the durable
+// state (last sequence, synced sequence, and a larger file-number
+// reservation when fewer than half of Options.FileNumReserve are left),
+// validates it, appends it and syncs it, rolls over to a fresh manifest (a
+// snapshot edit) when the current one is large or a write failed, points
+// CURRENT at the manifest in use, and then installs the new version as
+// current. A failed append may or may not have reached the disk; the set
+// then retries the edit at once as a fresh manifest and, until one is
+// installed, reports itself uncertain so that no file is deleted.
+//
+// # Locks
+//
+// VersionSet has no mutex for its own state: the engine's two locks guard
+// it, as they guarded the copies the engine used to keep.
+//
+//   - The manifest lock (bloomkv's DB.manifestMu) serializes edits: the
+//     caller holds it around LogAndApply, WriteSnapshot, Close, and to read
+//     the durable side (State, ManifestNum, Uncertain). A tool that is the
+//     only user of its set needs no lock.
+//   - The state lock (Options.Mu, bloomkv's DB.mu) guards the in-memory
+//     side: current version, compact pointers, last and synced sequences,
+//     file numbers. Methods that read or change them say "REQUIRES: the
+//     state lock", so the engine can, for example, assign sequences and
+//     queue a write in one critical section. LogAndApply and WriteSnapshot
+//     take it themselves, briefly and without I/O, so they must be called
+//     without it. The current version and compact pointers change only
+//     under both locks, so either lock is enough to read them.
+//   - Without either lock: VisibleSeq (an atomic), IsForeign (constant),
+//     AddLiveFiles (a leaf lock of the set's own), Version.Ref and Unref
+//     (atomics; the last Unref takes that leaf lock).
+//
+// Lock order: the manifest lock before the state lock before the set's leaf
+// lock.
 //
 // # CURRENT
 //

@@ -220,15 +220,15 @@ func TestSnapshotRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		path := filepath.Join(sub, base.MakeFilename(base.FileTypeManifest, 1))
-		vs := NewVersionSet(vfs.Default, sub, 1<<20, want)
-		if err := vs.WriteSnapshot(want, func() (uint64, uint64) { return 1, want.NextFileNum }); err != nil {
+		vs := NewVersionSet(vfs.Default, sub, want, Options{MaxManifestSize: 1 << 20})
+		if err := vs.WriteSnapshot(func() (uint64, uint64) { return 1, want.NextFileNum }); err != nil {
 			t.Fatal(err)
 		}
 		extra := adds(6, meta(499, "zz", "zzz", 3))
-		if _, err := vs.LogAndApply(extra, nil); err != nil {
+		if _, err := vs.LogAndApply(extra, Install{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := vs.LogAndApply(adds(6, meta(1, "z", "a", 1)), nil); err == nil {
+		if _, err := vs.LogAndApply(adds(6, meta(1, "z", "a", 1)), Install{}); err == nil {
 			t.Fatal("LogAndApply accepted an invalid edit")
 		}
 		if err := vs.Close(); err != nil {

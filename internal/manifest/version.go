@@ -3,6 +3,7 @@ package manifest
 import (
 	"bytes"
 	"sort"
+	"sync/atomic"
 )
 
 // Version is an immutable set of live tables. Levels[0] is ordered newest
@@ -10,14 +11,54 @@ import (
 // overlap; Levels[1..] are sorted by Smallest and never overlap (user-key
 // ranges disjoint). Versions share slices and FileMetadata with the versions
 // they were built from: never modify one.
+//
+// A version a VersionSet installed is reference counted: the set holds one
+// reference while the version is current, and every reader that must keep
+// the version's tables from deletion holds one (Ref, Unref). The set lists
+// such a version as live until its last reference is dropped. A version no
+// set installed (a Builder's result not yet applied) is not counted.
 type Version struct {
 	Levels [NumLevels][]*FileMetadata
+
+	refs atomic.Int32
+	set  *VersionSet // the set that installed it; nil before
+	// attached is engine data kept with the version (see Attach).
+	attached atomic.Value
 }
 
 // Level returns the tables of level (not to be modified). With it a
 // *Version is a compaction.Tree[*FileMetadata]: the picker reads versions
 // as they are, with no copy.
 func (v *Version) Level(level int) []*FileMetadata { return v.Levels[level] }
+
+// Ref takes a reference. The caller must already hold one, or hold a lock
+// under which the version is current (see VersionSet.Current).
+func (v *Version) Ref() { v.refs.Add(1) }
+
+// Unref drops a reference. Dropping the last one removes the version from
+// its set's live versions (its tables may then be deleted) and calls the
+// set's Options.OnRelease, without locks.
+func (v *Version) Unref() {
+	n := v.refs.Add(-1)
+	if n < 0 {
+		panic("bloomkv/manifest: version reference count below zero")
+	}
+	if n == 0 && v.set != nil {
+		v.set.release(v)
+	}
+}
+
+// Refs returns the number of references (for tests and invariant checks).
+func (v *Version) Refs() int32 { return v.refs.Load() }
+
+// Attach keeps x with the version: data the engine derives from it (its
+// tree-wide filter) and reads without a lock. The manifest never looks at
+// it. Every Attach on one version must pass the same dynamic type, and x
+// must not be a nil interface (a typed nil pointer clears it).
+func (v *Version) Attach(x any) { v.attached.Store(x) }
+
+// Attached returns what Attach last stored, or nil.
+func (v *Version) Attached() any { return v.attached.Load() }
 
 // NumFiles returns the number of tables in level.
 func (v *Version) NumFiles(level int) int { return len(v.Levels[level]) }
