@@ -223,7 +223,7 @@ func (db *DB) Close() error {
 
 // defaultIndexPartitionSize is Options.IndexPartitionSize's default with
 // CacheFilterBlocks.
-const defaultIndexPartitionSize = 4 << 10
+const defaultIndexPartitionSize = 2 << 10
 
 // indexPartitionSize returns the index partition size new tables are
 // written with (0: whole index and filter blocks); see

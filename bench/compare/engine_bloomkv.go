@@ -33,7 +33,7 @@ var bloomkvEngine = &engine{
 			notes = append(notes, "bloomkv: its defaults (tables of TargetFileSize 2 MiB growing x2 per level, MaxOpenFiles half the descriptor limit, level 1 target 10 MiB, L0 compaction at 4 tables, snappy) except BlockSize, MemtableSize, BlockCacheSize, BloomBitsPerKey and WALMode")
 		}
 		if s.equalMemory {
-			notes = append(notes, "bloomkv: CacheFilterBlocks from the fill on: tables whose index outgrows 4 KiB are written with partitioned index and filters (IndexPartitionSize's default with it), whose partitions and filter blocks are charged to its block cache (level 0 filters pinned in it); the cache is smaller by the index it keeps outside (top-level indexes of partitioned tables, whole index blocks of small ones): block cache + that index = -cache_size, as the peers' caches hold their filters and index")
+			notes = append(notes, "bloomkv: CacheFilterBlocks from the fill on: tables whose index outgrows 2 KiB are written with partitioned index and filters (IndexPartitionSize's default with it), whose partitions and filter blocks are charged to its block cache (level 0 filters pinned in it); the cache is smaller by the index it keeps outside (top-level indexes of partitioned tables, whole index blocks of small ones): block cache + that index = -cache_size, as the peers' caches hold their filters and index")
 		} else {
 			notes = append(notes, "bloomkv: keeps each open table's index and filter blocks in memory outside its block cache (Pebble and goleveldb keep theirs in the cache): at the same -cache_size it holds more memory for reads (the memory table says how much)")
 		}

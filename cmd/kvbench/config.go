@@ -139,7 +139,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.Float64Var(&c.filterBits, "filter_bits", 0, fmt.Sprintf("filter bits per key in the tables written, fractional allowed (Options.BloomBitsPerKey / FilterBitsPerKey): 0 = the engine default (%d), negative = tables without filters. With -filter_per_level, the average", engineDefaultBits))
 	fs.BoolVar(&c.filterPerLevel, "filter_per_level", false, "spend the filter budget unevenly across levels (Options.FilterPerLevel, Monkey): fewer false-positive probes per absent Get at the same memory")
 	fs.BoolVar(&c.filterSkipLast, "filter_skip_last_level", false, "no filters in the last level (Options.FilterSkipLastLevel)")
-	fs.IntVar(&c.partitionSize, "index_partition_size", 0, "bytes of index per partition of new tables, each with its filter partition (Options.IndexPartitionSize; 0 = engine default: 4096 with -cache_filter_blocks, else whole blocks; -1 = whole index and filter blocks)")
+	fs.IntVar(&c.partitionSize, "index_partition_size", 0, "bytes of index per partition of new tables, each with its filter partition (Options.IndexPartitionSize; 0 = engine default: 2048 with -cache_filter_blocks, else whole blocks; -1 = whole index and filter blocks)")
 	fs.BoolVar(&c.cacheFilters, "cache_filter_blocks", false, "keep filter blocks (and index and filter partitions) in the block cache, charged and evicted like data blocks, instead of resident with each open table (Options.CacheFilterBlocks): filter memory bounded by -cache_size")
 	var pinning string
 	fs.StringVar(&pinning, "filter_pinning", "l0", "with -cache_filter_blocks, the filters that stay pinned once probed: l0 (level-0 tables), all, or none (Options.FilterPinning)")
