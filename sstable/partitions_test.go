@@ -463,3 +463,64 @@ func BenchmarkPartitionedGet(b *testing.B) {
 		}
 	}
 }
+
+// TestPartitionedConcurrent runs Gets, prefix probes, scans and pins of
+// one partitioned table at once through a cache small enough to evict
+// partitions while others read them (run it under -race): every answer
+// stays right, exactly one pin wins, and Close releases its charge once.
+func TestPartitionedConcurrent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(53, 54))
+	es := randomEntries(rng, testScale(4000), 3)
+	data, _ := buildTable(t, es, WriterOptions{BlockSize: 256, BloomBitsPerKey: 10, IndexPartitionSize: 128})
+	cache := NewBlockCache(16 << 10)
+	r := mustOpenBytes(t, data, ReaderOptions{Cache: cache, CacheFilters: true})
+	const workers = 4
+	errs := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			rng := rand.New(rand.NewPCG(55, uint64(w)))
+			for i := range 400 {
+				e := es[rng.IntN(len(es))]
+				uk, seq, _, _ := base.ParseInternalKey(e.key)
+				v, k, found, err := r.Get(uk, seq, true, nil)
+				wv, wk, wfound := refGet(es, uk, seq)
+				if err != nil || found != wfound || found && (k != wk || !bytes.Equal(v, wv)) {
+					errs <- fmt.Errorf("Get(%q, %d) = %q,%v,%v,%v; want %q,%v,%v", uk, seq, v, k, found, err, wv, wk, wfound)
+					return
+				}
+				if i%50 == w {
+					if err := r.PinFilter(nil); err != nil {
+						errs <- err
+						return
+					}
+				}
+				if i%100 == 0 {
+					it := r.NewIter(true)
+					n := 0
+					for ok := it.SeekGE(e.key); ok && n < 30; ok = it.Next() {
+						n++
+					}
+					if err := it.Close(); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, pinned := cache.FilterBytes(); !r.FilterPinned() || pinned != int64(r.FilterMemory()) {
+		t.Fatalf("pinned %v: %d bytes charged, the reader holds %d", r.FilterPinned(), pinned, r.FilterMemory())
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, pinned := cache.FilterBytes(); pinned != 0 {
+		t.Fatalf("%d pinned bytes after Close", pinned)
+	}
+}
