@@ -89,7 +89,7 @@ type DB struct {
 
 		writers []*writer // write queue; writers[0] is the leader
 		// groupWait: leaders of synced groups waiting for writers to come
-		// back (group_wait.go).
+		// back (write.go: "Gathering synced writers").
 		groupWait groupWait
 
 		mem *memTable
