@@ -241,6 +241,8 @@ func FuzzOpen(f *testing.F) {
 		{BlockSize: 128, Compression: SnappyCompression},
 		{BlockSize: 128, Compression: ZstdCompression},
 		{Compression: NoCompression},
+		// Partitioned (format version 3): one partition per data block.
+		{BlockSize: 64, Compression: NoCompression, BloomBitsPerKey: 10, IndexPartitionSize: 1},
 	} {
 		data, _ := buildTable(f, randomEntries(rng, 30, 2), o)
 		f.Add(data)
