@@ -49,7 +49,7 @@
 //
 // The table's range tombstones, fragmented into non-overlapping spans in
 // key order, each with the sequences of the tombstones covering it,
-// newest first; package internal/rangedel specifies the bytes (a count,
+// newest first; package rangedel specifies the bytes (a count,
 // then per span: start, end, sequences, all uvarint-framed) and checks
 // them on decode. It is stored like a data block: compressed when that
 // pays, followed by the trailer. A Reader decodes it at Open and keeps it
@@ -91,7 +91,7 @@
 //
 // # Data and index blocks
 //
-// Both hold entries sorted by base.CompareInternal, prefix-compressed
+// Both hold entries sorted by kv.CompareInternal, prefix-compressed
 // against the previous entry, then an array of restart points:
 //
 //	entry:   shared uvarint | unshared uvarint | valueLen uvarint |
@@ -111,7 +111,7 @@
 // Index blocks have one entry per data block, in file order, with a restart
 // at every entry. The key is an internal key k with lastKey(block) <= k <
 // firstKey(next block); the writer shortens it when it can to a user key
-// between the two with trailer (base.MaxSeq, base.KindSeek), and otherwise
+// between the two with trailer (kv.MaxSeq, kv.KindSeek), and otherwise
 // uses the block's last key (always when the blocks split the versions of
 // one user key). The value is the block handle: offset uvarint | size
 // uvarint.
@@ -223,7 +223,7 @@
 //   - A table's keys strictly increase; index keys separate blocks as above.
 //   - Every byte of a table is covered by a checksum (block trailers, footer
 //     crc), and every decoder checks structure too: damaged or hostile bytes
-//     yield an error wrapping base.ErrCorruption that names the file, the
+//     yield an error wrapping kv.ErrCorruption that names the file, the
 //     block kind and its offset, never a panic and never wrong data.
 //     Reader.Check verifies everything, including properties and the
 //     filter's lack of false negatives.
