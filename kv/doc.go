@@ -1,6 +1,6 @@
 // Package kv is the vocabulary bloomkv's public packages share (memtable,
-// compaction, and the engine's tables): internal keys, their kinds and
-// order, the iterator over them, and the corruption marker.
+// sstable, compaction): internal keys, their kinds and order, the iterator
+// over them, and the corruption marker.
 //
 // # Internal keys
 //

@@ -5,19 +5,19 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
 // benchTable is a 100k-entry snappy table with 10 bits/key filters, read
 // through a cache large enough to hold it.
-func benchTable(b *testing.B) (*Reader, []kv) {
+func benchTable(b *testing.B) (*Reader, []refEntry) {
 	b.Helper()
 	es := seqEntries(100_000)
 	data, _ := buildTable(b, es, WriterOptions{Compression: SnappyCompression, BloomBitsPerKey: 10})
 	r := mustOpenBytes(b, data, ReaderOptions{Cache: NewBlockCache(64 << 20)})
 	for _, e := range es { // warm the cache
-		if _, _, found, err := r.Get(base.UserKey(e.key), base.MaxSeq, true, nil); !found || err != nil {
+		if _, _, found, err := r.Get(kv.UserKey(e.key), kv.MaxSeq, true, nil); !found || err != nil {
 			b.Fatal(found, err)
 		}
 	}
@@ -39,7 +39,7 @@ func BenchmarkGetHitCached(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		e := es[rng.IntN(len(es))]
-		if _, _, found, _ := r.Get(base.UserKey(e.key), base.MaxSeq, true, &st); !found {
+		if _, _, found, _ := r.Get(kv.UserKey(e.key), kv.MaxSeq, true, &st); !found {
 			b.Fatal("not found")
 		}
 	}
@@ -52,7 +52,7 @@ func BenchmarkGetMissFiltered(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, found, _ := r.Get(absent[rng.IntN(len(es))], base.MaxSeq, true, &st); found {
+		if _, _, found, _ := r.Get(absent[rng.IntN(len(es))], kv.MaxSeq, true, &st); found {
 			b.Fatal("found")
 		}
 	}
@@ -65,7 +65,7 @@ func BenchmarkGetMissUnfiltered(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, found, _ := r.Get(absent[rng.IntN(len(es))], base.MaxSeq, false, nil); found {
+		if _, _, found, _ := r.Get(absent[rng.IntN(len(es))], kv.MaxSeq, false, nil); found {
 			b.Fatal("found")
 		}
 	}
@@ -81,7 +81,7 @@ func BenchmarkGetHitUncached(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		e := es[rng.IntN(len(es))]
-		if _, _, found, _ := r.Get(base.UserKey(e.key), base.MaxSeq, true, nil); !found {
+		if _, _, found, _ := r.Get(kv.UserKey(e.key), kv.MaxSeq, true, nil); !found {
 			b.Fatal("not found")
 		}
 	}
@@ -213,8 +213,8 @@ func TestGetCacheHitAllocatesNothing(t *testing.T) {
 	get := func() {
 		e := es[i%len(es)]
 		i++
-		r.Get(base.UserKey(e.key), base.MaxSeq, true, &st)
-		r.Get(absent[i%len(es)], base.MaxSeq, true, &st)
+		r.Get(kv.UserKey(e.key), kv.MaxSeq, true, &st)
+		r.Get(absent[i%len(es)], kv.MaxSeq, true, &st)
 	}
 	for range len(es) { // warm the cache
 		get()

@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"sync/atomic"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // block is a decoded, validated data or index block. It is immutable once
@@ -16,7 +16,7 @@ import (
 // data[:restartsOff] exactly; restart offsets are strictly increasing, the
 // first is 0 and each is the start of an entry whose shared length is 0;
 // every key is an internal key (>= 8 bytes; in data blocks with a stored
-// kind) and keys are strictly increasing in base.CompareInternal order.
+// kind) and keys are strictly increasing in kv.CompareInternal order.
 type block struct {
 	data        []byte
 	restartsOff int // start of the restart array = end of the entries
@@ -204,18 +204,18 @@ func (b *block) validateEntries(loc location) error {
 		}
 		unshared := d[e.keyStart:e.valueStart]
 		klen := e.shared + len(unshared)
-		if klen < base.TrailerLen {
+		if klen < kv.TrailerLen {
 			return loc.corruptf("entry at block offset %d: key of %d bytes is too short for an internal key", off, klen)
 		}
 		if b.numEntries > 0 && !sortsAfter(key, e.shared, unshared) {
 			prev := bytes.Clone(key)
 			cur := append(prev[:e.shared:e.shared], unshared...)
-			return loc.corruptf("entry at block offset %d: key %s does not sort after %s", off, base.FormatInternalKey(cur), base.FormatInternalKey(prev))
+			return loc.corruptf("entry at block offset %d: key %s does not sort after %s", off, kv.FormatInternalKey(cur), kv.FormatInternalKey(prev))
 		}
 		key = append(key[:e.shared], unshared...)
 		if loc.kind == kindData {
-			if k := base.Kind(key[klen-base.TrailerLen]); k != base.KindSet && k != base.KindDelete {
-				return loc.corruptf("entry at block offset %d: key %s has an invalid kind", off, base.FormatInternalKey(bytes.Clone(key)))
+			if k := kv.Kind(key[klen-kv.TrailerLen]); k != kv.KindSet && k != kv.KindDelete {
+				return loc.corruptf("entry at block offset %d: key %s has an invalid kind", off, kv.FormatInternalKey(bytes.Clone(key)))
 			}
 		}
 		b.numEntries++
@@ -235,7 +235,7 @@ func (b *block) validateEntries(loc location) error {
 // differs and usually decides inside both user keys; anything else takes
 // compareWithSuccessor.
 func sortsAfter(prev []byte, shared int, unshared []byte) bool {
-	if len(unshared) > base.TrailerLen && shared < len(prev)-base.TrailerLen {
+	if len(unshared) > kv.TrailerLen && shared < len(prev)-kv.TrailerLen {
 		// The byte at shared lies in both user keys.
 		if a, b := prev[shared], unshared[0]; a != b {
 			return a < b
@@ -244,19 +244,19 @@ func sortsAfter(prev []byte, shared int, unshared []byte) bool {
 	return compareWithSuccessor(prev, shared, unshared) < 0
 }
 
-// compareWithSuccessor is base.CompareInternal(prev, next) for the internal
-// key next = prev[:shared] + unshared (len(next) >= base.TrailerLen,
+// compareWithSuccessor is kv.CompareInternal(prev, next) for the internal
+// key next = prev[:shared] + unshared (len(next) >= kv.TrailerLen,
 // shared <= len(prev)), without building next when the shared prefix lies
 // inside both user keys.
 func compareWithSuccessor(prev []byte, shared int, unshared []byte) int {
-	pu := len(prev) - base.TrailerLen
-	nu := shared + len(unshared) - base.TrailerLen
+	pu := len(prev) - kv.TrailerLen
+	nu := shared + len(unshared) - kv.TrailerLen
 	if shared > pu || shared > nu {
 		next := append(prev[:shared:shared], unshared...)
-		return base.CompareInternal(prev, next)
+		return kv.CompareInternal(prev, next)
 	}
 	if c := bytes.Compare(prev[shared:pu], unshared[:nu-shared]); c != 0 {
 		return c
 	}
-	return base.CompareTrailers(base.Trailer(prev), base.Trailer(unshared[nu-shared:]))
+	return kv.CompareTrailers(kv.Trailer(prev), kv.Trailer(unshared[nu-shared:]))
 }

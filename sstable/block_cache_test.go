@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 func fakeBlock(size int) *block { return &block{data: make([]byte, size)} }
@@ -129,8 +129,8 @@ func TestConcurrentGetsWithEviction(t *testing.T) {
 			it := r.NewIter(rng.IntN(2) == 0)
 			for range 1000 {
 				e := es[rng.IntN(len(es))]
-				uk := base.UserKey(e.key)
-				v, _, found, err := r.Get(uk, base.MaxSeq, true, &st)
+				uk := kv.UserKey(e.key)
+				v, _, found, err := r.Get(uk, kv.MaxSeq, true, &st)
 				if err != nil || !found || !bytes.Equal(v, e.value) {
 					t.Errorf("Get(%q) = %q %v %v", uk, v, found, err)
 					return

@@ -4,16 +4,16 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // TestCompareWithSuccessor checks the order check of validateEntries
-// against base.CompareInternal on keys sharing every possible prefix,
+// against kv.CompareInternal on keys sharing every possible prefix,
 // including prefixes that reach into either key's trailer.
 func TestCompareWithSuccessor(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	randKey := func() []byte {
-		k := make([]byte, base.TrailerLen+rng.IntN(6))
+		k := make([]byte, kv.TrailerLen+rng.IntN(6))
 		for i := range k {
 			k[i] = byte('a' + rng.IntN(3)) // a small alphabet: long shared prefixes
 		}
@@ -26,7 +26,7 @@ func TestCompareWithSuccessor(t *testing.T) {
 			shared++
 		}
 		shared = rng.IntN(shared + 1) // a writer may share less than it could
-		want := base.CompareInternal(prev, next)
+		want := kv.CompareInternal(prev, next)
 		if got := compareWithSuccessor(prev, shared, next[shared:]); got != want {
 			t.Fatalf("prev %x next %x shared %d: got %d, want %d", prev, next, shared, got, want)
 		}

@@ -1,6 +1,6 @@
 package sstable
 
-import "github.com/bloomkv/bloomkv/internal/base"
+import "github.com/bloomkv/bloomkv/kv"
 
 // blockIter walks one decoded block in both directions. It relies on the
 // invariants decodeBlock established, so it has no error paths. The zero
@@ -111,7 +111,7 @@ func (it *blockIter) SeekGE(target []byte) bool {
 		start = it.b.restart(lo - 1)
 	}
 	it.decodeAt(start)
-	for base.CompareInternal(it.key, target) < 0 {
+	for kv.CompareInternal(it.key, target) < 0 {
 		if it.atEnd(it.next) {
 			it.valid = false
 			return false

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
@@ -26,9 +27,9 @@ func TestBlockRefLifecycle(t *testing.T) {
 	r := mustOpenBytes(t, data, ReaderOptions{Cache: cache})
 	defer r.Close()
 	e := es[10]
-	uk := base.UserKey(e.key)
+	uk := kv.UserKey(e.key)
 
-	v, _, _, found, held, err := r.GetSeqHeld(uk, base.MaxSeq, true, nil)
+	v, _, _, found, held, err := r.GetSeqHeld(uk, kv.MaxSeq, true, nil)
 	if err != nil || !found || !bytes.Equal(v, e.value) || held.b == nil {
 		t.Fatalf("GetSeqHeld = %q %v %v (held %v)", v, found, err, held.b != nil)
 	}
@@ -52,7 +53,7 @@ func TestBlockRefLifecycle(t *testing.T) {
 
 	// The next Get misses and reads the block again; released by the Get,
 	// it stays cached and unrecycled.
-	v, _, _, found, held, err = r.GetSeqHeld(uk, base.MaxSeq, true, nil)
+	v, _, _, found, held, err = r.GetSeqHeld(uk, kv.MaxSeq, true, nil)
 	if err != nil || !found || !bytes.Equal(v, e.value) {
 		t.Fatalf("GetSeqHeld after recycling = %q %v %v", v, found, err)
 	}
@@ -61,7 +62,7 @@ func TestBlockRefLifecycle(t *testing.T) {
 		t.Fatalf("releasing a cached block recycled it (%d buffers)", got-1)
 	}
 	// A kept reference (GetSeq's) survives eviction for good.
-	v, _, _, found, err = r.GetSeq(uk, base.MaxSeq, true, nil)
+	v, _, _, found, err = r.GetSeq(uk, kv.MaxSeq, true, nil)
 	if err != nil || !found {
 		t.Fatalf("GetSeq = %v %v", found, err)
 	}
@@ -80,9 +81,9 @@ func TestBlockRefUncached(t *testing.T) {
 		r := mustOpenBytes(t, data, ReaderOptions{Cache: cache})
 		n0 := recycledBuffers.Load()
 		for _, e := range es[:100] {
-			v, _, _, found, held, err := r.GetSeqHeld(base.UserKey(e.key), base.MaxSeq, false, nil)
+			v, _, _, found, held, err := r.GetSeqHeld(kv.UserKey(e.key), kv.MaxSeq, false, nil)
 			if err != nil || !found || !bytes.Equal(v, e.value) {
-				t.Fatalf("GetSeqHeld(%s) = %q %v %v", base.FormatInternalKey(e.key), v, found, err)
+				t.Fatalf("GetSeqHeld(%s) = %q %v %v", kv.FormatInternalKey(e.key), v, found, err)
 			}
 			held.Release()
 		}
@@ -119,7 +120,7 @@ func recycleValue(i int) []byte {
 
 // checkRecycled reports whether value is the one written for key.
 func checkRecycled(ikey, value []byte) error {
-	uk := base.UserKey(ikey)
+	uk := kv.UserKey(ikey)
 	i, err := strconv.Atoi(string(bytes.TrimPrefix(uk, []byte("key"))))
 	if err != nil || !bytes.HasPrefix(uk, []byte("key")) {
 		return fmt.Errorf("unexpected key %q", uk)
@@ -149,9 +150,9 @@ func TestBlockRecycleConcurrent(t *testing.T) {
 	cache := NewBlockCache(32 << 10)
 	readers := make([]*Reader, tables)
 	for j := range readers {
-		var es []kv
+		var es []refEntry
 		for i := j; i < nkeys; i += tables {
-			es = append(es, kv{base.MakeInternalKey(recycleKey(i), 1, base.KindSet), recycleValue(i)})
+			es = append(es, refEntry{kv.MakeInternalKey(recycleKey(i), 1, kv.KindSet), recycleValue(i)})
 		}
 		o := WriterOptions{BlockSize: 512, BloomBitsPerKey: 10, Compression: []Compression{SnappyCompression, NoCompression, SnappyCompression, ZstdCompression}[j]}
 		fileNum := uint64(j + 1)
@@ -202,17 +203,17 @@ func TestBlockRecycleConcurrent(t *testing.T) {
 		if absent {
 			uk = append(uk, 'x')
 		}
-		v, kind, _, found, held, err := readers[i%tables].GetSeqHeld(uk, base.MaxSeq, rng.IntN(2) == 0, nil)
+		v, kind, _, found, held, err := readers[i%tables].GetSeqHeld(uk, kv.MaxSeq, rng.IntN(2) == 0, nil)
 		defer held.Release()
 		switch {
 		case err != nil:
 			return err
 		case found != !absent || absent && held.b != nil:
 			return fmt.Errorf("Get(%q): found %v, held %v", uk, found, held.b != nil)
-		case found && kind != base.KindSet:
+		case found && kind != kv.KindSet:
 			return fmt.Errorf("Get(%q): kind %v", uk, kind)
 		case found:
-			return checkRecycled(base.MakeInternalKey(uk, 1, base.KindSet), v)
+			return checkRecycled(kv.MakeInternalKey(uk, 1, kv.KindSet), v)
 		}
 		return nil
 	}
@@ -224,11 +225,11 @@ func TestBlockRecycleConcurrent(t *testing.T) {
 	n := 0
 	worker(3, func(rng *rand.Rand) error {
 		i := rng.IntN(nkeys)
-		v, _, _, found, err := readers[i%tables].GetSeq(recycleKey(i), base.MaxSeq, true, nil)
+		v, _, _, found, err := readers[i%tables].GetSeq(recycleKey(i), kv.MaxSeq, true, nil)
 		if err != nil || !found {
 			return fmt.Errorf("GetSeq(%q): %v %v", recycleKey(i), found, err)
 		}
-		kept[n%len(kept)] = keptValue{base.MakeInternalKey(recycleKey(i), 1, base.KindSet), v}
+		kept[n%len(kept)] = keptValue{kv.MakeInternalKey(recycleKey(i), 1, kv.KindSet), v}
 		n++
 		for _, k := range kept[:min(n, len(kept))] {
 			if err := checkRecycled(k.ikey, k.value); err != nil {
@@ -242,7 +243,7 @@ func TestBlockRecycleConcurrent(t *testing.T) {
 		r := readers[rng.IntN(tables)]
 		it := r.NewIter(rng.IntN(2) == 0)
 		defer it.Close()
-		ok := it.SeekGE(base.MakeSearchKey(recycleKey(rng.IntN(nkeys)), base.MaxSeq))
+		ok := it.SeekGE(kv.MakeSearchKey(recycleKey(rng.IntN(nkeys)), kv.MaxSeq))
 		var prevKey, prevValue []byte
 		for step := 0; ok && step < 20; step++ {
 			if err := checkRecycled(it.Key(), it.Value()); err != nil {

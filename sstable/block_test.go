@@ -7,10 +7,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
-func buildBlock(es []kv, restartInterval int) []byte {
+func buildBlock(es []refEntry, restartInterval int) []byte {
 	b := newBlockBuilder(restartInterval)
 	for _, e := range es {
 		b.add(e.key, e.value)
@@ -43,14 +43,14 @@ func TestBlockRoundTrip(t *testing.T) {
 	}
 }
 
-func checkBlockIter(t *testing.T, rng *rand.Rand, b *block, es []kv) {
+func checkBlockIter(t *testing.T, rng *rand.Rand, b *block, es []refEntry) {
 	t.Helper()
 	var it blockIter
 	it.init(b)
 	i := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		if !bytes.Equal(it.Key(), es[i].key) || !bytes.Equal(it.Value(), es[i].value) {
-			t.Fatalf("forward %d: got %s", i, base.FormatInternalKey(it.Key()))
+			t.Fatalf("forward %d: got %s", i, kv.FormatInternalKey(it.Key()))
 		}
 		i++
 	}
@@ -60,7 +60,7 @@ func checkBlockIter(t *testing.T, rng *rand.Rand, b *block, es []kv) {
 	i = len(es) - 1
 	for ok := it.Last(); ok; ok = it.Prev() {
 		if !bytes.Equal(it.Key(), es[i].key) || !bytes.Equal(it.Value(), es[i].value) {
-			t.Fatalf("backward %d: got %s", i, base.FormatInternalKey(it.Key()))
+			t.Fatalf("backward %d: got %s", i, kv.FormatInternalKey(it.Key()))
 		}
 		i--
 	}
@@ -72,7 +72,7 @@ func checkBlockIter(t *testing.T, rng *rand.Rand, b *block, es []kv) {
 		j := refSeekGE(es, k)
 		ok := it.SeekGE(k)
 		if ok != (j < len(es)) || (ok && !bytes.Equal(it.Key(), es[j].key)) {
-			t.Fatalf("SeekGE(%s): ok=%v key=%s, want index %d", base.FormatInternalKey(k), ok, base.FormatInternalKey(it.Key()), j)
+			t.Fatalf("SeekGE(%s): ok=%v key=%s, want index %d", kv.FormatInternalKey(k), ok, kv.FormatInternalKey(it.Key()), j)
 		}
 		// Walk a few steps in a random direction from there.
 		for s := 0; ok && s < 5; s++ {
@@ -82,13 +82,13 @@ func checkBlockIter(t *testing.T, rng *rand.Rand, b *block, es []kv) {
 				ok, j = it.Prev(), j-1
 			}
 			if ok != (j >= 0 && j < len(es)) || (ok && !bytes.Equal(it.Key(), es[j].key)) {
-				t.Fatalf("step after SeekGE(%s): ok=%v, want index %d", base.FormatInternalKey(k), ok, j)
+				t.Fatalf("step after SeekGE(%s): ok=%v, want index %d", kv.FormatInternalKey(k), ok, j)
 			}
 		}
 		j = refSeekGE(es, k) - 1
 		ok = it.SeekLT(k)
 		if ok != (j >= 0) || (ok && !bytes.Equal(it.Key(), es[j].key)) {
-			t.Fatalf("SeekLT(%s): ok=%v key=%s, want index %d", base.FormatInternalKey(k), ok, base.FormatInternalKey(it.Key()), j)
+			t.Fatalf("SeekLT(%s): ok=%v key=%s, want index %d", kv.FormatInternalKey(k), ok, kv.FormatInternalKey(it.Key()), j)
 		}
 	}
 }
@@ -104,20 +104,20 @@ func TestEmptyIndexBlock(t *testing.T) {
 	}
 	var it blockIter
 	it.init(b)
-	if it.First() || it.Last() || it.SeekGE(base.MakeSearchKey(nil, 0)) || it.SeekLT(base.MakeSearchKey([]byte("z"), 0)) {
+	if it.First() || it.Last() || it.SeekGE(kv.MakeSearchKey(nil, 0)) || it.SeekLT(kv.MakeSearchKey([]byte("z"), 0)) {
 		t.Fatal("empty block iterator found an entry")
 	}
-	if _, err := decodeBlock(data, testLoc); !errors.Is(err, base.ErrCorruption) {
+	if _, err := decodeBlock(data, testLoc); !errors.Is(err, kv.ErrCorruption) {
 		t.Fatalf("empty data block accepted: %v", err)
 	}
 }
 
 // TestDecodeBlockRejects hand-crafts malformed blocks.
 func TestDecodeBlockRejects(t *testing.T) {
-	good := buildBlock([]kv{
-		{base.MakeInternalKey([]byte("apple"), 2, base.KindSet), []byte("1")},
-		{base.MakeInternalKey([]byte("apricot"), 1, base.KindSet), []byte("2")},
-		{base.MakeInternalKey([]byte("banana"), 3, base.KindDelete), nil},
+	good := buildBlock([]refEntry{
+		{kv.MakeInternalKey([]byte("apple"), 2, kv.KindSet), []byte("1")},
+		{kv.MakeInternalKey([]byte("apricot"), 1, kv.KindSet), []byte("2")},
+		{kv.MakeInternalKey([]byte("banana"), 3, kv.KindDelete), nil},
 	}, 2)
 	if _, err := decodeBlock(good, testLoc); err != nil {
 		t.Fatal(err)
@@ -146,10 +146,10 @@ func TestDecodeBlockRejects(t *testing.T) {
 			b[i+6] = 7
 			return b
 		}),
-		"short key": buildBlock([]kv{{[]byte("abc"), nil}}, 16),
-		"duplicate key": buildBlock([]kv{
-			{base.MakeInternalKey([]byte("a"), 1, base.KindSet), nil},
-			{base.MakeInternalKey([]byte("a"), 1, base.KindSet), nil},
+		"short key": buildBlock([]refEntry{{[]byte("abc"), nil}}, 16),
+		"duplicate key": buildBlock([]refEntry{
+			{kv.MakeInternalKey([]byte("a"), 1, kv.KindSet), nil},
+			{kv.MakeInternalKey([]byte("a"), 1, kv.KindSet), nil},
 		}, 16),
 		"trailing garbage": mutate(func(b []byte) []byte {
 			return append(append(b[:restartsOff:restartsOff], 0), b[restartsOff:]...)
@@ -157,7 +157,7 @@ func TestDecodeBlockRejects(t *testing.T) {
 	}
 	for name, data := range cases {
 		_, err := decodeBlock(data, testLoc)
-		if !errors.Is(err, base.ErrCorruption) {
+		if !errors.Is(err, kv.ErrCorruption) {
 			t.Errorf("%s: got %v, want corruption", name, err)
 			continue
 		}
@@ -182,7 +182,7 @@ func FuzzDecodeBlock(f *testing.F) {
 		}
 		b, err := decodeBlock(data, loc)
 		if err != nil {
-			if !errors.Is(err, base.ErrCorruption) {
+			if !errors.Is(err, kv.ErrCorruption) {
 				t.Fatalf("error does not wrap ErrCorruption: %v", err)
 			}
 			return
@@ -232,7 +232,7 @@ func TestDecodeBlockContents(t *testing.T) {
 	bad := append([]byte(nil), stored...)
 	bad[h.size] = 9
 	binary.LittleEndian.PutUint32(bad[h.size+1:], blockChecksum(bad[:h.size], 9))
-	if _, err := decodeBlockContents(bad, testLoc); !errors.Is(err, base.ErrCorruption) {
+	if _, err := decodeBlockContents(bad, testLoc); !errors.Is(err, kv.ErrCorruption) {
 		t.Fatalf("unknown type accepted: %v", err)
 	}
 	// A snappy header claiming a huge size must be refused before allocating.
@@ -240,7 +240,7 @@ func TestDecodeBlockContents(t *testing.T) {
 	huge = append(huge, 0, 0)
 	huge = append(huge, blockTypeSnappy)
 	huge = binary.LittleEndian.AppendUint32(huge, blockChecksum(huge[:len(huge)-1], blockTypeSnappy))
-	if _, err := decodeBlockContents(huge, testLoc); !errors.Is(err, base.ErrCorruption) {
+	if _, err := decodeBlockContents(huge, testLoc); !errors.Is(err, kv.ErrCorruption) {
 		t.Fatalf("huge snappy claim accepted: %v", err)
 	}
 	// Incompressible blocks stay raw.

@@ -4,12 +4,12 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // referenceValid is the block invariant (see block) checked the plain
 // way: every entry decoded with entryAt, every key built whole and
-// compared with base.CompareInternal. validateEntries is the fast version.
+// compared with kv.CompareInternal. validateEntries is the fast version.
 func referenceValid(b *block, kind blockKind) bool {
 	var prev []byte
 	r, off, n := 0, 0, 0
@@ -30,10 +30,10 @@ func referenceValid(b *block, kind blockKind) bool {
 			return false
 		}
 		key := append(append([]byte(nil), prev[:e.shared]...), b.data[e.keyStart:e.valueStart]...)
-		if len(key) < base.TrailerLen || n > 0 && base.CompareInternal(prev, key) >= 0 {
+		if len(key) < kv.TrailerLen || n > 0 && kv.CompareInternal(prev, key) >= 0 {
 			return false
 		}
-		if _, _, _, ok := base.ParseInternalKey(key); kind == kindData && !ok {
+		if _, _, _, ok := kv.ParseInternalKey(key); kind == kindData && !ok {
 			return false
 		}
 		prev, off = key, e.next

@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/bloomkv/bloomkv/filter"
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // Check reads the whole table from the file, bypassing the cache, and
@@ -169,13 +169,13 @@ func (c *checker) walkBlock(b *block, loc location, indexKey []byte) error {
 	it.init(b)
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
-		if c.prevKey != nil && base.CompareInternal(c.prevKey, k) >= 0 {
+		if c.prevKey != nil && kv.CompareInternal(c.prevKey, k) >= 0 {
 			return loc.corruptf("key %s does not sort after %s", formatKey(k), formatKey(c.prevKey))
 		}
-		if c.prevIndexKey != nil && base.CompareInternal(k, c.prevIndexKey) <= 0 {
+		if c.prevIndexKey != nil && kv.CompareInternal(k, c.prevIndexKey) <= 0 {
 			return loc.corruptf("key %s does not sort after the previous block's index key %s", formatKey(k), formatKey(c.prevIndexKey))
 		}
-		ukey, seq, kind, _ := base.ParseInternalKey(k)
+		ukey, seq, kind, _ := kv.ParseInternalKey(k)
 		c.count(k, seq, kind, len(it.Value()))
 		if err := c.checkFilterKeys(ukey, k); err != nil {
 			return err
@@ -185,14 +185,14 @@ func (c *checker) walkBlock(b *block, loc location, indexKey []byte) error {
 		}
 		c.prevKey = append(c.prevKey[:0], k...)
 	}
-	if base.CompareInternal(c.prevKey, indexKey) > 0 {
+	if kv.CompareInternal(c.prevKey, indexKey) > 0 {
 		return location{r.name, kindIndex, r.footer.index.offset}.corruptf(
 			"index key %s sorts before its block's last key %s", formatKey(indexKey), formatKey(c.prevKey))
 	}
 	return nil
 }
 
-func (c *checker) count(k []byte, seq uint64, kind base.Kind, valueLen int) {
+func (c *checker) count(k []byte, seq uint64, kind kv.Kind, valueLen int) {
 	p := &c.got
 	if p.NumEntries == 0 {
 		p.SmallestKey = append([]byte(nil), k...)
@@ -201,7 +201,7 @@ func (c *checker) count(k []byte, seq uint64, kind base.Kind, valueLen int) {
 	p.SmallestSeq = min(p.SmallestSeq, seq)
 	p.LargestSeq = max(p.LargestSeq, seq)
 	p.NumEntries++
-	if kind == base.KindDelete {
+	if kind == kv.KindDelete {
 		p.NumDeletions++
 	}
 	p.RawKeyBytes += uint64(len(k))

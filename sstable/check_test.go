@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // appendRawBlock appends an uncompressed block with a valid trailer.
@@ -52,7 +52,7 @@ func TestCheckCatchesInconsistentProperties(t *testing.T) {
 		"NumDeletions":   func(p *Properties) { p.NumDeletions-- },
 		"RawKeyBytes":    func(p *Properties) { p.RawKeyBytes++ },
 		"RawValueBytes":  func(p *Properties) { p.RawValueBytes-- },
-		"key range":      func(p *Properties) { p.LargestKey = base.MakeInternalKey([]byte("zzz"), 1, base.KindSet) },
+		"key range":      func(p *Properties) { p.LargestKey = kv.MakeInternalKey([]byte("zzz"), 1, kv.KindSet) },
 		"SmallestSeq":    func(p *Properties) { p.SmallestSeq++ },
 		"LargestSeq":     func(p *Properties) { p.LargestSeq++ },
 		"filter variant": func(p *Properties) { p.FilterVariant = 2 },
@@ -65,7 +65,7 @@ func TestCheckCatchesInconsistentProperties(t *testing.T) {
 		if err == nil {
 			err = r.Check()
 		}
-		if !errors.Is(err, base.ErrCorruption) || !strings.Contains(err.Error(), "block at offset") {
+		if !errors.Is(err, kv.ErrCorruption) || !strings.Contains(err.Error(), "block at offset") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -77,7 +77,7 @@ func TestCheckCatchesInconsistentProperties(t *testing.T) {
 		"FormatVersion": func(p *Properties) { p.FormatVersion = 9 },
 	}
 	for name, mutate := range openFails {
-		if _, err := openBytes(rewriteTail(t, data, nil, mutate), ReaderOptions{}); !errors.Is(err, base.ErrCorruption) {
+		if _, err := openBytes(rewriteTail(t, data, nil, mutate), ReaderOptions{}); !errors.Is(err, kv.ErrCorruption) {
 			t.Errorf("%s: Open = %v", name, err)
 		}
 	}
@@ -114,7 +114,7 @@ func TestCheckCatchesBadIndex(t *testing.T) {
 		return bb.finish()
 	}, nil)
 	err := mustOpenBytes(t, bad, ReaderOptions{}).Check()
-	if !errors.Is(err, base.ErrCorruption) || !strings.Contains(err.Error(), "index block") {
+	if !errors.Is(err, kv.ErrCorruption) || !strings.Contains(err.Error(), "index block") {
 		t.Fatalf("Check = %v", err)
 	}
 }
@@ -123,7 +123,7 @@ func TestPropertiesRoundTrip(t *testing.T) {
 	p := Properties{
 		FormatVersion: 1, NumEntries: 10, NumDeletions: 2, NumDataBlocks: 3, RawKeyBytes: 100, RawValueBytes: 1 << 40,
 		DataSize: 5, IndexSize: 6, FilterSize: 7, SmallestKey: []byte("a\x00\x00\x00\x00\x00\x00\x00\x01"),
-		LargestKey: []byte("b\x00\x00\x00\x00\x00\x00\x00\x01"), SmallestSeq: 1, LargestSeq: base.MaxSeq,
+		LargestKey: []byte("b\x00\x00\x00\x00\x00\x00\x00\x01"), SmallestSeq: 1, LargestSeq: kv.MaxSeq,
 		FilterVariant: 1, BloomBitsPerKey: -3, FilterKeyCount: 9, FilterKeyName: "row", Compression: SnappyCompression,
 		BlockSize: 4096, RestartInterval: 16, FileNum: 77, DBID: []byte("0123abcd"),
 	}
@@ -141,10 +141,10 @@ func TestPropertiesRoundTrip(t *testing.T) {
 		t.Fatalf("unknown tag: %v", err)
 	}
 	enc := p.encode()
-	if _, err := decodeProperties(append(enc, enc[:3]...), testLoc); !errors.Is(err, base.ErrCorruption) {
+	if _, err := decodeProperties(append(enc, enc[:3]...), testLoc); !errors.Is(err, kv.ErrCorruption) {
 		t.Fatalf("repeated tag: %v", err)
 	}
-	if _, err := decodeProperties(enc[:len(enc)-3], testLoc); !errors.Is(err, base.ErrCorruption) {
+	if _, err := decodeProperties(enc[:len(enc)-3], testLoc); !errors.Is(err, kv.ErrCorruption) {
 		t.Fatalf("cut short: %v", err)
 	}
 }
@@ -160,7 +160,7 @@ func FuzzDecodeProperties(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := decodeProperties(data, testLoc)
 		if err != nil {
-			if !errors.Is(err, base.ErrCorruption) {
+			if !errors.Is(err, kv.ErrCorruption) {
 				t.Fatal(err)
 			}
 			return

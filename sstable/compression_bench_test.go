@@ -6,18 +6,18 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // textEntries returns n entries whose values are drawn from a small
 // vocabulary: compressible the way log lines or JSON documents are, unlike
 // seqEntries' values, which every codec squeezes to almost nothing.
-func textEntries(n int) []kv {
+func textEntries(n int) []refEntry {
 	words := strings.Fields("the a user order status pending shipped delivered id time " +
 		"zone region eu us asia price amount currency eur usd note gift wrap express " +
 		"standard returned refund warehouse 17 42 301 9999 true false null")
 	rng := rand.New(rand.NewPCG(14, 14))
-	es := make([]kv, n)
+	es := make([]refEntry, n)
 	var sb strings.Builder
 	for i := range es {
 		sb.Reset()
@@ -26,7 +26,7 @@ func textEntries(n int) []kv {
 			sb.WriteByte(' ')
 		}
 		fmt.Fprintf(&sb, "%d", rng.Uint32())
-		es[i] = kv{base.MakeInternalKey(fmt.Appendf(nil, "order/%08d", i), uint64(i+1), base.KindSet), []byte(sb.String())}
+		es[i] = refEntry{kv.MakeInternalKey(fmt.Appendf(nil, "order/%08d", i), uint64(i+1), kv.KindSet), []byte(sb.String())}
 	}
 	return es
 }

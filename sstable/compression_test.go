@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // TestBlockTypes pins the on-disk codes: tables written before
@@ -90,7 +90,7 @@ func TestUnknownCompressionIsCorruption(t *testing.T) {
 		t.Fatalf("no Compression record in %x", enc)
 	}
 	enc[at+4] = 9
-	if _, err := decodeProperties(enc, testLoc); !errors.Is(err, base.ErrCorruption) ||
+	if _, err := decodeProperties(enc, testLoc); !errors.Is(err, kv.ErrCorruption) ||
 		!strings.Contains(err.Error(), "unknown compression type 9") {
 		t.Fatalf("properties with block type 9: %v", err)
 	}
@@ -101,7 +101,7 @@ func TestUnknownCompressionIsCorruption(t *testing.T) {
 	data[34] = 9 // the data block's trailer (see doc.go)
 	r := mustOpenBytes(t, data, ReaderOptions{})
 	defer r.Close()
-	if _, err := r.Layout(); !errors.Is(err, base.ErrCorruption) ||
+	if _, err := r.Layout(); !errors.Is(err, kv.ErrCorruption) ||
 		!strings.Contains(err.Error(), "unknown compression type 9") || !strings.Contains(err.Error(), "offset 34") {
 		t.Fatalf("Layout with block type 9: %v", err)
 	}

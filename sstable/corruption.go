@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // location names where in which file a decoder is working, so that every
@@ -14,7 +15,7 @@ type location struct {
 	offset uint64
 }
 
-// corruptf returns an error wrapping base.ErrCorruption that names the file,
+// corruptf returns an error wrapping kv.ErrCorruption that names the file,
 // block kind and offset.
 func (l location) corruptf(format string, args ...any) error {
 	prefix := []any{l.file, l.kind, l.offset}
@@ -24,7 +25,7 @@ func (l location) corruptf(format string, args ...any) error {
 // wrapCorruption re-labels a corruption error from another package (the
 // filter decoder) with this location, without repeating the marker text.
 func (l location) wrapCorruption(err error) error {
-	msg := strings.TrimSuffix(err.Error(), ": "+base.ErrCorruption.Error())
+	msg := strings.TrimSuffix(err.Error(), ": "+kv.ErrCorruption.Error())
 	return l.corruptf("%s", msg)
 }
 
@@ -33,5 +34,5 @@ func formatKey(ikey []byte) string {
 	if ikey == nil {
 		return "(none)"
 	}
-	return base.FormatInternalKey(ikey)
+	return kv.FormatInternalKey(ikey)
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/filter"
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // region is a byte range of a table file and the name its errors carry.
@@ -53,7 +53,7 @@ func tableRegions(t *testing.T, data []byte) []region {
 
 // readAll exercises a possibly damaged reader: scans both ways, seeks and
 // Gets. Any result it returns must match es; it returns the first error.
-func readAll(t *testing.T, r *Reader, es []kv) error {
+func readAll(t *testing.T, r *Reader, es []refEntry) error {
 	t.Helper()
 	it := r.NewIter(true)
 	i := 0
@@ -75,7 +75,7 @@ func readAll(t *testing.T, r *Reader, es []kv) error {
 		firstErr = it.Error()
 	}
 	for _, e := range es {
-		uk, seq, _, _ := base.ParseInternalKey(e.key)
+		uk, seq, _, _ := kv.ParseInternalKey(e.key)
 		v, k, found, err := r.Get(uk, seq, true, nil)
 		if err != nil {
 			if firstErr == nil {
@@ -94,7 +94,7 @@ func readAll(t *testing.T, r *Reader, es []kv) error {
 // expectCorruption checks that err reports corruption of region g.
 func expectCorruption(t *testing.T, what string, err error, g region) {
 	t.Helper()
-	if !errors.Is(err, base.ErrCorruption) {
+	if !errors.Is(err, kv.ErrCorruption) {
 		t.Fatalf("%s: got %v, want ErrCorruption", what, err)
 	}
 	want := "bloomkv/sstable: 000007.sst: " + g.label()
@@ -170,11 +170,11 @@ func TestRandomDamageAlwaysDetected(t *testing.T) {
 		if err == nil {
 			readErr := readAll(t, r, es)
 			err = r.Check()
-			if readErr != nil && !errors.Is(readErr, base.ErrCorruption) {
+			if readErr != nil && !errors.Is(readErr, kv.ErrCorruption) {
 				t.Fatalf("read error is not corruption: %v", readErr)
 			}
 		}
-		if !errors.Is(err, base.ErrCorruption) {
+		if !errors.Is(err, kv.ErrCorruption) {
 			t.Fatalf("damage not reported as corruption: %v", err)
 		}
 	}
@@ -187,13 +187,13 @@ func TestTruncation(t *testing.T) {
 	data, _ := buildTable(t, es, WriterOptions{BlockSize: 256, BloomBitsPerKey: 10})
 	for n := 0; n < len(data); n++ {
 		_, err := openBytes(data[:n], ReaderOptions{})
-		if !errors.Is(err, base.ErrCorruption) || !strings.HasPrefix(err.Error(), "bloomkv/sstable: 000007.sst: ") {
+		if !errors.Is(err, kv.ErrCorruption) || !strings.HasPrefix(err.Error(), "bloomkv/sstable: 000007.sst: ") {
 			t.Fatalf("prefix of %d bytes: %v", n, err)
 		}
 	}
 	// The file lost its tail but the caller believes the full size.
 	_, err := Open(&memFile{data: data[:len(data)-10]}, "000007.sst", 7, int64(len(data)), ReaderOptions{})
-	if !errors.Is(err, base.ErrCorruption) || !strings.Contains(err.Error(), "truncated") {
+	if !errors.Is(err, kv.ErrCorruption) || !strings.Contains(err.Error(), "truncated") {
 		t.Fatalf("short file: %v", err)
 	}
 }
@@ -220,13 +220,13 @@ func TestFooterValidation(t *testing.T) {
 		mutate(&f)
 		damaged := append(append([]byte(nil), data[:size-footerLen]...), f.encode()...)
 		_, err := openBytes(damaged, ReaderOptions{})
-		if !errors.Is(err, base.ErrCorruption) {
+		if !errors.Is(err, kv.ErrCorruption) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 	bad := append([]byte(nil), data...)
 	copy(bad[len(bad)-8:], "NOTATABL")
-	if _, err := openBytes(bad, ReaderOptions{}); !errors.Is(err, base.ErrCorruption) || !strings.Contains(err.Error(), "magic") {
+	if _, err := openBytes(bad, ReaderOptions{}); !errors.Is(err, kv.ErrCorruption) || !strings.Contains(err.Error(), "magic") {
 		t.Errorf("bad magic: %v", err)
 	}
 }
@@ -253,7 +253,7 @@ func FuzzOpen(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := openBytes(data, ReaderOptions{Cache: NewBlockCache(1 << 20)})
 		if err != nil {
-			if !errors.Is(err, base.ErrCorruption) {
+			if !errors.Is(err, kv.ErrCorruption) {
 				t.Fatalf("Open error does not wrap ErrCorruption: %v", err)
 			}
 			return
@@ -266,13 +266,13 @@ func FuzzOpen(f *testing.F) {
 		for ok := it.Last(); ok; ok = it.Prev() {
 		}
 		for _, k := range keys {
-			uk, seq, _, _ := base.ParseInternalKey(k)
-			if _, _, _, err := r.Get(uk, seq, true, nil); err != nil && !errors.Is(err, base.ErrCorruption) {
+			uk, seq, _, _ := kv.ParseInternalKey(k)
+			if _, _, _, err := r.Get(uk, seq, true, nil); err != nil && !errors.Is(err, kv.ErrCorruption) {
 				t.Fatalf("Get error does not wrap ErrCorruption: %v", err)
 			}
 		}
 		for _, err := range []error{it.Error(), r.Check()} {
-			if err != nil && !errors.Is(err, base.ErrCorruption) {
+			if err != nil && !errors.Is(err, kv.ErrCorruption) {
 				t.Fatalf("error does not wrap ErrCorruption: %v", err)
 			}
 		}

@@ -1,7 +1,34 @@
 // Package sstable writes and reads bloomkv's sorted string tables: immutable
-// files of internal-key/value entries in CompareInternal order, with a bloom
-// filter over their keys so that a point lookup for an absent key reads no
-// data block. It also provides the block cache and the table cache.
+// files of internal-key/value entries in kv.CompareInternal order, with a
+// bloom filter over their keys so that a point lookup for an absent key
+// reads no data block. It also provides the block cache and the table cache.
+//
+// # Using the package
+//
+// Its types are its own and those of the public packages kv, rangedel,
+// filter and vfs; Example writes, reads and walks a table with nothing else.
+//
+//   - Keys are internal keys (package kv): a user key and an 8-byte trailer,
+//     sequence << 8 | kind. kv.MakeInternalKey builds one,
+//     kv.ParseInternalKey splits one, kv.CompareInternal is their order
+//     (user keys ascending, then the newest version first).
+//   - A Writer writes through a vfs.File and takes entries of kind
+//     kv.KindSet or kv.KindDelete in strictly increasing kv.CompareInternal
+//     order, and range tombstones through SetRangeDels (fragmented spans, as
+//     a rangedel.List holds them). Finish syncs and closes the file and
+//     returns the table's size and bounds (WriterMeta).
+//   - Open takes the file, a name for its errors, a file number and the file
+//     size (WriterMeta.Size, or the file's Stat). The file number keys the
+//     block cache, so tables sharing a BlockCache need distinct numbers.
+//   - Reader.Get returns the newest version of a user key at or below a
+//     sequence number, deletions included (kind kv.KindDelete): the caller
+//     says what a deletion means. Neither Get nor the iterators apply range
+//     tombstones; the caller consults Reader.RangeDels. Iterators are
+//     kv.Iterators over internal keys; SeekGE(kv.MakeSearchKey(ukey, seq))
+//     lands on the newest version of ukey visible at seq.
+//   - A TableCache opens the tables of one directory, named by their file
+//     number: NNNNNN.sst, zero-padded to at least six digits.
+//   - Damaged or hostile bytes yield errors wrapping kv.ErrCorruption.
 //
 // All integers are little-endian (encoding/binary); "uvarint" is
 // encoding/binary's unsigned varint, "varint" its zigzag signed one. Every
@@ -49,9 +76,9 @@
 //
 // The table's range tombstones, fragmented into non-overlapping spans in
 // key order, each with the sequences of the tombstones covering it,
-// newest first; package internal/rangedel specifies the bytes (a count,
-// then per span: start, end, sequences, all uvarint-framed) and checks
-// them on decode. It is stored like a data block: compressed when that
+// newest first; package rangedel specifies the bytes (a count, then per
+// span: start, end, sequences, all uvarint-framed) and checks them on
+// decode. It is stored like a data block: compressed when that
 // pays, followed by the trailer. A Reader decodes it at Open and keeps it
 // in memory, as it does the filter: Get consults it whatever the filter
 // says (the filter is over point keys only). Damage is ErrCorruption
@@ -91,7 +118,7 @@
 //
 // # Data and index blocks
 //
-// Both hold entries sorted by base.CompareInternal, prefix-compressed
+// Both hold entries sorted by kv.CompareInternal, prefix-compressed
 // against the previous entry, then an array of restart points:
 //
 //	entry:   shared uvarint | unshared uvarint | valueLen uvarint |
@@ -111,7 +138,7 @@
 // Index blocks have one entry per data block, in file order, with a restart
 // at every entry. The key is an internal key k with lastKey(block) <= k <
 // firstKey(next block); the writer shortens it when it can to a user key
-// between the two with trailer (base.MaxSeq, base.KindSeek), and otherwise
+// between the two with trailer (kv.MaxSeq, kv.KindSeek), and otherwise
 // uses the block's last key (always when the blocks split the versions of
 // one user key). The value is the block handle: offset uvarint | size
 // uvarint.
@@ -223,7 +250,7 @@
 //   - A table's keys strictly increase; index keys separate blocks as above.
 //   - Every byte of a table is covered by a checksum (block trailers, footer
 //     crc), and every decoder checks structure too: damaged or hostile bytes
-//     yield an error wrapping base.ErrCorruption that names the file, the
+//     yield an error wrapping kv.ErrCorruption that names the file, the
 //     block kind and its offset, never a panic and never wrong data.
 //     Reader.Check verifies everything, including properties and the
 //     filter's lack of false negatives.

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/filter"
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // TestFractionalFilterBits writes tables with fractional bits per key: the
@@ -85,7 +85,7 @@ func TestFilterBitsProperty(t *testing.T) {
 		"short":    {1, 2, 3},
 	} {
 		bad := append(append(append([]byte(nil), base0...), 24, byte(len(val))), val...)
-		if _, err := decodeProperties(bad, testLoc); !errors.Is(err, base.ErrCorruption) || !strings.Contains(err.Error(), "FilterBitsPerKey") {
+		if _, err := decodeProperties(bad, testLoc); !errors.Is(err, kv.ErrCorruption) || !strings.Contains(err.Error(), "FilterBitsPerKey") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -97,7 +97,7 @@ func TestCheckCatchesFilterBitsMismatch(t *testing.T) {
 	es := randomEntries(rand.New(rand.NewPCG(55, 56)), 300, 1)
 	data, _ := buildTable(t, es, WriterOptions{BlockSize: 256, FilterBitsPerKey: 9.5})
 	bad := rewriteTail(t, data, nil, func(p *Properties) { p.BloomBitsPerKey = 3 })
-	if err := mustOpenBytes(t, bad, ReaderOptions{}).Check(); !errors.Is(err, base.ErrCorruption) || !strings.Contains(err.Error(), "9.5") {
+	if err := mustOpenBytes(t, bad, ReaderOptions{}).Check(); !errors.Is(err, kv.ErrCorruption) || !strings.Contains(err.Error(), "9.5") {
 		t.Fatalf("Check = %v", err)
 	}
 }

@@ -6,16 +6,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // filterTestTable builds a table of n keys "key%06d" (even numbers) with a
 // 10 bits/key bloom filter.
 func filterTestTable(t *testing.T, n int) []byte {
 	t.Helper()
-	var es []kv
+	var es []refEntry
 	for i := 0; i < n; i++ {
-		es = append(es, kv{base.MakeInternalKey([]byte(fmt.Sprintf("key%06d", 2*i)), uint64(i+1), base.KindSet), []byte("value")})
+		es = append(es, refEntry{kv.MakeInternalKey([]byte(fmt.Sprintf("key%06d", 2*i)), uint64(i+1), kv.KindSet), []byte("value")})
 	}
 	data, _ := buildTable(t, es, WriterOptions{BloomBitsPerKey: 10, BlockSize: 512})
 	return data
@@ -45,7 +45,7 @@ func TestCacheFiltersReadsOnDemand(t *testing.T) {
 		before := st.FilterNegatives.Load()
 		for i := 0; i < 2*n; i++ {
 			k := []byte(fmt.Sprintf("key%06d", i))
-			_, _, found, err := r.Get(k, base.MaxSeq, true, &st)
+			_, _, found, err := r.Get(k, kv.MaxSeq, true, &st)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +98,7 @@ func TestPinFilter(t *testing.T) {
 		t.Errorf("%d filter reads to pin twice", st.FilterBlockReads.Load())
 	}
 	hits, misses := cache.FilterHits(), cache.FilterMisses()
-	if _, _, found, err := r.Get([]byte("key000000"), base.MaxSeq, true, &st); !found || err != nil {
+	if _, _, found, err := r.Get([]byte("key000000"), kv.MaxSeq, true, &st); !found || err != nil {
 		t.Fatal(found, err)
 	}
 	if cache.FilterHits() != hits || cache.FilterMisses() != misses {
@@ -142,21 +142,21 @@ func TestCacheFiltersCorruptFilter(t *testing.T) {
 	off := probe.footer.filter.offset
 	data[off+3] ^= 0x40
 	r := mustOpenBytes(t, data, ReaderOptions{Cache: NewBlockCache(1 << 20), CacheFilters: true, FilterKeyName: ""})
-	_, _, _, err := r.Get([]byte("key000002"), base.MaxSeq, true, nil)
-	if !errors.Is(err, base.ErrCorruption) {
+	_, _, _, err := r.Get([]byte("key000002"), kv.MaxSeq, true, nil)
+	if !errors.Is(err, kv.ErrCorruption) {
 		t.Fatalf("Get over a damaged filter: %v, want corruption", err)
 	}
 	if want := fmt.Sprint(off); !containsAll(err.Error(), r.Name(), want) {
 		t.Errorf("error %q does not name %s and offset %s", err, r.Name(), want)
 	}
-	if err := r.PinFilter(nil); !errors.Is(err, base.ErrCorruption) {
+	if err := r.PinFilter(nil); !errors.Is(err, kv.ErrCorruption) {
 		t.Errorf("PinFilter over a damaged filter: %v", err)
 	}
 	if may, filtered := r.PrefixMayMatch([]byte("key"), nil); !may || filtered {
 		t.Errorf("prefix probe over a damaged filter: may %v filtered %v", may, filtered)
 	}
 	// Without the filter the table still answers.
-	if _, _, found, err := r.Get([]byte("key000002"), base.MaxSeq, false, nil); !found || err != nil {
+	if _, _, found, err := r.Get([]byte("key000002"), kv.MaxSeq, false, nil); !found || err != nil {
 		t.Errorf("unfiltered Get: %v %v", found, err)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/filter"
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // lastByte is an extractor whose keys are not prefixes: sorted user keys
@@ -22,14 +22,14 @@ func lastByte(k []byte) []byte {
 // hash many times, not next to each other. Construction must succeed and
 // every whole key and filter key must probe present; Check must agree.
 func TestFuseFilterRepeatedKeys(t *testing.T) {
-	var es []kv
+	var es []refEntry
 	seq := uint64(1)
 	const alphabet = "abcdefghijklmnopqrstuvwxyz"
 	for _, a := range alphabet {
-		es = append(es, kv{base.MakeInternalKey([]byte{byte(a)}, seq, base.KindSet), []byte("v")})
+		es = append(es, refEntry{kv.MakeInternalKey([]byte{byte(a)}, seq, kv.KindSet), []byte("v")})
 		seq++
 		for _, b := range alphabet {
-			es = append(es, kv{base.MakeInternalKey([]byte{byte(a), byte(b)}, seq, base.KindSet), []byte("v")})
+			es = append(es, refEntry{kv.MakeInternalKey([]byte{byte(a), byte(b)}, seq, kv.KindSet), []byte("v")})
 			seq++
 		}
 	}
@@ -41,11 +41,11 @@ func TestFuseFilterRepeatedKeys(t *testing.T) {
 		t.Fatalf("filter %v (present %v)", blk, ok)
 	}
 	for _, e := range es {
-		uk := base.UserKey(e.key)
+		uk := kv.UserKey(e.key)
 		if !blk.MayContain(uk) || !blk.MayContain(lastByte(uk)) {
 			t.Fatalf("%q: false negative", uk)
 		}
-		if _, _, found, err := r.Get(uk, base.MaxSeq, true, nil); !found || err != nil {
+		if _, _, found, err := r.Get(uk, kv.MaxSeq, true, nil); !found || err != nil {
 			t.Fatalf("Get(%q): %v %v", uk, found, err)
 		}
 	}

@@ -4,16 +4,16 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // TestGetAbsentKeyReadsOneBlock checks that a Get for an absent key that
 // falls between two data blocks reads one block, not two: the next block
 // can only hold the key when the separator's user key is the key itself.
 func TestGetAbsentKeyReadsOneBlock(t *testing.T) {
-	var es []kv
+	var es []refEntry
 	for i := 0; i < 2000; i += 2 {
-		es = append(es, kv{key: base.MakeInternalKey([]byte(fmt.Sprintf("k%05d", i)), uint64(i+1), base.KindSet), value: []byte("value-value")})
+		es = append(es, refEntry{key: kv.MakeInternalKey([]byte(fmt.Sprintf("k%05d", i)), uint64(i+1), kv.KindSet), value: []byte("value-value")})
 	}
 	data, _ := buildTable(t, es, WriterOptions{BlockSize: 128, BloomBitsPerKey: 0})
 	r := mustOpenBytes(t, data, ReaderOptions{})
@@ -22,7 +22,7 @@ func TestGetAbsentKeyReadsOneBlock(t *testing.T) {
 	}
 	for i := 1; i < 2000; i += 2 {
 		var st ReadStats
-		if _, _, found, err := r.Get([]byte(fmt.Sprintf("k%05d", i)), base.MaxSeq, false, &st); err != nil || found {
+		if _, _, found, err := r.Get([]byte(fmt.Sprintf("k%05d", i)), kv.MaxSeq, false, &st); err != nil || found {
 			t.Fatalf("k%05d: found=%v err=%v", i, found, err)
 		}
 		if n := st.DataBlockReads.Load(); n != 1 {

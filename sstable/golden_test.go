@@ -6,17 +6,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // goldenEntries and goldenOptions are the worked example in doc.go. The
 // example is written raw (NoCompression, explicitly, since the zero value
 // means snappy) so that every byte of it stays readable; its properties
 // record block type 0 for that.
-func goldenEntries() []kv {
-	return []kv{
-		{base.MakeInternalKey([]byte("ab"), 2, base.KindSet), []byte("x")},
-		{base.MakeInternalKey([]byte("ac"), 1, base.KindDelete), nil},
+func goldenEntries() []refEntry {
+	return []refEntry{
+		{kv.MakeInternalKey([]byte("ab"), 2, kv.KindSet), []byte("x")},
+		{kv.MakeInternalKey([]byte("ac"), 1, kv.KindDelete), nil},
 	}
 }
 

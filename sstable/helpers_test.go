@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
@@ -50,16 +51,16 @@ func (m memInfo) Sys() any           { return nil }
 
 var _ vfs.File = (*memFile)(nil)
 
-// kv is one reference entry.
-type kv struct {
+// refEntry is one reference entry: an internal key and its value.
+type refEntry struct {
 	key, value []byte
 }
 
 // randomEntries returns n sorted entries over about n/versions user keys,
 // each with 1..versions versions of decreasing sequence numbers and a mix
 // of sets and deletes. Keys share prefixes so prefix compression matters.
-func randomEntries(rng *rand.Rand, n, versions int) []kv {
-	var out []kv
+func randomEntries(rng *rand.Rand, n, versions int) []refEntry {
+	var out []refEntry
 	seq := uint64(1)
 	seen := map[string]bool{}
 	for len(out) < n {
@@ -73,31 +74,31 @@ func randomEntries(rng *rand.Rand, n, versions int) []kv {
 		seen[string(uk)] = true
 		nv := 1 + rng.IntN(versions)
 		for v := 0; v < nv && len(out) < n; v++ {
-			kind := base.KindSet
+			kind := kv.KindSet
 			if rng.IntN(5) == 0 {
-				kind = base.KindDelete
+				kind = kv.KindDelete
 			}
 			val := []byte(nil)
-			if kind == base.KindSet {
+			if kind == kv.KindSet {
 				val = make([]byte, rng.IntN(40))
 				for i := range val {
 					val[i] = byte('A' + rng.IntN(4)) // compressible
 				}
 			}
 			seq += 1 + uint64(rng.IntN(3))
-			out = append(out, kv{base.MakeInternalKey(uk, seq, kind), val})
+			out = append(out, refEntry{kv.MakeInternalKey(uk, seq, kind), val})
 		}
 	}
 	sortEntries(out)
 	return out
 }
 
-func sortEntries(es []kv) {
-	sort.Slice(es, func(i, j int) bool { return base.CompareInternal(es[i].key, es[j].key) < 0 })
+func sortEntries(es []refEntry) {
+	sort.Slice(es, func(i, j int) bool { return kv.CompareInternal(es[i].key, es[j].key) < 0 })
 }
 
 // buildTable writes entries to an in-memory table.
-func buildTable(t testing.TB, es []kv, o WriterOptions) ([]byte, WriterMeta) {
+func buildTable(t testing.TB, es []refEntry, o WriterOptions) ([]byte, WriterMeta) {
 	t.Helper()
 	f := &memFile{}
 	w := NewWriter(f, o)
@@ -134,7 +135,7 @@ func mustOpenBytes(t testing.TB, data []byte, o ReaderOptions) *Reader {
 }
 
 // writeTableFile writes entries to dir/NNNNNN.sst through vfs.Default.
-func writeTableFile(t testing.TB, dir string, fileNum uint64, es []kv, o WriterOptions) WriterMeta {
+func writeTableFile(t testing.TB, dir string, fileNum uint64, es []refEntry, o WriterOptions) WriterMeta {
 	t.Helper()
 	f, err := vfs.Default.Create(filepath.Join(dir, base.MakeFilename(base.FileTypeTable, fileNum)))
 	if err != nil {
@@ -154,13 +155,13 @@ func writeTableFile(t testing.TB, dir string, fileNum uint64, es []kv, o WriterO
 }
 
 // refGet is the reference answer for Get(ukey, seq).
-func refGet(es []kv, ukey []byte, seq uint64) (value []byte, kind base.Kind, found bool) {
-	search := base.MakeSearchKey(ukey, seq)
-	i := sort.Search(len(es), func(i int) bool { return base.CompareInternal(es[i].key, search) >= 0 })
+func refGet(es []refEntry, ukey []byte, seq uint64) (value []byte, kind kv.Kind, found bool) {
+	search := kv.MakeSearchKey(ukey, seq)
+	i := sort.Search(len(es), func(i int) bool { return kv.CompareInternal(es[i].key, search) >= 0 })
 	if i == len(es) {
 		return nil, 0, false
 	}
-	uk, _, k, _ := base.ParseInternalKey(es[i].key)
+	uk, _, k, _ := kv.ParseInternalKey(es[i].key)
 	if !bytes.Equal(uk, ukey) {
 		return nil, 0, false
 	}
@@ -168,13 +169,13 @@ func refGet(es []kv, ukey []byte, seq uint64) (value []byte, kind base.Kind, fou
 }
 
 // refSeekGE returns the index of the first entry >= k (len(es) if none).
-func refSeekGE(es []kv, k []byte) int {
-	return sort.Search(len(es), func(i int) bool { return base.CompareInternal(es[i].key, k) >= 0 })
+func refSeekGE(es []refEntry, k []byte) int {
+	return sort.Search(len(es), func(i int) bool { return kv.CompareInternal(es[i].key, k) >= 0 })
 }
 
 // checkIterAt compares an iterator's position with es[i] (i out of range
 // means the iterator must be exhausted).
-func checkIterAt(t testing.TB, what string, it base.InternalIterator, valid bool, es []kv, i int) {
+func checkIterAt(t testing.TB, what string, it kv.Iterator, valid bool, es []refEntry, i int) {
 	t.Helper()
 	want := i >= 0 && i < len(es)
 	if valid != want || it.Valid() != want {
@@ -184,14 +185,14 @@ func checkIterAt(t testing.TB, what string, it base.InternalIterator, valid bool
 		return
 	}
 	if !bytes.Equal(it.Key(), es[i].key) || !bytes.Equal(it.Value(), es[i].value) {
-		t.Fatalf("%s: at %s=%q, want %s=%q", what, base.FormatInternalKey(it.Key()), it.Value(),
-			base.FormatInternalKey(es[i].key), es[i].value)
+		t.Fatalf("%s: at %s=%q, want %s=%q", what, kv.FormatInternalKey(it.Key()), it.Value(),
+			kv.FormatInternalKey(es[i].key), es[i].value)
 	}
 }
 
 // randomSearchKey returns a key near the entries: an existing key, a
 // variant of one at another sequence, or random bytes.
-func randomSearchKey(rng *rand.Rand, es []kv) []byte {
+func randomSearchKey(rng *rand.Rand, es []refEntry) []byte {
 	switch rng.IntN(4) {
 	case 0:
 		if len(es) > 0 {
@@ -199,21 +200,21 @@ func randomSearchKey(rng *rand.Rand, es []kv) []byte {
 		}
 	case 1:
 		if len(es) > 0 {
-			uk := base.UserKey(es[rng.IntN(len(es))].key)
-			return base.MakeInternalKey(uk, rng.Uint64N(1000), base.KindSet)
+			uk := kv.UserKey(es[rng.IntN(len(es))].key)
+			return kv.MakeInternalKey(uk, rng.Uint64N(1000), kv.KindSet)
 		}
 	case 2:
 		if len(es) > 0 {
-			uk := append([]byte(nil), base.UserKey(es[rng.IntN(len(es))].key)...)
+			uk := append([]byte(nil), kv.UserKey(es[rng.IntN(len(es))].key)...)
 			uk = append(uk, byte(rng.IntN(3)))
-			return base.MakeSearchKey(uk, base.MaxSeq)
+			return kv.MakeSearchKey(uk, kv.MaxSeq)
 		}
 	}
 	uk := make([]byte, rng.IntN(6))
 	for i := range uk {
 		uk[i] = "abcdef\x00\xff"[rng.IntN(8)]
 	}
-	return base.MakeInternalKey(uk, rng.Uint64N(1000), base.Kind(rng.IntN(2)))
+	return kv.MakeInternalKey(uk, rng.Uint64N(1000), kv.Kind(rng.IntN(2)))
 }
 
 func label(format string, args ...any) string { return fmt.Sprintf(format, args...) }

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // Identity is what the database's manifest says a table is. A table file
@@ -48,5 +48,5 @@ func (r *Reader) CheckIdentity(id Identity) error {
 }
 
 func describeRange(smallest, largest []byte) string {
-	return fmt.Sprintf("[%s, %s]", base.FormatInternalKey(smallest), base.FormatInternalKey(largest))
+	return fmt.Sprintf("[%s, %s]", kv.FormatInternalKey(smallest), kv.FormatInternalKey(largest))
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 func TestCheckIdentity(t *testing.T) {
@@ -19,7 +19,7 @@ func TestCheckIdentity(t *testing.T) {
 	if err := r.CheckIdentity(good); err != nil {
 		t.Fatalf("the right identity: %v", err)
 	}
-	otherKey := base.MakeInternalKey([]byte("zzz"), 1, base.KindSet)
+	otherKey := kv.MakeInternalKey([]byte("zzz"), 1, kv.KindSet)
 	for name, c := range map[string]struct {
 		change func(*Identity)
 		want   string
@@ -34,7 +34,7 @@ func TestCheckIdentity(t *testing.T) {
 		id := good
 		c.change(&id)
 		err := r.CheckIdentity(id)
-		if !errors.Is(err, base.ErrCorruption) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "000007.sst") {
+		if !errors.Is(err, kv.ErrCorruption) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "000007.sst") {
 			t.Errorf("%s differs: %v; want corruption naming the file and %q", name, err, c.want)
 		}
 	}
@@ -52,7 +52,7 @@ func TestCheckIdentity(t *testing.T) {
 		t.Fatalf("table without identity: %v", err)
 	}
 	id.LargestSeq++
-	if err := ra.CheckIdentity(id); !errors.Is(err, base.ErrCorruption) {
+	if err := ra.CheckIdentity(id); !errors.Is(err, kv.ErrCorruption) {
 		t.Fatalf("table without identity, wrong sequences: %v", err)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // TestReuseIterReleasing: a closed releasing iterator reinitialized for
@@ -16,14 +16,14 @@ import (
 func TestReuseIterReleasing(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	short := randomEntries(rng, 500, 1)
-	long := make([]kv, 0, 300)
+	long := make([]refEntry, 0, 300)
 	for i := range 300 {
 		uk := bytes.Repeat([]byte{byte('a' + i%26)}, 60+i%7) // past keyArr's 48 bytes
 		uk = append(uk, byte(i>>8), byte(i))
-		long = append(long, kv{base.MakeInternalKey(uk, uint64(i+1), base.KindSet), []byte{byte(i)}})
+		long = append(long, refEntry{kv.MakeInternalKey(uk, uint64(i+1), kv.KindSet), []byte{byte(i)}})
 	}
 	sortEntries(long)
-	tables := [][]kv{short, long, short}
+	tables := [][]refEntry{short, long, short}
 	readers := make([]*Reader, len(tables))
 	for i, es := range tables {
 		data, _ := buildTable(t, es, WriterOptions{BlockSize: 256})
@@ -31,15 +31,15 @@ func TestReuseIterReleasing(t *testing.T) {
 		defer readers[i].Close()
 	}
 
-	var prev base.InternalIterator
+	var prev kv.Iterator
 	for i, r := range readers {
 		it := r.ReuseIterReleasing(prev, true, nil)
 		if i > 0 && it != prev {
 			t.Fatalf("table %d: a closed releasing iterator was not reused", i)
 		}
-		var got []kv
+		var got []refEntry
 		for ok := it.First(); ok; ok = it.Next() {
-			got = append(got, kv{bytes.Clone(it.Key()), bytes.Clone(it.Value())})
+			got = append(got, refEntry{bytes.Clone(it.Key()), bytes.Clone(it.Value())})
 		}
 		n := len(got)
 		for ok := it.Last(); ok; ok = it.Prev() {

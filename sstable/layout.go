@@ -63,7 +63,7 @@ func (b BlockInfo) End() uint64 {
 // the block is stored, but verifies no checksum and decodes no contents:
 // Check does that. It is meant for tools; a corrupt index handle, a
 // truncated file or a trailer naming an unknown compression type is an
-// error wrapping base.ErrCorruption.
+// error wrapping kv.ErrCorruption.
 func (r *Reader) Layout() ([]BlockInfo, error) {
 	if r.closed.Load() {
 		return nil, fmt.Errorf("bloomkv/sstable: %s: reader is closed", r.name)

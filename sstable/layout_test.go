@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // TestLayoutGolden pins Layout on the worked example of doc.go, whose
@@ -21,7 +21,7 @@ func TestLayoutGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []BlockInfo{
-		{Kind: DataBlock, Offset: 0, Size: 34, Compression: NoCompression, IndexKey: base.MakeInternalKey([]byte("b"), base.MaxSeq, base.KindSeek)},
+		{Kind: DataBlock, Offset: 0, Size: 34, Compression: NoCompression, IndexKey: kv.MakeInternalKey([]byte("b"), kv.MaxSeq, kv.KindSeek)},
 		{Kind: FilterBlock, Offset: 39, Size: 14, Compression: NoCompression},
 		{Kind: IndexBlock, Offset: 58, Size: 22, Compression: NoCompression},
 		{Kind: PropertiesBlock, Offset: 85, Size: 78, Compression: NoCompression},
@@ -131,7 +131,7 @@ func TestLayoutTruncatedTrailer(t *testing.T) {
 	}
 	f.limit = 30 // the data block's trailer starts at 34
 	_, err = r.Layout()
-	if !errors.Is(err, base.ErrCorruption) {
+	if !errors.Is(err, kv.ErrCorruption) {
 		t.Fatalf("Layout on a truncated file: %v, want ErrCorruption", err)
 	}
 }
@@ -173,7 +173,7 @@ func FuzzLayout(f *testing.F) {
 		defer r.Close()
 		blocks, err := r.Layout()
 		if err != nil {
-			if !errors.Is(err, base.ErrCorruption) {
+			if !errors.Is(err, kv.ErrCorruption) {
 				t.Fatalf("Layout error does not wrap ErrCorruption: %v", err)
 			}
 			return

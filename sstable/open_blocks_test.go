@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
@@ -30,13 +30,13 @@ func TestTableCacheReopenReadsNothing(t *testing.T) {
 					if j%7 != 0 {
 						continue
 					}
-					v, _, found, err := r.Get(base.UserKey(e.key), base.MaxSeq, true, nil)
+					v, _, found, err := r.Get(kv.UserKey(e.key), kv.MaxSeq, true, nil)
 					if !found || err != nil || !bytes.Equal(v, e.value) {
-						t.Fatalf("mmap=%v table %d: Get(%s) = %q %v %v", mmap, i, base.UserKey(e.key), v, found, err)
+						t.Fatalf("mmap=%v table %d: Get(%s) = %q %v %v", mmap, i, kv.UserKey(e.key), v, found, err)
 					}
 				}
 				// An absent key the filter answers for.
-				if _, _, found, err := r.Get([]byte(label("t%02d-absent", i)), base.MaxSeq, true, nil); found || err != nil {
+				if _, _, found, err := r.Get([]byte(label("t%02d-absent", i)), kv.MaxSeq, true, nil); found || err != nil {
 					t.Fatalf("table %d: absent key found=%v err=%v", i, found, err)
 				}
 				if !r.FilterUsable() {

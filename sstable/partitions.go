@@ -6,7 +6,7 @@ import (
 	"sort"
 
 	"github.com/bloomkv/bloomkv/filter"
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // Partitioned index and filters (FormatVersionPartitioned).
@@ -66,7 +66,7 @@ type partition struct {
 }
 
 // userKey returns the user key of the partition's top-level key.
-func (p *partition) userKey() []byte { return base.UserKey(p.key) }
+func (p *partition) userKey() []byte { return kv.UserKey(p.key) }
 
 // writerPartition is a partition the Writer has cut and not yet written.
 type writerPartition struct {

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/filter"
-	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/testutil"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // partitionReaderModes are the ways a Reader holds a partitioned table's
@@ -29,7 +29,7 @@ func partitionReaderModes() map[string]func() ReaderOptions {
 }
 
 // checkAgainstReference compares scans, seeks and Gets on r with es.
-func checkAgainstReference(t *testing.T, what string, r *Reader, es []kv, rng *rand.Rand) {
+func checkAgainstReference(t *testing.T, what string, r *Reader, es []refEntry, rng *rand.Rand) {
 	t.Helper()
 	it := r.NewIter(true)
 	i := 0
@@ -49,15 +49,15 @@ func checkAgainstReference(t *testing.T, what string, r *Reader, es []kv, rng *r
 	for range 2000 {
 		k := randomSearchKey(rng, es)
 		j := refSeekGE(es, k)
-		checkIterAt(t, label("%s: SeekGE(%s)", what, base.FormatInternalKey(k)), it, it.SeekGE(k), es, j)
-		checkIterAt(t, label("%s: SeekLT(%s)", what, base.FormatInternalKey(k)), it, it.SeekLT(k), es, j-1)
+		checkIterAt(t, label("%s: SeekGE(%s)", what, kv.FormatInternalKey(k)), it, it.SeekGE(k), es, j)
+		checkIterAt(t, label("%s: SeekLT(%s)", what, kv.FormatInternalKey(k)), it, it.SeekLT(k), es, j-1)
 	}
 	if err := it.Close(); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range es {
-		uk, seq, _, _ := base.ParseInternalKey(e.key)
-		for _, s := range []uint64{seq, seq - 1, base.MaxSeq} {
+		uk, seq, _, _ := kv.ParseInternalKey(e.key)
+		for _, s := range []uint64{seq, seq - 1, kv.MaxSeq} {
 			v, k, found, err := r.Get(uk, s, true, nil)
 			if err != nil {
 				t.Fatalf("%s: Get(%q, %d): %v", what, uk, s, err)
@@ -111,10 +111,10 @@ func TestPartitionedSmallIndexStaysUnpartitioned(t *testing.T) {
 // data block each: every version must be found, and the filter must never
 // rule out a key whose entries continue into a later partition.
 func TestPartitionedVersionsStraddlePartitions(t *testing.T) {
-	var es []kv
+	var es []refEntry
 	val := bytes.Repeat([]byte("v"), 60)
 	add := func(uk string, seq uint64) {
-		es = append(es, kv{base.MakeInternalKey([]byte(uk), seq, base.KindSet), append([]byte(fmt.Sprint(seq)), val...)})
+		es = append(es, refEntry{kv.MakeInternalKey([]byte(uk), seq, kv.KindSet), append([]byte(fmt.Sprint(seq)), val...)})
 	}
 	for i := range 20 {
 		add(fmt.Sprintf("a%03d", i), 1)
@@ -161,7 +161,7 @@ func TestPartitionedVersionsStraddlePartitions(t *testing.T) {
 			}
 			for i := range 300 {
 				k := []byte(fmt.Sprintf("row1/%04d", i))
-				if _, _, found, err := r.Get(k, base.MaxSeq, true, &stats); err != nil || !found {
+				if _, _, found, err := r.Get(k, kv.MaxSeq, true, &stats); err != nil || !found {
 					t.Fatalf("%s: Get(%s) = %v, %v", what, k, found, err)
 				}
 			}
@@ -181,13 +181,13 @@ func TestPartitionedVersionsStraddlePartitions(t *testing.T) {
 
 // randomKeyEntries returns n random 16-byte user keys, one version each,
 // sorted.
-func randomKeyEntries(rng *rand.Rand, n int) []kv {
-	es := make([]kv, n)
+func randomKeyEntries(rng *rand.Rand, n int) []refEntry {
+	es := make([]refEntry, n)
 	for i := range es {
 		uk := make([]byte, 16)
 		binary.BigEndian.PutUint64(uk, rng.Uint64())
 		binary.BigEndian.PutUint64(uk[8:], rng.Uint64())
-		es[i] = kv{base.MakeInternalKey(uk, uint64(i+1), base.KindSet), make([]byte, 100)}
+		es[i] = refEntry{kv.MakeInternalKey(uk, uint64(i+1), kv.KindSet), make([]byte, 100)}
 	}
 	sortEntries(es)
 	return es
@@ -213,7 +213,7 @@ func TestPartitionedFilterFPR(t *testing.T) {
 		uk := make([]byte, 16)
 		binary.BigEndian.PutUint64(uk, rng.Uint64())
 		binary.BigEndian.PutUint64(uk[8:], rng.Uint64())
-		if _, _, found, err := r.Get(uk, base.MaxSeq, true, &stats); err != nil || found {
+		if _, _, found, err := r.Get(uk, kv.MaxSeq, true, &stats); err != nil || found {
 			t.Fatalf("Get(absent %x) = %v, %v", uk, found, err)
 		}
 	}
@@ -229,9 +229,9 @@ func TestPartitionedFilterFPR(t *testing.T) {
 	cold := mustOpenBytes(t, data, ReaderOptions{Cache: NewBlockCache(64 << 20), CacheFilters: true})
 	defer cold.Close()
 	var one ReadStats
-	absent := base.UserKey(es[len(es)/2].key)
+	absent := kv.UserKey(es[len(es)/2].key)
 	absent = append(append([]byte(nil), absent...), 0)
-	if _, _, _, err := cold.Get(absent, base.MaxSeq, true, &one); err != nil {
+	if _, _, _, err := cold.Get(absent, kv.MaxSeq, true, &one); err != nil {
 		t.Fatal(err)
 	}
 	if f, ix := one.FilterBlockReads.Load(), one.IndexBlockReads.Load(); f != 1 || ix > 1 {
@@ -386,11 +386,11 @@ func TestPartitionedEveryByte(t *testing.T) {
 			if err == nil {
 				readErr := readAll(t, r, es)
 				err = r.Check()
-				if readErr != nil && !errors.Is(readErr, base.ErrCorruption) {
+				if readErr != nil && !errors.Is(readErr, kv.ErrCorruption) {
 					t.Fatalf("byte %d: read error is not corruption: %v", pos, readErr)
 				}
 			}
-			if !errors.Is(err, base.ErrCorruption) {
+			if !errors.Is(err, kv.ErrCorruption) {
 				t.Fatalf("byte %d (cached %v): damage not reported as corruption: %v", pos, cached, err)
 			}
 		}
@@ -400,10 +400,10 @@ func TestPartitionedEveryByte(t *testing.T) {
 // TestGoldenPartitionedTable pins a partitioned table's bytes: a change to
 // the layout (partitions.go) shows here.
 func TestGoldenPartitionedTable(t *testing.T) {
-	var es []kv
+	var es []refEntry
 	for i := range 6 {
 		uk := []byte(fmt.Sprintf("key%d", i))
-		es = append(es, kv{base.MakeInternalKey(uk, uint64(10-i), base.KindSet), []byte("value-" + fmt.Sprint(i))})
+		es = append(es, refEntry{kv.MakeInternalKey(uk, uint64(10-i), kv.KindSet), []byte("value-" + fmt.Sprint(i))})
 	}
 	data, m := buildTable(t, es, WriterOptions{BlockSize: 40, BloomBitsPerKey: 10, IndexPartitionSize: 1, Compression: NoCompression})
 	r := mustOpenBytes(t, data, ReaderOptions{})
@@ -442,8 +442,8 @@ func BenchmarkPartitionedGet(b *testing.B) {
 			b.Run(layout.name+"/"+mode.name+"/present", func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					uk := base.UserKey(es[rng.IntN(len(es))].key)
-					if _, _, found, err := r.Get(uk, base.MaxSeq, true, nil); err != nil || !found {
+					uk := kv.UserKey(es[rng.IntN(len(es))].key)
+					if _, _, found, err := r.Get(uk, kv.MaxSeq, true, nil); err != nil || !found {
 						b.Fatal(found, err)
 					}
 				}
@@ -454,7 +454,7 @@ func BenchmarkPartitionedGet(b *testing.B) {
 				for b.Loop() {
 					binary.BigEndian.PutUint64(uk[:], rng.Uint64())
 					binary.BigEndian.PutUint64(uk[8:], rng.Uint64())
-					if _, _, found, err := r.Get(uk[:], base.MaxSeq, true, nil); err != nil || found {
+					if _, _, found, err := r.Get(uk[:], kv.MaxSeq, true, nil); err != nil || found {
 						b.Fatal(found, err)
 					}
 				}

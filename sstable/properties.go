@@ -12,7 +12,7 @@ import (
 type Properties struct {
 	FormatVersion uint32
 	NumEntries    uint64 // entries of any kind
-	NumDeletions  uint64 // tombstones (base.KindDelete)
+	NumDeletions  uint64 // tombstones (kv.KindDelete)
 	NumDataBlocks uint64
 	RawKeyBytes   uint64 // sum of internal key lengths before compression
 	RawValueBytes uint64 // sum of value lengths before compression

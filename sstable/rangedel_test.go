@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
-	"github.com/bloomkv/bloomkv/internal/rangedel"
+	"github.com/bloomkv/bloomkv/kv"
+	"github.com/bloomkv/bloomkv/rangedel"
 )
 
 // buildRangeDelTable writes es and the tombstones ts to an in-memory table.
-func buildRangeDelTable(t *testing.T, es []kv, ts []rangedel.Tombstone, o WriterOptions) ([]byte, WriterMeta) {
+func buildRangeDelTable(t *testing.T, es []refEntry, ts []rangedel.Tombstone, o WriterOptions) ([]byte, WriterMeta) {
 	t.Helper()
 	f := &memFile{}
 	w := NewWriter(f, o)
@@ -29,9 +29,9 @@ func buildRangeDelTable(t *testing.T, es []kv, ts []rangedel.Tombstone, o Writer
 }
 
 func TestRangeDelBlockRoundTrip(t *testing.T) {
-	es := []kv{
-		{base.MakeInternalKey([]byte("c"), 3, base.KindSet), []byte("x")},
-		{base.MakeInternalKey([]byte("m"), 4, base.KindSet), []byte("y")},
+	es := []refEntry{
+		{kv.MakeInternalKey([]byte("c"), 3, kv.KindSet), []byte("x")},
+		{kv.MakeInternalKey([]byte("m"), 4, kv.KindSet), []byte("y")},
 	}
 	ts := []rangedel.Tombstone{
 		{Start: []byte("a"), End: []byte("e"), Seq: 5},
@@ -53,10 +53,10 @@ func TestRangeDelBlockRoundTrip(t *testing.T) {
 		}
 		// Point properties are unchanged; the bounds cover the tombstones:
 		// "a"#5 below "c", and "q" (the inclusive end of q\x00) above "m".
-		if !bytes.Equal(base.UserKey(p.SmallestKey), []byte("c")) || !bytes.Equal(base.UserKey(p.LargestKey), []byte("m")) {
+		if !bytes.Equal(kv.UserKey(p.SmallestKey), []byte("c")) || !bytes.Equal(kv.UserKey(p.LargestKey), []byte("m")) {
 			t.Fatalf("point range [%s, %s]", formatKey(p.SmallestKey), formatKey(p.LargestKey))
 		}
-		if string(base.UserKey(meta.Smallest)) != "a" || string(base.UserKey(meta.Largest)) != "q" {
+		if string(kv.UserKey(meta.Smallest)) != "a" || string(kv.UserKey(meta.Largest)) != "q" {
 			t.Fatalf("bounds [%s, %s], want a..q", formatKey(meta.Smallest), formatKey(meta.Largest))
 		}
 		if meta.SmallestSeq != 3 || meta.LargestSeq != 9 {
@@ -84,7 +84,7 @@ func TestRangeDelBlockRoundTrip(t *testing.T) {
 func TestRangeDelOnlyTable(t *testing.T) {
 	data, meta := buildRangeDelTable(t, nil, []rangedel.Tombstone{{Start: []byte("b"), End: []byte("f"), Seq: 2}}, WriterOptions{BloomBitsPerKey: 10})
 	r := mustOpenBytes(t, data, ReaderOptions{})
-	if string(base.UserKey(meta.Smallest)) != "b" || string(base.UserKey(meta.Largest)) != "f" || meta.SmallestSeq != 2 || meta.LargestSeq != 2 {
+	if string(kv.UserKey(meta.Smallest)) != "b" || string(kv.UserKey(meta.Largest)) != "f" || meta.SmallestSeq != 2 || meta.LargestSeq != 2 {
 		t.Fatalf("bounds [%s, %s] seqs %d-%d", formatKey(meta.Smallest), formatKey(meta.Largest), meta.SmallestSeq, meta.LargestSeq)
 	}
 	if _, _, found, err := r.Get([]byte("c"), 10, true, nil); found || err != nil {
@@ -98,7 +98,7 @@ func TestRangeDelOnlyTable(t *testing.T) {
 // Damage anywhere in the range-deletion block (contents or trailer) is
 // ErrCorruption naming the file and the block, never a panic.
 func TestRangeDelBlockCorruption(t *testing.T) {
-	es := []kv{{base.MakeInternalKey([]byte("c"), 3, base.KindSet), []byte("x")}}
+	es := []refEntry{{kv.MakeInternalKey([]byte("c"), 3, kv.KindSet), []byte("x")}}
 	var ts []rangedel.Tombstone
 	for i := 0; i < 20; i++ {
 		ts = append(ts, rangedel.Tombstone{Start: []byte{'a', byte('a' + i)}, End: []byte{'b', byte('a' + i)}, Seq: uint64(10 + i)})
@@ -115,7 +115,7 @@ func TestRangeDelBlockCorruption(t *testing.T) {
 				if err == nil {
 					t.Fatalf("%v: byte %d ^ %#x: Open succeeded", c, off, flip)
 				}
-				if !errors.Is(err, base.ErrCorruption) || !strings.Contains(err.Error(), "000007.sst") ||
+				if !errors.Is(err, kv.ErrCorruption) || !strings.Contains(err.Error(), "000007.sst") ||
 					!strings.Contains(err.Error(), "range-deletion block") {
 					t.Fatalf("%v: byte %d ^ %#x: %v, want ErrCorruption naming the file and block", c, off, flip, err)
 				}

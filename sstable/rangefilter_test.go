@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // goldenRangeHex is the worked example of doc.go (goldenEntries) written
@@ -92,7 +92,7 @@ func TestRangeMayMatchNoFalseNegatives(t *testing.T) {
 		}
 		ukeys := make([][]byte, 0, len(es))
 		for _, e := range es {
-			ukeys = append(ukeys, base.UserKey(e.key))
+			ukeys = append(ukeys, kv.UserKey(e.key))
 		}
 		for i := 0; i < 2000; i++ {
 			var lo, hi []byte
@@ -132,7 +132,7 @@ func TestRangeFilterBlockDamage(t *testing.T) {
 	for off := 58; off < 58+40; off++ {
 		bad := slices.Clone(data)
 		bad[off] ^= 1
-		if _, err := openBytes(bad, ReaderOptions{}); !errors.Is(err, base.ErrCorruption) || !strings.Contains(err.Error(), "range-filter block") {
+		if _, err := openBytes(bad, ReaderOptions{}); !errors.Is(err, kv.ErrCorruption) || !strings.Contains(err.Error(), "range-filter block") {
 			t.Fatalf("byte %d damaged: %v", off, err)
 		}
 	}
@@ -143,7 +143,7 @@ func TestRangeFilterBlockDamage(t *testing.T) {
 
 func buildTableErr(o WriterOptions) (WriterMeta, error) {
 	w := NewWriter(&memFile{}, o)
-	if err := w.Add(base.MakeInternalKey([]byte("a"), 1, base.KindSet), nil); err != nil {
+	if err := w.Add(kv.MakeInternalKey([]byte("a"), 1, kv.KindSet), nil); err != nil {
 		w.Abort()
 		return WriterMeta{}, err
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // compactionReadahead is how many bytes of data blocks a compaction input
@@ -46,7 +46,7 @@ type readahead struct {
 // table like NewIter(false), for a compaction: it reads the data blocks in
 // large sequential windows and reuses its buffers, and it neither reads
 // nor fills the block cache.
-func (r *Reader) NewCompactionIter() base.InternalIterator {
+func (r *Reader) NewCompactionIter() kv.Iterator {
 	return r.newReadaheadIter(compactionReadahead)
 }
 

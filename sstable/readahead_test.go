@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // readaheadSizes are the windows the tests read with: smaller than one
@@ -17,12 +17,12 @@ var readaheadSizes = []int{1, 3000, 16 << 10, compactionReadahead}
 
 // readaheadTable builds a table of many small blocks, with values long
 // enough that raw and snappy blocks both occur under SnappyCompression.
-func readaheadTable(t *testing.T, c Compression) ([]byte, []kv) {
+func readaheadTable(t *testing.T, c Compression) ([]byte, []refEntry) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(13, 13))
 	es := randomEntries(rng, testScale(6000), 3)
 	for i := range es {
-		if base.Kind(base.Trailer(es[i].key)&0xFF) != base.KindSet {
+		if kv.Kind(kv.Trailer(es[i].key)&0xFF) != kv.KindSet {
 			continue
 		}
 		v := make([]byte, rng.IntN(200))
@@ -117,7 +117,7 @@ func TestReadaheadCorruption(t *testing.T) {
 				if err == nil {
 					t.Fatalf("%s: scan of %d entries ended without an error", what, i)
 				}
-				if !errors.Is(err, base.ErrCorruption) {
+				if !errors.Is(err, kv.ErrCorruption) {
 					t.Fatalf("%s: %v does not wrap ErrCorruption", what, err)
 				}
 				if want := g.label(); !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "000007.sst") {
@@ -139,7 +139,7 @@ func TestReadaheadWindowReuse(t *testing.T) {
 	for round := range 3 {
 		for _, tc := range []struct {
 			data []byte
-			es   []kv
+			es   []refEntry
 		}{{dataA, esA}, {dataB, esB}} {
 			r := mustOpenBytes(t, tc.data, ReaderOptions{})
 			it := r.NewCompactionIter()
@@ -169,14 +169,14 @@ func TestReadaheadWindowReuse(t *testing.T) {
 // scanned to its end holds none.
 func TestReadaheadWindowGrowth(t *testing.T) {
 	_, es := readaheadTable(t, SnappyCompression)
-	big := make([]kv, 0, 4*len(es))
+	big := make([]refEntry, 0, 4*len(es))
 	for i := 0; i < 4; i++ {
 		big = append(big, es...)
 	}
 	// Make the table larger than a full window: distinct keys per copy.
 	for i := range big {
 		k := append([]byte{byte(i / len(es))}, big[i].key...)
-		big[i] = kv{k, big[i].value}
+		big[i] = refEntry{k, big[i].value}
 	}
 	sortEntries(big)
 	data, _ := buildTable(t, big, WriterOptions{Compression: SnappyCompression, BlockSize: 512})

@@ -11,7 +11,7 @@ import (
 	"github.com/golang/snappy"
 
 	"github.com/bloomkv/bloomkv/filter"
-	"github.com/bloomkv/bloomkv/internal/rangedel"
+	"github.com/bloomkv/bloomkv/rangedel"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 

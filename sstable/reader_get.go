@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"sync"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // getState is the scratch space of one Get, pooled so that a Get served
@@ -23,7 +23,7 @@ var getStatePool = sync.Pool{New: func() any { return new(getState) }}
 // version of is counted in stats.FilterFalsePositives. Versions of ukey may
 // span data blocks. The value aliases an immutable block: the caller copies
 // it before keeping it. stats may be nil.
-func (r *Reader) Get(ukey []byte, seq uint64, useFilter bool, stats *ReadStats) (value []byte, kind base.Kind, found bool, err error) {
+func (r *Reader) Get(ukey []byte, seq uint64, useFilter bool, stats *ReadStats) (value []byte, kind kv.Kind, found bool, err error) {
 	value, kind, _, found, err = r.GetSeq(ukey, seq, useFilter, stats)
 	return value, kind, found, err
 }
@@ -31,7 +31,7 @@ func (r *Reader) Get(ukey []byte, seq uint64, useFilter bool, stats *ReadStats) 
 // GetSeq is Get that also returns the sequence of the entry found. It
 // looks at point entries only: the caller consults RangeDels, which the
 // filter says nothing about.
-func (r *Reader) GetSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStats) (value []byte, kind base.Kind, vseq uint64, found bool, err error) {
+func (r *Reader) GetSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStats) (value []byte, kind kv.Kind, vseq uint64, found bool, err error) {
 	value, kind, vseq, found, _, err = r.getSeq(ukey, seq, useFilter, stats, false)
 	return value, kind, vseq, found, err
 }
@@ -41,14 +41,14 @@ func (r *Reader) GetSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStat
 // block once the cache has evicted it (a cache-miss Get then allocates no
 // block). The value is valid only until the Release; held is the zero
 // BlockRef when nothing is found or on error, and Release is still fine.
-func (r *Reader) GetSeqHeld(ukey []byte, seq uint64, useFilter bool, stats *ReadStats) (value []byte, kind base.Kind, vseq uint64, found bool, held BlockRef, err error) {
+func (r *Reader) GetSeqHeld(ukey []byte, seq uint64, useFilter bool, stats *ReadStats) (value []byte, kind kv.Kind, vseq uint64, found bool, held BlockRef, err error) {
 	return r.getSeq(ukey, seq, useFilter, stats, true)
 }
 
 // getSeq is GetSeq, with the blocks it reads counted (each released before
 // it moves on, the one holding the value returned in held) or kept (never
 // recycled: the value stays valid as long as the caller holds it).
-func (r *Reader) getSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStats, counted bool) (value []byte, kind base.Kind, vseq uint64, found bool, held BlockRef, err error) {
+func (r *Reader) getSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStats, counted bool) (value []byte, kind kv.Kind, vseq uint64, found bool, held BlockRef, err error) {
 	filtered := false
 	// part is, in a partitioned table, the partition that can hold the
 	// newest entry of ukey (partitions.go): the filter partition probed
@@ -56,7 +56,7 @@ func (r *Reader) getSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStat
 	part := -1
 	if r.partitioned() {
 		var buf [72]byte
-		part = r.findPartitionInternal(base.AppendInternalKey(buf[:0], ukey, base.MaxSeq, base.KindSeek))
+		part = r.findPartitionInternal(kv.AppendInternalKey(buf[:0], ukey, kv.MaxSeq, kv.KindSeek))
 	}
 	if useFilter && r.getProbe != probeNone {
 		fk := ukey
@@ -86,7 +86,7 @@ func (r *Reader) getSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStat
 	// Seek to the newest version of ukey, then walk to the first one visible
 	// at seq; seeking to all versions tells us whether the table holds ukey
 	// at all, which false-positive counting needs.
-	st.search = base.AppendInternalKey(st.search[:0], ukey, base.MaxSeq, base.KindSeek)
+	st.search = kv.AppendInternalKey(st.search[:0], ukey, kv.MaxSeq, kv.KindSeek)
 	st.index.init(r, true, stats)
 	sawKey := false
 	valid := st.index.seekGEFrom(st.search, part)
@@ -109,25 +109,25 @@ func (r *Reader) getSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStat
 		}
 		for ; ok; ok = st.data.Next() {
 			k := st.data.Key()
-			if !bytes.Equal(base.UserKey(k), ukey) {
+			if !bytes.Equal(kv.UserKey(k), ukey) {
 				valid = false
 				break
 			}
 			sawKey = true
-			t := base.Trailer(k)
+			t := kv.Trailer(k)
 			if t>>8 <= seq {
 				value = st.data.Value()
 				if counted {
 					held = BlockRef{b}
 				}
-				return value, base.Kind(t & 0xFF), t >> 8, true, held, nil
+				return value, kv.Kind(t & 0xFF), t >> 8, true, held, nil
 			}
 		}
 		// The next block can hold versions of ukey only if this block's
 		// separator has ukey as its user key (the separator is >= the
 		// search key and < the next block's first key); otherwise stop
 		// without reading a block that cannot hold it.
-		if valid && bytes.Equal(base.UserKey(st.index.Key()), ukey) {
+		if valid && bytes.Equal(kv.UserKey(st.index.Key()), ukey) {
 			valid = st.index.Next()
 		} else {
 			valid = false

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
@@ -58,11 +59,11 @@ func TestMmapReaderMatchesPread(t *testing.T) {
 	}
 	defer plain.Close()
 	for _, e := range es {
-		uk, seq := base.UserKey(e.key), base.Trailer(e.key)>>8
+		uk, seq := kv.UserKey(e.key), kv.Trailer(e.key)>>8
 		v1, k1, ok1, err1 := mapped.Get(uk, seq, true, nil)
 		v2, k2, ok2, err2 := plain.Get(uk, seq, true, nil)
 		if err1 != nil || err2 != nil || ok1 != ok2 || k1 != k2 || !bytes.Equal(v1, v2) {
-			t.Fatalf("%s: mapped (%q, %v, %v, %v), pread (%q, %v, %v, %v)", base.FormatInternalKey(e.key), v1, k1, ok1, err1, v2, k2, ok2, err2)
+			t.Fatalf("%s: mapped (%q, %v, %v, %v), pread (%q, %v, %v, %v)", kv.FormatInternalKey(e.key), v1, k1, ok1, err1, v2, k2, ok2, err2)
 		}
 	}
 }
@@ -101,7 +102,7 @@ func testMmapReaderTruncated(t *testing.T, c Compression) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(f, "short.sst", 3, int64(meta.Size), ReaderOptions{Mmap: true}); !errors.Is(err, base.ErrCorruption) {
+	if _, err := Open(f, "short.sst", 3, int64(meta.Size), ReaderOptions{Mmap: true}); !errors.Is(err, kv.ErrCorruption) {
 		t.Fatalf("open of a table cut short before Open: %v, want corruption", err)
 	}
 
@@ -114,7 +115,7 @@ func testMmapReaderTruncated(t *testing.T, c Compression) {
 	failed, found := 0, 0
 	var firstErr error
 	for _, e := range es {
-		_, _, ok, err := r.Get(base.UserKey(e.key), base.MaxSeq, false, nil)
+		_, _, ok, err := r.Get(kv.UserKey(e.key), kv.MaxSeq, false, nil)
 		switch {
 		case err != nil:
 			if firstErr == nil {
@@ -124,7 +125,7 @@ func testMmapReaderTruncated(t *testing.T, c Compression) {
 		case ok:
 			found++
 		default:
-			t.Fatalf("%s: not found and no error", base.FormatInternalKey(e.key))
+			t.Fatalf("%s: not found and no error", kv.FormatInternalKey(e.key))
 		}
 	}
 	t.Logf("after the cut: %d keys found, %d reads failed (%v)", found, failed, firstErr)

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // Restart prefixes speed up seeks in index blocks.
@@ -52,15 +52,15 @@ func (b *block) buildRestartPrefixes() {
 	if b.numRestarts == 0 || b.numEntries == 0 {
 		return
 	}
-	first := base.UserKey(b.restartKey(0))
-	last := base.UserKey(b.lastKey())
+	first := kv.UserKey(b.restartKey(0))
+	last := kv.UserKey(b.lastKey())
 	n := 0
 	for n < len(first) && n < len(last) && first[n] == last[n] {
 		n++
 	}
 	p := &restartPrefixes{common: first[:n:n], nums: make([]uint64, b.numRestarts)}
 	for i := range p.nums {
-		p.nums[i] = prefixNum(base.UserKey(b.restartKey(i)), n)
+		p.nums[i] = prefixNum(kv.UserKey(b.restartKey(i)), n)
 	}
 	b.prefixes = p
 }
@@ -80,7 +80,7 @@ func (b *block) lastKey() []byte {
 func (b *block) searchRestarts(target []byte) int {
 	lo, hi := 0, b.numRestarts
 	if p := b.prefixes; p != nil {
-		ut := base.UserKey(target)
+		ut := kv.UserKey(target)
 		c := len(p.common)
 		// Targets outside the shared prefix sort before or after every key.
 		if len(ut) < c {
@@ -118,7 +118,7 @@ func (b *block) searchRestarts(target []byte) int {
 	}
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if base.CompareInternal(b.restartKey(mid), target) < 0 {
+		if kv.CompareInternal(b.restartKey(mid), target) < 0 {
 			lo = mid + 1
 		} else {
 			hi = mid

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // TestRestartPrefixesSearchAgrees checks the prefix-accelerated restart
@@ -47,21 +47,21 @@ func TestRestartPrefixesSearchAgrees(t *testing.T) {
 			var uk []byte
 			switch rng.IntN(4) {
 			case 0: // an existing user key
-				uk = base.UserKey(es[rng.IntN(len(es))].key)
+				uk = kv.UserKey(es[rng.IntN(len(es))].key)
 			case 1: // the common prefix, cut anywhere, plus noise
 				uk = append(append([]byte(nil), b.prefixes.common[:rng.IntN(len(b.prefixes.common)+1)]...), randKey(rng.IntN(3))...)
 			case 2: // anything
 				uk = randKey(rng.IntN(20))
 			default: // an existing key with its tail changed
-				k := base.UserKey(es[rng.IntN(len(es))].key)
+				k := kv.UserKey(es[rng.IntN(len(es))].key)
 				uk = append(append([]byte(nil), k[:rng.IntN(len(k)+1)]...), randKey(rng.IntN(10))...)
 			}
-			seq := []uint64{base.MaxSeq, 0, rng.Uint64N(1000)}[rng.IntN(3)]
-			target := base.AppendInternalKey(nil, uk, seq, base.KindSeek)
+			seq := []uint64{kv.MaxSeq, 0, rng.Uint64N(1000)}[rng.IntN(3)]
+			target := kv.AppendInternalKey(nil, uk, seq, kv.KindSeek)
 			got, want := b.searchRestarts(target), plain.searchRestarts(target)
 			if got != want {
 				t.Fatalf("round %d, target %s: accelerated search gives restart %d, plain %d (common %q, %d restarts)",
-					round, base.FormatInternalKey(target), got, want, b.prefixes.common, b.numRestarts)
+					round, kv.FormatInternalKey(target), got, want, b.prefixes.common, b.numRestarts)
 			}
 			searches++
 			if got > 0 && got < b.numRestarts {

@@ -3,7 +3,7 @@ package sstable
 import (
 	"bytes"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // appendSeparator appends an index key k with a <= k < b for internal keys
@@ -11,7 +11,7 @@ import (
 // between a's and b's user keys with the largest trailer (MaxSeq, KindSeek):
 // any trailer would do, and index keys are never returned to callers.
 func appendSeparator(dst, a, b []byte) []byte {
-	ua, ub := base.UserKey(a), base.UserKey(b)
+	ua, ub := kv.UserKey(a), kv.UserKey(b)
 	if bytes.Compare(ua, ub) < 0 {
 		n := 0
 		for n < len(ua) && n < len(ub) && ua[n] == ub[n] {
@@ -41,7 +41,7 @@ func appendSeparator(dst, a, b []byte) []byte {
 
 // appendSuccessor appends a short index key >= a for the last data block.
 func appendSuccessor(dst, a []byte) []byte {
-	ua := base.UserKey(a)
+	ua := kv.UserKey(a)
 	for i := 0; i+1 < len(ua); i++ {
 		if ua[i] < 0xff {
 			return appendShortened(dst, ua[:i+1], i)
@@ -56,5 +56,5 @@ func appendShortened(dst, prefix []byte, i int) []byte {
 	start := len(dst)
 	dst = append(dst, prefix...)
 	dst[start+i]++
-	return base.AppendInternalKey(dst, nil, base.MaxSeq, base.KindSeek)
+	return kv.AppendInternalKey(dst, nil, kv.MaxSeq, kv.KindSeek)
 }

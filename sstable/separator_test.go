@@ -5,11 +5,11 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 func TestSeparatorExamples(t *testing.T) {
-	ik := func(s string, seq uint64) []byte { return base.MakeInternalKey([]byte(s), seq, base.KindSet) }
+	ik := func(s string, seq uint64) []byte { return kv.MakeInternalKey([]byte(s), seq, kv.KindSet) }
 	cases := []struct {
 		a, b []byte
 		want string // user key of the separator; "=a" means a itself
@@ -26,19 +26,19 @@ func TestSeparatorExamples(t *testing.T) {
 		sep := appendSeparator(nil, c.a, c.b)
 		if c.want == "=a" {
 			if !bytes.Equal(sep, c.a) {
-				t.Errorf("sep(%s, %s) = %s, want a", base.FormatInternalKey(c.a), base.FormatInternalKey(c.b), base.FormatInternalKey(sep))
+				t.Errorf("sep(%s, %s) = %s, want a", kv.FormatInternalKey(c.a), kv.FormatInternalKey(c.b), kv.FormatInternalKey(sep))
 			}
 			continue
 		}
-		if string(base.UserKey(sep)) != c.want || base.Trailer(sep) != base.MakeTrailer(base.MaxSeq, base.KindSeek) {
-			t.Errorf("sep(%s, %s) = %s, want %q#max", base.FormatInternalKey(c.a), base.FormatInternalKey(c.b), base.FormatInternalKey(sep), c.want)
+		if string(kv.UserKey(sep)) != c.want || kv.Trailer(sep) != kv.MakeTrailer(kv.MaxSeq, kv.KindSeek) {
+			t.Errorf("sep(%s, %s) = %s, want %q#max", kv.FormatInternalKey(c.a), kv.FormatInternalKey(c.b), kv.FormatInternalKey(sep), c.want)
 		}
 	}
-	if s := appendSuccessor(nil, ik("hello", 3)); string(base.UserKey(s)) != "i" {
-		t.Errorf("successor(hello) = %s", base.FormatInternalKey(s))
+	if s := appendSuccessor(nil, ik("hello", 3)); string(kv.UserKey(s)) != "i" {
+		t.Errorf("successor(hello) = %s", kv.FormatInternalKey(s))
 	}
 	if s := appendSuccessor(nil, ik("\xff\xff", 3)); !bytes.Equal(s, ik("\xff\xff", 3)) {
-		t.Errorf("successor(ffff) = %s", base.FormatInternalKey(s))
+		t.Errorf("successor(ffff) = %s", kv.FormatInternalKey(s))
 	}
 }
 
@@ -50,14 +50,14 @@ func TestSeparatorProperty(t *testing.T) {
 		es := randomEntries(rng, 2, 2)
 		a, b := es[0].key, es[1].key
 		sep := appendSeparator([]byte("junk"), a, b)[4:]
-		if base.CompareInternal(a, sep) > 0 || base.CompareInternal(sep, b) >= 0 {
-			t.Fatalf("sep(%s, %s) = %s", base.FormatInternalKey(a), base.FormatInternalKey(b), base.FormatInternalKey(sep))
+		if kv.CompareInternal(a, sep) > 0 || kv.CompareInternal(sep, b) >= 0 {
+			t.Fatalf("sep(%s, %s) = %s", kv.FormatInternalKey(a), kv.FormatInternalKey(b), kv.FormatInternalKey(sep))
 		}
 		if len(sep) > len(a) {
-			t.Fatalf("sep(%s, %s) = %s is longer than a", base.FormatInternalKey(a), base.FormatInternalKey(b), base.FormatInternalKey(sep))
+			t.Fatalf("sep(%s, %s) = %s is longer than a", kv.FormatInternalKey(a), kv.FormatInternalKey(b), kv.FormatInternalKey(sep))
 		}
-		if s := appendSuccessor(nil, a); base.CompareInternal(a, s) > 0 || len(s) > len(a) {
-			t.Fatalf("successor(%s) = %s", base.FormatInternalKey(a), base.FormatInternalKey(s))
+		if s := appendSuccessor(nil, a); kv.CompareInternal(a, s) > 0 || len(s) > len(a) {
+			t.Fatalf("successor(%s) = %s", kv.FormatInternalKey(a), kv.FormatInternalKey(s))
 		}
 	}
 }

@@ -6,14 +6,14 @@ import (
 	"testing"
 
 	"github.com/bloomkv/bloomkv/filter"
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // seqEntries returns n single-version entries "key000000".. at seq i+1.
-func seqEntries(n int) []kv {
-	es := make([]kv, n)
+func seqEntries(n int) []refEntry {
+	es := make([]refEntry, n)
 	for i := range es {
-		es[i] = kv{base.MakeInternalKey(fmt.Appendf(nil, "key%06d", i*2), uint64(i+1), base.KindSet), fmt.Appendf(nil, "value%d", i)}
+		es[i] = refEntry{kv.MakeInternalKey(fmt.Appendf(nil, "key%06d", i*2), uint64(i+1), kv.KindSet), fmt.Appendf(nil, "value%d", i)}
 	}
 	return es
 }
@@ -33,8 +33,8 @@ func TestReadStatsCounts(t *testing.T) {
 	// Present keys: one block each, the first touch of a block misses.
 	var st ReadStats
 	for _, e := range es {
-		uk, _, _, _ := base.ParseInternalKey(e.key)
-		if _, _, found, err := r.Get(uk, base.MaxSeq, true, &st); !found || err != nil {
+		uk, _, _, _ := kv.ParseInternalKey(e.key)
+		if _, _, found, err := r.Get(uk, kv.MaxSeq, true, &st); !found || err != nil {
 			t.Fatalf("Get(%q): %v %v", uk, found, err)
 		}
 	}
@@ -50,7 +50,7 @@ func TestReadStatsCounts(t *testing.T) {
 	st = ReadStats{}
 	const probes = 20000
 	for i := range probes {
-		if _, _, found, err := r.Get(absentKey(i%n), base.MaxSeq, true, &st); found || err != nil {
+		if _, _, found, err := r.Get(absentKey(i%n), kv.MaxSeq, true, &st); found || err != nil {
 			t.Fatalf("absent key found: %v %v", found, err)
 		}
 	}
@@ -76,7 +76,7 @@ func TestReadStatsCounts(t *testing.T) {
 	// Without the filter nothing filter-related is counted.
 	st = ReadStats{}
 	for i := range 100 {
-		r.Get(absentKey(i), base.MaxSeq, false, &st)
+		r.Get(absentKey(i), kv.MaxSeq, false, &st)
 	}
 	if st.FilterNegatives.Load() != 0 || st.FilterFalsePositives.Load() != 0 || st.DataBlockReads.Load() < 100 {
 		t.Fatalf("useFilter=false: %d negatives %d FPs %d reads", st.FilterNegatives.Load(), st.FilterFalsePositives.Load(), st.DataBlockReads.Load())
@@ -86,13 +86,13 @@ func TestReadStatsCounts(t *testing.T) {
 	r2 := mustOpenBytes(t, data, ReaderOptions{})
 	st = ReadStats{}
 	for _, e := range es[:100] {
-		r2.Get(base.UserKey(e.key), base.MaxSeq, true, &st)
+		r2.Get(kv.UserKey(e.key), kv.MaxSeq, true, &st)
 	}
 	if st.BlockCacheHits.Load()+st.BlockCacheMisses.Load() != 0 || st.DataBlockReads.Load() != 100 || st.BytesRead.Load() < 100*blockTrailerLen {
 		t.Fatalf("no cache: hits %d misses %d reads %d bytes %d", st.BlockCacheHits.Load(), st.BlockCacheMisses.Load(), st.DataBlockReads.Load(), st.BytesRead.Load())
 	}
 	// stats may be nil.
-	if _, _, found, err := r2.Get(base.UserKey(es[0].key), base.MaxSeq, true, nil); !found || err != nil {
+	if _, _, found, err := r2.Get(kv.UserKey(es[0].key), kv.MaxSeq, true, nil); !found || err != nil {
 		t.Fatal(found, err)
 	}
 }
@@ -122,11 +122,11 @@ func rowKey(k []byte) []byte {
 // TestFilterKeyExtractor checks that a table's filter is probed with the
 // right key, and never when the reader cannot reproduce the table's keys.
 func TestFilterKeyExtractor(t *testing.T) {
-	var es []kv
+	var es []refEntry
 	seq := uint64(1)
 	for row := range 500 {
 		for col := range 4 {
-			es = append(es, kv{base.MakeInternalKey(fmt.Appendf(nil, "r%04d/c%d", row*2, col), seq, base.KindSet), []byte("v")})
+			es = append(es, refEntry{kv.MakeInternalKey(fmt.Appendf(nil, "r%04d/c%d", row*2, col), seq, kv.KindSet), []byte("v")})
 			seq++
 		}
 	}
@@ -136,7 +136,7 @@ func TestFilterKeyExtractor(t *testing.T) {
 	count := func(r *Reader, keys func(i int) []byte) (neg, fp uint64) {
 		var st ReadStats
 		for i := range 500 {
-			if _, _, found, err := r.Get(keys(i), base.MaxSeq, true, &st); found || err != nil {
+			if _, _, found, err := r.Get(keys(i), kv.MaxSeq, true, &st); found || err != nil {
 				t.Fatalf("absent key %q: %v %v", keys(i), found, err)
 			}
 		}
@@ -191,11 +191,11 @@ func TestFilterKeyExtractor(t *testing.T) {
 // extractor, and Check recounts exactly what the writer added; a byte flip
 // in the filter that loses a key is found.
 func TestFilterWholeKeysAndRows(t *testing.T) {
-	var es []kv
+	var es []refEntry
 	seq := uint64(1)
 	for row := range 500 {
 		for col := range 4 {
-			es = append(es, kv{base.MakeInternalKey(fmt.Appendf(nil, "r%04d/c%d", row*2, col), seq, base.KindSet), []byte("v")})
+			es = append(es, refEntry{kv.MakeInternalKey(fmt.Appendf(nil, "r%04d/c%d", row*2, col), seq, kv.KindSet), []byte("v")})
 			seq++
 		}
 	}
@@ -210,7 +210,7 @@ func TestFilterWholeKeysAndRows(t *testing.T) {
 	}
 	var st ReadStats
 	for i := range 500 {
-		if _, _, found, err := r.Get(fmt.Appendf(nil, "r%04d/c9", i*2), base.MaxSeq, true, &st); found || err != nil {
+		if _, _, found, err := r.Get(fmt.Appendf(nil, "r%04d/c9", i*2), kv.MaxSeq, true, &st); found || err != nil {
 			t.Fatal(found, err)
 		}
 	}
@@ -233,7 +233,7 @@ func TestFilterWholeKeysAndRows(t *testing.T) {
 	for _, o := range []ReaderOptions{{}, {FilterKey: rowKey, FilterKeyName: "other"}} {
 		r := mustOpenBytes(t, data, o)
 		var st ReadStats
-		if _, _, found, _ := r.Get([]byte("r0002/c9"), base.MaxSeq, true, &st); found || !r.FilterUsable() {
+		if _, _, found, _ := r.Get([]byte("r0002/c9"), kv.MaxSeq, true, &st); found || !r.FilterUsable() {
 			t.Fatalf("%q: found %v, usable %v", o.FilterKeyName, found, r.FilterUsable())
 		}
 		if o.FilterKey != nil {

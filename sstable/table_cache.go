@@ -128,7 +128,8 @@ const (
 var ErrTableCacheClosed = errors.New("bloomkv/sstable: table cache closed")
 
 // NewTableCache returns a cache of at most n open tables (n < 1 is taken as
-// 1) in dir, opened through fs with options o.
+// 1) in dir, opened through fs with options o. Table f is the file
+// NNNNNN.sst in dir: f in decimal, zero-padded to six digits.
 func NewTableCache(fs vfs.FS, dir string, n int, o ReaderOptions) *TableCache {
 	return &TableCache{fs: fs, dir: dir, capacity: max(n, 1), opts: o,
 		entries: make(map[uint64]*tableEntry), opened: make(map[uint64]struct{})}
@@ -153,9 +154,10 @@ func (c *TableCache) FindWithStats(id Identity, stats *ReadStats) (*Reader, func
 	return c.FindAt(pslot.Index(), id, stats)
 }
 
-// FindAt is FindWithStats taking its reference in slot (a pslot.Index()
-// the caller already has: a Get finds several tables with the slot of its
-// read-state reference).
+// FindAt is FindWithStats taking its reference in slot. Any int is
+// correct; the engine passes the per-P slot index (internal/pslot) it
+// already holds, so that a Get finds several tables with the slot of its
+// read-state reference and cores do not share a counter.
 func (c *TableCache) FindAt(slot int, id Identity, stats *ReadStats) (*Reader, func(), error) {
 	fileNum := id.FileNum
 	slot &= pslot.N - 1

@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/pslot"
+	"github.com/bloomkv/bloomkv/kv"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
@@ -60,9 +60,9 @@ func TestTableCacheRefStress(t *testing.T) {
 					var hs []held
 					check := func(h held) bool {
 						e := tables[h.i][rng.IntN(len(tables[h.i]))]
-						v, _, found, err := h.r.Get(base.UserKey(e.key), base.MaxSeq, true, nil)
+						v, _, found, err := h.r.Get(kv.UserKey(e.key), kv.MaxSeq, true, nil)
 						if err != nil || !found || !bytes.Equal(v, e.value) {
-							t.Errorf("table %d Get(%s) = %q %v %v", h.i+1, base.FormatInternalKey(e.key), v, found, err)
+							t.Errorf("table %d Get(%s) = %q %v %v", h.i+1, kv.FormatInternalKey(e.key), v, found, err)
 							return false
 						}
 						return true

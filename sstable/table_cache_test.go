@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
@@ -81,12 +81,12 @@ func (c *countingFS) duplicates() int {
 
 // writeTables writes n small tables numbered 1..n; table i holds keys
 // "t<i>-<j>".
-func writeTables(t testing.TB, dir string, n int) (sizes []int64, tables [][]kv) {
+func writeTables(t testing.TB, dir string, n int) (sizes []int64, tables [][]refEntry) {
 	t.Helper()
 	for i := 1; i <= n; i++ {
-		var es []kv
+		var es []refEntry
 		for j := range 50 {
-			es = append(es, kv{base.MakeInternalKey([]byte(label("t%02d-%03d", i, j)), uint64(j+1), base.KindSet), []byte(label("v%d.%d", i, j))})
+			es = append(es, refEntry{kv.MakeInternalKey([]byte(label("t%02d-%03d", i, j)), uint64(j+1), kv.KindSet), []byte(label("v%d.%d", i, j))})
 		}
 		m := writeTableFile(t, dir, uint64(i), es, WriterOptions{BlockSize: 256, BloomBitsPerKey: 10})
 		sizes = append(sizes, int64(m.Size))
@@ -126,7 +126,7 @@ func TestTableCacheBoundsAndRefs(t *testing.T) {
 		}
 	}
 	e := tables[0][7]
-	if v, _, found, err := r1.Get(base.UserKey(e.key), base.MaxSeq, true, nil); !found || err != nil || !bytes.Equal(v, e.value) {
+	if v, _, found, err := r1.Get(kv.UserKey(e.key), kv.MaxSeq, true, nil); !found || err != nil || !bytes.Equal(v, e.value) {
 		t.Fatalf("held reader: %q %v %v", v, found, err)
 	}
 	// The held table is found again without reopening, as the same Reader.
@@ -353,7 +353,7 @@ func TestTableCacheEvictHeld(t *testing.T) {
 		t.Fatalf("evicted and held: %d files open, Len %d, closed %v", fs.open.Load(), tc.Len(), r1.closed.Load())
 	}
 	e := tables[0][3]
-	if v, _, found, err := r1.Get(base.UserKey(e.key), base.MaxSeq, true, nil); !found || err != nil || !bytes.Equal(v, e.value) {
+	if v, _, found, err := r1.Get(kv.UserKey(e.key), kv.MaxSeq, true, nil); !found || err != nil || !bytes.Equal(v, e.value) {
 		t.Fatalf("evicted-but-held reader: %q %v %v", v, found, err)
 	}
 	release1()
@@ -374,7 +374,7 @@ func TestTableCacheOpenErrors(t *testing.T) {
 	}
 	sizes, _ := writeTables(t, dir, 1)
 	// A wrong size makes the footer unreadable: corruption, not cached.
-	if _, _, err := tc.Find(Identity{FileNum: 1, Size: sizes[0] - 1}); !errors.Is(err, base.ErrCorruption) {
+	if _, _, err := tc.Find(Identity{FileNum: 1, Size: sizes[0] - 1}); !errors.Is(err, kv.ErrCorruption) {
 		t.Fatalf("wrong size: %v", err)
 	}
 	_, release, err := tc.Find(Identity{FileNum: 1, Size: sizes[0]})
@@ -417,9 +417,9 @@ func TestTableCacheConcurrent(t *testing.T) {
 							return
 						}
 						e := tables[i][rng.IntN(len(tables[i]))]
-						v, _, found, err := r.Get(base.UserKey(e.key), base.MaxSeq, true, nil)
+						v, _, found, err := r.Get(kv.UserKey(e.key), kv.MaxSeq, true, nil)
 						if err != nil || !found || !bytes.Equal(v, e.value) {
-							t.Errorf("table %d Get(%s) = %q %v %v", i+1, base.FormatInternalKey(e.key), v, found, err)
+							t.Errorf("table %d Get(%s) = %q %v %v", i+1, kv.FormatInternalKey(e.key), v, found, err)
 						}
 						releases = append(releases, release)
 						for len(releases) > rng.IntN(3) {
@@ -487,7 +487,7 @@ func TestReaderClose(t *testing.T) {
 	if err := r.Close(); err == nil {
 		t.Fatal("second Close succeeded")
 	}
-	if _, _, _, err := r.Get(base.UserKey(es[0].key), base.MaxSeq, false, nil); err == nil {
+	if _, _, _, err := r.Get(kv.UserKey(es[0].key), kv.MaxSeq, false, nil); err == nil {
 		t.Fatal("Get after Close succeeded")
 	}
 	if it.First() || it.Error() == nil {

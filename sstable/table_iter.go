@@ -3,7 +3,7 @@ package sstable
 import (
 	"fmt"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // tableIter is the two-level iterator over a table: an index-block
@@ -33,13 +33,13 @@ type tableIter struct {
 // NewIter returns an iterator over the whole table, in both directions.
 // With fillCache false (compactions, long scans) blocks read from the file
 // do not enter the block cache, though cached blocks are still used.
-func (r *Reader) NewIter(fillCache bool) base.InternalIterator {
+func (r *Reader) NewIter(fillCache bool) kv.Iterator {
 	return r.NewIterWithStats(fillCache, nil)
 }
 
 // NewIterWithStats is NewIter counting the data blocks it reads (from the
 // cache or the file) and the bytes it reads from the file in stats.
-func (r *Reader) NewIterWithStats(fillCache bool, stats *ReadStats) base.InternalIterator {
+func (r *Reader) NewIterWithStats(fillCache bool, stats *ReadStats) kv.Iterator {
 	it := &tableIter{r: r, fillCache: fillCache, stats: stats}
 	it.index.iter.key, it.data.key = it.keyArr[0][:0], it.keyArr[1][:0]
 	it.index.init(r, fillCache, stats)
@@ -52,7 +52,7 @@ func (r *Reader) NewIterWithStats(fillCache bool, stats *ReadStats) base.Interna
 // it, so that the block's buffer can be reused for another block once the
 // cache has evicted it (block_recycle.go). A caller that keeps a key or
 // value across a move must use NewIter.
-func (r *Reader) NewIterReleasing(fillCache bool, stats *ReadStats) base.InternalIterator {
+func (r *Reader) NewIterReleasing(fillCache bool, stats *ReadStats) kv.Iterator {
 	it := r.NewIterWithStats(fillCache, stats).(*tableIter)
 	it.counted = true
 	return it
@@ -65,7 +65,7 @@ func (r *Reader) NewIterReleasing(fillCache bool, stats *ReadStats) base.Interna
 // it allocates. A database iterator walking a level opens one table after
 // another; reusing the closed one took the iterator's allocation out of
 // every seek.
-func (r *Reader) ReuseIterReleasing(prev base.InternalIterator, fillCache bool, stats *ReadStats) base.InternalIterator {
+func (r *Reader) ReuseIterReleasing(prev kv.Iterator, fillCache bool, stats *ReadStats) kv.Iterator {
 	it, ok := prev.(*tableIter)
 	if !ok || !it.closed || !it.counted || it.ra != nil {
 		return r.NewIterReleasing(fillCache, stats)
@@ -85,7 +85,7 @@ func (r *Reader) ReuseIterReleasing(prev base.InternalIterator, fillCache bool, 
 	return it
 }
 
-var _ base.InternalIterator = (*tableIter)(nil)
+var _ kv.Iterator = (*tableIter)(nil)
 
 // clearData drops the data block: the block iterator forgets it, then a
 // counted reference is released.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
@@ -58,14 +58,14 @@ func TestTableRoundTrip(t *testing.T) {
 	}
 }
 
-func checkMeta(t *testing.T, m WriterMeta, es []kv, o WriterOptions) {
+func checkMeta(t *testing.T, m WriterMeta, es []refEntry, o WriterOptions) {
 	t.Helper()
 	if m.NumEntries != uint64(len(es)) || !bytes.Equal(m.Smallest, es[0].key) || !bytes.Equal(m.Largest, es[len(es)-1].key) {
-		t.Fatalf("meta %d entries [%s, %s]", m.NumEntries, base.FormatInternalKey(m.Smallest), base.FormatInternalKey(m.Largest))
+		t.Fatalf("meta %d entries [%s, %s]", m.NumEntries, kv.FormatInternalKey(m.Smallest), kv.FormatInternalKey(m.Largest))
 	}
-	minSeq, maxSeq := base.MaxSeq, uint64(0)
+	minSeq, maxSeq := kv.MaxSeq, uint64(0)
 	for _, e := range es {
-		_, s, _, _ := base.ParseInternalKey(e.key)
+		_, s, _, _ := kv.ParseInternalKey(e.key)
 		minSeq, maxSeq = min(minSeq, s), max(maxSeq, s)
 	}
 	if m.SmallestSeq != minSeq || m.LargestSeq != maxSeq {
@@ -78,12 +78,12 @@ func checkMeta(t *testing.T, m WriterMeta, es []kv, o WriterOptions) {
 
 // checkGets compares Get with the reference for every user key at
 // sequence numbers around each of its versions, and for absent keys.
-func checkGets(t *testing.T, rng *rand.Rand, r *Reader, es []kv) {
+func checkGets(t *testing.T, rng *rand.Rand, r *Reader, es []refEntry) {
 	t.Helper()
 	var stats ReadStats
 	for _, e := range es {
-		uk, seq, _, _ := base.ParseInternalKey(e.key)
-		for _, s := range []uint64{seq - 1, seq, seq + 1, base.MaxSeq} {
+		uk, seq, _, _ := kv.ParseInternalKey(e.key)
+		for _, s := range []uint64{seq - 1, seq, seq + 1, kv.MaxSeq} {
 			for _, useFilter := range []bool{true, false} {
 				v, k, found, err := r.Get(uk, s, useFilter, &stats)
 				if err != nil {
@@ -98,12 +98,12 @@ func checkGets(t *testing.T, rng *rand.Rand, r *Reader, es []kv) {
 	}
 	for range 2000 {
 		k := randomSearchKey(rng, es)
-		uk := base.UserKey(k)
-		v, kind, found, err := r.Get(uk, base.MaxSeq, true, &stats)
+		uk := kv.UserKey(k)
+		v, kind, found, err := r.Get(uk, kv.MaxSeq, true, &stats)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wv, wk, wfound := refGet(es, uk, base.MaxSeq)
+		wv, wk, wfound := refGet(es, uk, kv.MaxSeq)
 		if found != wfound || (found && (kind != wk || !bytes.Equal(v, wv))) {
 			t.Fatalf("Get(%q) = %q,%v,%v; want %q,%v,%v", uk, v, kind, found, wv, wk, wfound)
 		}
@@ -112,7 +112,7 @@ func checkGets(t *testing.T, rng *rand.Rand, r *Reader, es []kv) {
 
 // checkIterator compares full scans both ways and random seeks followed by
 // random steps with the reference.
-func checkIterator(t *testing.T, rng *rand.Rand, it base.InternalIterator, es []kv) {
+func checkIterator(t *testing.T, rng *rand.Rand, it kv.Iterator, es []refEntry) {
 	t.Helper()
 	i := 0
 	for ok := it.First(); ok; ok = it.Next() {
@@ -136,10 +136,10 @@ func checkIterator(t *testing.T, rng *rand.Rand, it base.InternalIterator, es []
 		var ok bool
 		if rng.IntN(2) == 0 {
 			ok, i = it.SeekGE(k), refSeekGE(es, k)
-			checkIterAt(t, label("SeekGE(%s)", base.FormatInternalKey(k)), it, ok, es, i)
+			checkIterAt(t, label("SeekGE(%s)", kv.FormatInternalKey(k)), it, ok, es, i)
 		} else {
 			ok, i = it.SeekLT(k), refSeekGE(es, k)-1
-			checkIterAt(t, label("SeekLT(%s)", base.FormatInternalKey(k)), it, ok, es, i)
+			checkIterAt(t, label("SeekLT(%s)", kv.FormatInternalKey(k)), it, ok, es, i)
 		}
 		for s := 0; ok && s < 40; s++ {
 			if rng.IntN(2) == 0 {
@@ -161,17 +161,17 @@ func checkIterator(t *testing.T, rng *rand.Rand, it base.InternalIterator, es []
 // TestVersionsSpanBlocks puts hundreds of versions of one user key across
 // many small blocks, between neighbours, and reads every version.
 func TestVersionsSpanBlocks(t *testing.T) {
-	var es []kv
-	es = append(es, kv{base.MakeInternalKey([]byte("a"), 1, base.KindSet), []byte("a1")})
+	var es []refEntry
+	es = append(es, refEntry{kv.MakeInternalKey([]byte("a"), 1, kv.KindSet), []byte("a1")})
 	const versions = 600
 	for s := uint64(versions + 10); s > 10; s-- {
-		kind := base.KindSet
+		kind := kv.KindSet
 		if s%7 == 0 {
-			kind = base.KindDelete
+			kind = kv.KindDelete
 		}
-		es = append(es, kv{base.MakeInternalKey([]byte("hot"), s, kind), []byte(label("v%d", s))})
+		es = append(es, refEntry{kv.MakeInternalKey([]byte("hot"), s, kind), []byte(label("v%d", s))})
 	}
-	es = append(es, kv{base.MakeInternalKey([]byte("zz"), 5, base.KindSet), []byte("z5")})
+	es = append(es, refEntry{kv.MakeInternalKey([]byte("zz"), 5, kv.KindSet), []byte("z5")})
 	for _, bs := range []int{32, 256} {
 		data, m := buildTable(t, es, WriterOptions{BlockSize: bs, BloomBitsPerKey: 10})
 		if m.Props.NumDataBlocks < 10 {
@@ -206,11 +206,11 @@ func TestEmptyTable(t *testing.T) {
 			t.Fatalf("meta of empty table: %+v", m)
 		}
 		r := mustOpenBytes(t, data, ReaderOptions{})
-		if _, _, found, err := r.Get([]byte("x"), base.MaxSeq, false, nil); found || err != nil {
+		if _, _, found, err := r.Get([]byte("x"), kv.MaxSeq, false, nil); found || err != nil {
 			t.Fatalf("Get on empty table: %v %v", found, err)
 		}
 		it := r.NewIter(true)
-		if it.First() || it.Last() || it.SeekGE(base.MakeSearchKey([]byte("a"), 1)) || it.SeekLT(base.MakeSearchKey([]byte("a"), 1)) {
+		if it.First() || it.Last() || it.SeekGE(kv.MakeSearchKey([]byte("a"), 1)) || it.SeekLT(kv.MakeSearchKey([]byte("a"), 1)) {
 			t.Fatal("empty table iterator found an entry")
 		}
 		if err := r.Check(); err != nil {
@@ -221,23 +221,23 @@ func TestEmptyTable(t *testing.T) {
 
 func TestWriterRejects(t *testing.T) {
 	w := NewWriter(&memFile{}, WriterOptions{})
-	k1 := base.MakeInternalKey([]byte("b"), 5, base.KindSet)
+	k1 := kv.MakeInternalKey([]byte("b"), 5, kv.KindSet)
 	if err := w.Add(k1, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, bad := range [][]byte{
 		k1, // duplicate
-		base.MakeInternalKey([]byte("b"), 6, base.KindSet), // newer version after older
-		base.MakeInternalKey([]byte("a"), 9, base.KindSet),
-		base.MakeInternalKey([]byte("c"), 1, base.KindSeek),
+		kv.MakeInternalKey([]byte("b"), 6, kv.KindSet), // newer version after older
+		kv.MakeInternalKey([]byte("a"), 9, kv.KindSet),
+		kv.MakeInternalKey([]byte("c"), 1, kv.KindSeek),
 		[]byte("short"),
 	} {
 		if err := w.Add(bad, nil); err == nil || !strings.HasPrefix(err.Error(), "bloomkv/sstable: ") {
-			t.Errorf("Add(%s) = %v", base.FormatInternalKey(bad), err)
+			t.Errorf("Add(%s) = %v", kv.FormatInternalKey(bad), err)
 		}
 	}
 	// A rejected Add leaves the writer usable.
-	if err := w.Add(base.MakeInternalKey([]byte("b"), 4, base.KindDelete), nil); err != nil {
+	if err := w.Add(kv.MakeInternalKey([]byte("b"), 4, kv.KindDelete), nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.Finish(); err != nil {
@@ -246,7 +246,7 @@ func TestWriterRejects(t *testing.T) {
 	if _, err := w.Finish(); err == nil {
 		t.Fatal("second Finish succeeded")
 	}
-	if err := w.Add(base.MakeInternalKey([]byte("z"), 1, base.KindSet), nil); err == nil {
+	if err := w.Add(kv.MakeInternalKey([]byte("z"), 1, kv.KindSet), nil); err == nil {
 		t.Fatal("Add after Finish succeeded")
 	}
 	for _, o := range []WriterOptions{

@@ -12,8 +12,8 @@ import (
 	"github.com/golang/snappy"
 
 	"github.com/bloomkv/bloomkv/filter"
-	"github.com/bloomkv/bloomkv/internal/base"
-	"github.com/bloomkv/bloomkv/internal/rangedel"
+	"github.com/bloomkv/bloomkv/kv"
+	"github.com/bloomkv/bloomkv/rangedel"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
@@ -130,13 +130,13 @@ func (w *Writer) Add(ikey, value []byte) error {
 	if w.err != nil {
 		return w.err
 	}
-	ukey, seq, kind, ok := base.ParseInternalKey(ikey)
+	ukey, seq, kind, ok := kv.ParseInternalKey(ikey)
 	if !ok {
-		return fmt.Errorf("bloomkv/sstable: Add: invalid internal key %s", base.FormatInternalKey(ikey))
+		return fmt.Errorf("bloomkv/sstable: Add: invalid internal key %s", kv.FormatInternalKey(ikey))
 	}
-	if w.props.NumEntries > 0 && base.CompareInternal(ikey, w.lastKey) <= 0 {
+	if w.props.NumEntries > 0 && kv.CompareInternal(ikey, w.lastKey) <= 0 {
 		return fmt.Errorf("bloomkv/sstable: Add: key %s does not sort after %s",
-			base.FormatInternalKey(ikey), base.FormatInternalKey(w.lastKey))
+			kv.FormatInternalKey(ikey), kv.FormatInternalKey(w.lastKey))
 	}
 	if w.pendingIndex {
 		w.scratch = appendSeparator(w.scratch[:0], w.lastKey, ikey)
@@ -175,7 +175,7 @@ func (w *Writer) SetRangeDels(spans []rangedel.Span) {
 }
 
 // noteEntry updates the properties for one added entry.
-func (w *Writer) noteEntry(ikey []byte, seq uint64, kind base.Kind, valueLen int) {
+func (w *Writer) noteEntry(ikey []byte, seq uint64, kind kv.Kind, valueLen int) {
 	p := &w.props
 	if p.NumEntries == 0 {
 		w.smallest = append(w.smallest[:0], ikey...)
@@ -184,7 +184,7 @@ func (w *Writer) noteEntry(ikey []byte, seq uint64, kind base.Kind, valueLen int
 	p.SmallestSeq = min(p.SmallestSeq, seq)
 	p.LargestSeq = max(p.LargestSeq, seq)
 	p.NumEntries++
-	if kind == base.KindDelete {
+	if kind == kv.KindDelete {
 		p.NumDeletions++
 	}
 	p.RawKeyBytes += uint64(len(ikey))
@@ -375,16 +375,16 @@ func tableBounds(p *Properties, spans []rangedel.Span) (smallest, largest []byte
 		return smallest, largest, smallestSeq, largestSeq
 	}
 	first, last := spans[0], spans[len(spans)-1]
-	lo := base.MakeInternalKey(first.Start, first.Seqs[0], base.KindRangeDelete)
-	hi := base.MakeInternalKey(rangedel.InclusiveEnd(last.End), 0, base.KindRangeDelete)
-	if smallest == nil || base.CompareInternal(lo, smallest) < 0 {
+	lo := kv.MakeInternalKey(first.Start, first.Seqs[0], kv.KindRangeDelete)
+	hi := kv.MakeInternalKey(rangedel.InclusiveEnd(last.End), 0, kv.KindRangeDelete)
+	if smallest == nil || kv.CompareInternal(lo, smallest) < 0 {
 		smallest = lo
 	}
-	if largest == nil || base.CompareInternal(hi, largest) > 0 {
+	if largest == nil || kv.CompareInternal(hi, largest) > 0 {
 		largest = hi
 	}
 	if p.NumEntries == 0 {
-		smallestSeq, largestSeq = base.MaxSeq, 0
+		smallestSeq, largestSeq = kv.MaxSeq, 0
 	}
 	for _, s := range spans {
 		smallestSeq = min(smallestSeq, s.Seqs[len(s.Seqs)-1])

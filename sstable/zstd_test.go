@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/kv"
 )
 
 // withTrailer returns stored followed by a valid trailer of type typ: a
@@ -85,7 +85,7 @@ func TestZstdRoundTrip(t *testing.T) {
 		t.Fatalf("read %d of %d entries: %v", i, len(es), err)
 	}
 	for j := 0; j < len(es); j += 97 {
-		uk, seq, _, _ := base.ParseInternalKey(es[j].key)
+		uk, seq, _, _ := kv.ParseInternalKey(es[j].key)
 		v, _, ok, err := r.Get(uk, seq, true, nil)
 		if err != nil || !ok || !bytes.Equal(v, es[j].value) {
 			t.Fatalf("Get %q: %q %v %v", uk, v, ok, err)
@@ -101,14 +101,14 @@ func TestZstdRoundTrip(t *testing.T) {
 	}
 
 	// Incompressible blocks are stored raw.
-	rnd := make([]kv, 200)
+	rnd := make([]refEntry, 200)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range rnd {
 		v := make([]byte, 100)
 		for j := range v {
 			v[j] = byte(rng.Uint32())
 		}
-		rnd[i] = kv{base.MakeInternalKey([]byte{byte(i >> 8), byte(i)}, 1, base.KindSet), v}
+		rnd[i] = refEntry{kv.MakeInternalKey([]byte{byte(i >> 8), byte(i)}, 1, kv.KindSet), v}
 	}
 	data, _ = buildTable(t, rnd, WriterOptions{Compression: ZstdCompression})
 	r2 := mustOpenBytes(t, data, ReaderOptions{})
@@ -140,7 +140,7 @@ func TestZstdDamage(t *testing.T) {
 			}
 			return
 		}
-		if !errors.Is(err, base.ErrCorruption) || !bytes.Contains([]byte(err.Error()), []byte("test.sst")) {
+		if !errors.Is(err, kv.ErrCorruption) || !bytes.Contains([]byte(err.Error()), []byte("test.sst")) {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
@@ -179,7 +179,7 @@ func FuzzZstdBlock(f *testing.F) {
 	f.Add(enc.EncodeAll(bytes.Repeat([]byte("abcdefgh"), 1000), nil))
 	f.Add(enc.EncodeAll(nil, nil))
 	f.Fuzz(func(t *testing.T, stored []byte) {
-		if _, err := decodeBlockContents(withTrailer(stored, blockTypeZstd), testLoc); err != nil && !errors.Is(err, base.ErrCorruption) {
+		if _, err := decodeBlockContents(withTrailer(stored, blockTypeZstd), testLoc); err != nil && !errors.Is(err, kv.ErrCorruption) {
 			t.Fatalf("error does not wrap ErrCorruption: %v", err)
 		}
 	})
