@@ -481,7 +481,7 @@ func TestPartitionedConcurrent(t *testing.T) {
 			rng := rand.New(rand.NewPCG(55, uint64(w)))
 			for i := range 400 {
 				e := es[rng.IntN(len(es))]
-				uk, seq, _, _ := base.ParseInternalKey(e.key)
+				uk, seq, _, _ := kv.ParseInternalKey(e.key)
 				v, k, found, err := r.Get(uk, seq, true, nil)
 				wv, wk, wfound := refGet(es, uk, seq)
 				if err != nil || found != wfound || found && (k != wk || !bytes.Equal(v, wv)) {
