@@ -38,9 +38,9 @@ type DB struct {
 	// filterStats caches each live table's filterStats (fileNum -> value);
 	// entries go when the table's file is deleted.
 	filterStats sync.Map
-	// coverage keeps the per-level filter policy's last coverage estimate
-	// (filtercoverage.go).
-	coverage coverageMemo
+	// filterPolicy decides each new table's filter from the tree
+	// (filterpolicy.go); built from opts at Open.
+	filterPolicy *tablePolicy
 
 	closed atomic.Bool
 	// closing tells background work to stop early.
