@@ -242,7 +242,7 @@ func (o *Options) indexPartitionSize() int {
 // the current filter settings, so compaction rebuilds filters with them,
 // the compression of the level it is written to, and filterBits, the
 // policy's bits per key for the table's level (0 = no filter; see
-// levelFilterBits).
+// filterpolicy.go).
 func (db *DB) sstWriterOptions(fileNum uint64, level int, filterBits float64) sstable.WriterOptions {
 	o := sstable.WriterOptions{
 		BlockSize:             db.opts.BlockSize,

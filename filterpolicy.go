@@ -65,11 +65,6 @@ func (db *DB) tableKeys(f *manifest.FileMetadata) float64 {
 	return db.policyStats(f).Keys()
 }
 
-// lastLevel returns the deepest level of v holding a table (0 if none).
-func lastLevel(v *manifest.Version) int {
-	return filterpolicy.LastLevel[*manifest.FileMetadata](v)
-}
-
 // writeFilterBits returns the bits per key for a table written now to
 // level of v (0 = no filter), for incoming keys entering the level from
 // the tables in leaving, a write of written keys replacing the tables in
@@ -81,16 +76,8 @@ func (db *DB) writeFilterBits(v *manifest.Version, level int, incoming float64, 
 	})
 }
 
-// policyShape returns the runs an absent Get probes as the per-level
-// policy sees them for a table written to level of v (filterpolicy's
-// Shape): each run's keys, its probed fraction, and the run the table
-// joins.
-func (db *DB) policyShape(v *manifest.Version, level int, incoming float64, leaving []*manifest.FileMetadata) (keys, probed []float64, target int) {
-	return db.filterPolicy.Shape(v, level, incoming, leaving)
-}
-
-// policyFilterBits is the policy's bits per key for a level table of
-// incoming keys written on the live tree (the uniform setting before Open
+// policyFilterBits is the policy's bits per key for a table of incoming
+// keys written to level of the live tree (the uniform setting before Open
 // has one, during recovery). The tables it reads the key counts of are
 // opened outside db.mu.
 func (db *DB) policyFilterBits(level int, incoming float64) float64 {
