@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/bloomkv/bloomkv/compaction"
-	"github.com/bloomkv/bloomkv/filter"
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/iterator"
 	"github.com/bloomkv/bloomkv/internal/manifest"
@@ -264,39 +262,6 @@ func (db *DB) runManualCompactions(cs []*tableCompaction, v *manifest.Version) e
 		}
 	}
 	return nil
-}
-
-// perLevelStaleBits is how far, under FilterPerLevel, a table's bits per
-// key may be from what the policy gives its level before the table counts
-// as stale: the policy's choice drifts with the tree's shape, and a small
-// drift is not worth a rewrite, but a table moved down a level unchanged
-// (a trivial move) would keep the upper level's bits, several apart.
-const perLevelStaleBits = 1
-
-// filterIsStale reports whether table f, in level of v or about to move
-// there, has a filter other than the current Options would give it. Under
-// FilterPerLevel a table within perLevelStaleBits of its level's bits is
-// not stale.
-func (db *DB) filterIsStale(v *manifest.Version, level int, f *manifest.FileMetadata) bool {
-	r, release, err := findTable(db.tableCache, f)
-	if err != nil {
-		return true // rewriting it will surface the error
-	}
-	defer release()
-	p := r.Properties()
-	want, have := db.levelFilterBits(v, level, 0), p.BitsPerKey()
-	if want == 0 || have == 0 {
-		return want != have
-	}
-	if db.opts.FilterPerLevel && math.Abs(have-want) <= perLevelStaleBits {
-		want = have
-	}
-	if p.FilterKeyName != db.opts.FilterKeyName || filter.Variant(p.FilterVariant) != db.opts.FilterVariant ||
-		p.FilterWholeKeys != (db.opts.FilterWholeKey && db.opts.FilterKey != nil) {
-		return true
-	}
-	// A fuse filter's size follows from its keys, not from the bits.
-	return db.opts.FilterVariant != filter.VariantFuse && math.Abs(have-want) > 1e-9
 }
 
 // tableCompression returns the compression table f was written with (its

@@ -38,9 +38,9 @@ type DB struct {
 	// filterStats caches each live table's filterStats (fileNum -> value);
 	// entries go when the table's file is deleted.
 	filterStats sync.Map
-	// coverage keeps the per-level filter policy's last coverage estimate
-	// (filtercoverage.go).
-	coverage coverageMemo
+	// filterPolicy decides each new table's filter from the tree
+	// (filterpolicy.go); built from opts at Open.
+	filterPolicy *tablePolicy
 
 	closed atomic.Bool
 	// closing tells background work to stop early.
@@ -242,7 +242,7 @@ func (o *Options) indexPartitionSize() int {
 // the current filter settings, so compaction rebuilds filters with them,
 // the compression of the level it is written to, and filterBits, the
 // policy's bits per key for the table's level (0 = no filter; see
-// levelFilterBits).
+// filterpolicy.go).
 func (db *DB) sstWriterOptions(fileNum uint64, level int, filterBits float64) sstable.WriterOptions {
 	o := sstable.WriterOptions{
 		BlockSize:             db.opts.BlockSize,

@@ -311,7 +311,7 @@ func TestFilterSkipLastLevel(t *testing.T) {
 }
 
 // TestFilterPerLevelGrowingTreeBudget grows a tree under FilterPerLevel
-// with no rewriting afterwards: the memory controller (filterbudget.go)
+// with no rewriting afterwards: the memory controller (internal/filterpolicy/budget.go)
 // keeps the live tables' filters at the uniform budget within 3%, where
 // tables keeping the bits chosen for an earlier shape drifted 10-17% off
 // it, and the tree lets no more absent Gets through than uniform filters
@@ -364,7 +364,7 @@ func TestFilterPerLevelGrowingTreeBudget(t *testing.T) {
 }
 
 // TestProbedFractionsMatchGets checks the coverage estimate the per-level
-// policy weighs runs by (filtercoverage.go) against what absent Gets do:
+// policy weighs runs by (internal/filterpolicy/coverage.go) against what absent Gets do:
 // each level's estimated probed fraction is within 0.1 plus two tables'
 // share of the level's measured tables probed per absent Get.
 func TestProbedFractionsMatchGets(t *testing.T) {

@@ -174,7 +174,7 @@ func (db *DB) getFromTable(sh *readShard, slot int, f *manifest.FileMetadata, le
 	if rd := r.RangeDels(); rd != nil {
 		*tomb = max(*tomb, rd.MaxSeq(key, seq))
 	}
-	if db.opts.pinsFilter(level) && !db.opts.IgnoreFilters {
+	if db.filterPolicy.PinsFilter(level) && !db.opts.IgnoreFilters {
 		if err := r.PinFilter(&sh.levels[level]); err != nil {
 			return nil, 0, false, fmt.Errorf("bloomkv: get: %w", err)
 		}

@@ -51,6 +51,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{dirname: dir, opts: o, fs: fs, dirLock: lock, events: newEvents(o.EventListener, o.Logger)}
+	db.filterPolicy = newFilterPolicy(db, &db.opts)
 	db.mu.bgCond.L = &db.mu.Mutex
 	db.mu.pendingOutputs = map[uint64]struct{}{}
 	if o.BlockCacheSize > 0 {
