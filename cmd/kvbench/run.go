@@ -92,6 +92,11 @@ type runInfo struct {
 	WallSeconds float64 `json:"wall_seconds"`
 	DBDir       string  `json:"db_dir"`
 	DBTemporary bool    `json:"db_temporary"`
+	// LoadStart and LoadEnd are the 1-minute load averages when the run
+	// started and ended (null where the system does not say): how much
+	// other work the timings shared the CPUs with.
+	LoadStart *float64 `json:"load_average_start"`
+	LoadEnd   *float64 `json:"load_average_end"`
 }
 
 func newRunInfo(start time.Time) runInfo {
@@ -101,5 +106,6 @@ func newRunInfo(start time.Time) runInfo {
 		Arch:      runtime.GOARCH,
 		CPUs:      runtime.NumCPU(),
 		Started:   start.UTC().Format(time.RFC3339),
+		LoadStart: loadAverage(),
 	}
 }
