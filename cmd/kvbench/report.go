@@ -354,8 +354,12 @@ func boughtLine(c comparison) string {
 	if r := c.OpsPerSec.Ratio; r != nil {
 		speed = fmt.Sprintf("; %.2fx the %ss per second", *r, op)
 	}
+	name := c.Benchmark
+	if c.Round > 1 {
+		name += fmt.Sprintf(" (round %d)", c.Round)
+	}
 	return fmt.Sprintf("%-12s %s data blocks read per %s (%.3f with filters, %.3f without)%s",
-		c.Benchmark+":", change, op, with, without, speed)
+		name+":", change, op, with, without, speed)
 }
 
 func writeSweep(sb *strings.Builder, rep *report) {

@@ -23,6 +23,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kvbench: %v\n", err)
 		return 2
 	}
+	if cfg.reportPath != "" {
+		rep, err := readReport(cfg.reportPath) // reportconfig.go
+		if err == nil {
+			err = printReport(stdout, rep)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "kvbench: -report: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	outs, err := openOutFiles(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "kvbench: %v\n", err)
