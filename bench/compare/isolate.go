@@ -92,7 +92,9 @@ func runChild(cfg *config, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "compare:", err)
 		return 1
 	}
-	er.Memory.Isolated = true
+	if er.Memory != nil {
+		er.Memory.Isolated = true
+	}
 	if err := json.NewEncoder(stdout).Encode(er); err != nil {
 		fmt.Fprintln(stderr, "compare:", err)
 		return 1
