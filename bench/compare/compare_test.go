@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestEveryWorkloadEveryEngine runs every workload on every engine in every
@@ -20,13 +19,11 @@ import (
 // present one or returns a wrong value, and on a database that does not
 // hold exactly the keys its fill wrote.
 func TestEveryWorkloadEveryEngine(t *testing.T) {
-	defer func(q, p time.Duration) { settleQuiet, settlePoll = q, p }(settleQuiet, settlePoll)
-	settleQuiet, settlePoll = 60*time.Millisecond, 20*time.Millisecond
 
 	const num, reads, scanLength = 2000, 2000, 10
 	jsonPath := filepath.Join(t.TempDir(), "report.json")
 	var stdout, stderr bytes.Buffer
-	args := []string{"-num", "2000", "-reads", "2000", "-durability", "all", "-scan_length", "10",
+	args := []string{"-num", "2000", "-reads", "2000", "-durability", "all", "-settle_quiet", "60ms", "-scan_length", "10",
 		"-dir", t.TempDir(), "-json", jsonPath, "-note", "smoke test"}
 	if code := run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit code %d\nstderr:\n%s", code, stderr.String())
@@ -264,11 +261,9 @@ func TestRowKeySpace(t *testing.T) {
 // every seek: a present row yields exactly its columns, an absent one
 // nothing.
 func TestPrefixWorkloads(t *testing.T) {
-	defer func(q, p time.Duration) { settleQuiet, settlePoll = q, p }(settleQuiet, settlePoll)
-	settleQuiet, settlePoll = 60*time.Millisecond, 20*time.Millisecond
 	jsonPath := filepath.Join(t.TempDir(), "report.json")
 	var stdout, stderr bytes.Buffer
-	args := []string{"-num", "3000", "-cols_per_row", "10", "-reads", "1000", "-durability", "write-through,buffered",
+	args := []string{"-num", "3000", "-cols_per_row", "10", "-settle_quiet", "60ms", "-reads", "1000", "-durability", "write-through,buffered",
 		"-benchmarks", "fillrandom,seekprefix,seekprefixmissing,readmissing", "-dir", t.TempDir(), "-json", jsonPath}
 	if code := run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit code %d\nstderr:\n%s", code, stderr.String())
@@ -334,11 +329,9 @@ func TestSampleReport(t *testing.T) {
 // read-triggered compactions on. As-set memory leaves bloomkv's filters and
 // index outside its full-size cache, and the report says how much.
 func TestOtherModes(t *testing.T) {
-	defer func(q, p time.Duration) { settleQuiet, settlePoll = q, p }(settleQuiet, settlePoll)
-	settleQuiet, settlePoll = 60*time.Millisecond, 20*time.Millisecond
 	jsonPath := filepath.Join(t.TempDir(), "report.json")
 	var stdout, stderr bytes.Buffer
-	args := []string{"-num", "2000", "-reads", "500", "-settings", "matched", "-memory", "as-set", "-settle", "compact",
+	args := []string{"-num", "2000", "-reads", "500", "-settle_quiet", "60ms", "-settings", "matched", "-memory", "as-set", "-settle", "compact",
 		"-read_compactions", "-benchmarks", "fillrandom,readrandom,readmissing,scan", "-dir", t.TempDir(), "-json", jsonPath}
 	if code := run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit code %d\nstderr:\n%s", code, stderr.String())

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 )
 
 // config holds every flag; the help texts in parseConfig document them.
@@ -34,6 +35,10 @@ type config struct {
 	args []string
 	// reportPath: render the report in this JSON file instead of running.
 	reportPath string
+	// isolate runs each engine run in a child process; child names the run
+	// a child process is to do (isolate.go).
+	isolate bool
+	child   string
 
 	// flags is every flag's final value by name, for the JSON report.
 	flags map[string]any
@@ -92,6 +97,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.jsonPath, "json", "", "write every figure, the engine versions, the machine, the date and the flags as JSON to this file")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (narrow it with -engines and -benchmarks)")
 	fs.StringVar(&c.note, "note", "", "free text recorded in the report, e.g. that the machine was shared")
+	fs.BoolVar(&c.isolate, "isolate", true, "run each engine run in a child process of its own, so that its peak RSS is its own and not what earlier engines left in the process (-isolate=false: all in this process; -cpuprofile then covers everything, else each child writes PATH.<pairing>.<engine>.run<N>)")
+	fs.StringVar(&c.child, "child", "", "internal: the engine run a child process does (durability,engine,run), set by the harness for -isolate")
+	fs.DurationVar(&settleQuiet, "settle_quiet", 2*time.Second, "the settle rule's quiet period: no background work for this long before the reads (keep it above bloomkv's 1 s IdleCompactionDelay; the tests shorten it)")
 	fs.StringVar(&c.reportPath, "report", "", "print the tables of the report in this JSON file (written by -json) instead of running: the published tables are regenerated this way")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: go run . [flags]\n\nRuns the same workloads against bloomkv, Pebble and goleveldb with equal settings and equal durability.\n\n")

@@ -26,6 +26,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "compare:", err)
 		return 2
 	}
+	if cfg.child != "" {
+		return runChild(cfg, stdout, stderr) // isolate.go
+	}
 	if cfg.reportPath != "" {
 		rep, err := readReport(cfg.reportPath)
 		if err != nil {
@@ -35,7 +38,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		writeText(stdout, rep)
 		return 0
 	}
-	if cfg.cpuProfile != "" {
+	if cfg.cpuProfile != "" && !cfg.isolate { // isolated: each child profiles itself
 		f, err := os.Create(cfg.cpuProfile)
 		if err != nil {
 			fmt.Fprintln(stderr, "compare:", err)
@@ -68,9 +71,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 func compare(cfg *config, progress io.Writer) (*report, error) {
 	begin := time.Now()
 	rep := newReport(cfg)
-	ks := newKeySpace(cfg.num, cfg.keySize, cfg.valueSize, cfg.compressionRatio)
-	if cfg.colsPerRow > 0 {
-		ks.withRows(cfg.colsPerRow)
+	var ks *keySpace // built here only when the engines run in this process
+	if !cfg.isolate {
+		ks = newRunKeySpace(cfg)
 	}
 	for r := range cfg.runs {
 		for i, d := range cfg.durabilities {
@@ -80,7 +83,13 @@ func compare(cfg *config, progress io.Writer) (*report, error) {
 			// cache, CPU frequency, the other tenants' load).
 			for _, name := range rotate(p.Engines, r) {
 				e := engineByName(name)
-				er, err := runEngine(cfg, ks, e, d, r, progress)
+				var er engineRun
+				var err error
+				if cfg.isolate {
+					er, err = runEngineChild(cfg, e, d, r, progress) // isolate.go
+				} else {
+					er, err = runEngine(cfg, ks, e, d, r, progress)
+				}
 				if err != nil {
 					return nil, fmt.Errorf("run %d, %s, %s: %w", r+1, d, e.name, err)
 				}
@@ -91,6 +100,15 @@ func compare(cfg *config, progress io.Writer) (*report, error) {
 	rep.finish()
 	rep.Seconds = time.Since(begin).Seconds()
 	return rep, nil
+}
+
+// newRunKeySpace returns the key space cfg describes.
+func newRunKeySpace(cfg *config) *keySpace {
+	ks := newKeySpace(cfg.num, cfg.keySize, cfg.valueSize, cfg.compressionRatio)
+	if cfg.colsPerRow > 0 {
+		ks.withRows(cfg.colsPerRow)
+	}
+	return ks
 }
 
 // rotate returns names turned left by r places.
@@ -133,6 +151,10 @@ type memoryReport struct {
 	// table opened by a full scan), AfterReads after the read workloads.
 	AfterFill  engineCounters `json:"after_fill"`
 	AfterReads engineCounters `json:"after_reads"`
+	// Isolated says the engine ran in a process of its own (isolate.go),
+	// so its peaks are its own; false: in the harness's process, after the
+	// engines before it (-isolate=false, and reports made before issue 31).
+	Isolated bool `json:"isolated"`
 	rssPeak
 }
 

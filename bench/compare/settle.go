@@ -19,7 +19,8 @@ import (
 // once writes stop already done, in every engine alike; before, the harness
 // waited up to 30 s for bloomkv's level 0 to empty and 300 ms for the others.
 //
-// (Variables so that the smoke test can wait less.)
+// settleQuiet is set by -settle_quiet (2 s; the tests wait less), and
+// passed on to child processes with the other flags.
 var (
 	settlePoll    = 50 * time.Millisecond
 	settleQuiet   = 2 * time.Second
@@ -58,6 +59,6 @@ func waitQuiet(read func() (state any, idle bool)) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("background work still running after %s", settleTimeout)
 		}
-		time.Sleep(settlePoll)
+		time.Sleep(min(settlePoll, settleQuiet/3))
 	}
 }

@@ -208,6 +208,12 @@ func writePairing(w io.Writer, rep *report, p *pairingReport) {
 			mem(func(m *memoryReport) float64 { return float64(m.PeakRSS) }, mibs),
 			mem(func(m *memoryReport) float64 { return float64(m.PeakAnon) }, mibs))
 	}
+	fmt.Fprintln(w)
+	if allIsolated(p.Runs) {
+		fmt.Fprintln(w, "Peak RSS: each engine run in a process of its own (the harness's key space included, the same for every engine).")
+	} else {
+		fmt.Fprintln(w, "Peak RSS: every engine in the one harness process, so a peak can include what engines before it left behind.")
+	}
 
 	// Background work while reads were timed.
 	fmt.Fprintln(w)
@@ -257,4 +263,20 @@ func compact(x float64) string {
 		return fmt.Sprintf("%.3gk", x/1e3)
 	}
 	return fmt.Sprintf("%.3g", x)
+}
+
+// allIsolated reports whether every run with a memory report ran in a
+// child process of its own (isolate.go).
+func allIsolated(runs []engineRun) bool {
+	n := 0
+	for _, r := range runs {
+		if r.Memory == nil {
+			continue
+		}
+		if !r.Memory.Isolated {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }

@@ -89,6 +89,7 @@ type config struct {
 	csvPath          string          // -csv
 	plotPath         string          // -plot
 	progress         bool            // -progress
+	reportPath       string          // -report (reportconfig.go)
 	rangeConfig                      // -range_width, -range_filter_bits (scanempty.go)
 
 	// flagValues is every flag's final value, by flag name, for the JSON
@@ -102,6 +103,13 @@ var errHelp = flag.ErrHelp
 // parseConfig parses args (without the program name). Usage and parse
 // errors are written to stderr by the flag package.
 func parseConfig(args []string, stderr io.Writer) (*config, error) {
+	return parseConfigPreset(args, stderr, nil)
+}
+
+// parseConfigPreset is parseConfig with preset, when not nil, setting
+// flags on the flag set before args are parsed (reportconfig.go: the flags
+// of a report's "config" object).
+func parseConfigPreset(args []string, stderr io.Writer, preset func(*flag.FlagSet) error) (*config, error) {
 	c := &config{}
 	fs := flag.NewFlagSet("kvbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -171,9 +179,15 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.progress, "progress", true, "show progress of long phases on stderr: a bar on a terminal, otherwise a plain line every 5 s (logs, CI, pipes)")
 	c.rangeConfig.register(fs)
 	registerTreeFilterFlags(fs, c) // treefilter.go
+	fs.StringVar(&c.reportPath, "report", "", "print the text report of a JSON report written by -json, instead of running (the samples in the docs are made this way from docs/kvbench/*.json)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageIntro)
 		fs.PrintDefaults()
+	}
+	if preset != nil {
+		if err := preset(fs); err != nil {
+			return nil, err
+		}
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err

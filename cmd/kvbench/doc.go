@@ -11,6 +11,7 @@
 //	go run ./cmd/kvbench                                   # 1M keys: fillrandom, readrandom, readmissing, and a without-filters baseline
 //	go run ./cmd/kvbench -compare_filters                  # the same tables read with and without filters, every read in both
 //	go run ./cmd/kvbench -sweep off,2,4,6,8,10,12,16 -plot sweep.png -json sweep.json
+//	go run ./cmd/kvbench -report sweep.json                # print that report again from its JSON, without running
 //
 // Numbers mean what they mean in bloomkv.Options: 0 is the default and a
 // negative value is off (-filter_bits -1: no filters; -cache_size -1: no

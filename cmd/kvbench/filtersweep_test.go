@@ -50,6 +50,7 @@ func TestFilterSweepTiny(t *testing.T) {
 	args := append(slices.Clone(tinyTree), "-reads", "5000", "-filter_bits", "6.5", "-json", jsonPath, "-plot", plotPath,
 		"-benchmarks", "fillrandom,readmissing", "-filter_sweep", "standard,standard/per_level,fuse")
 	out, _ := runOK(t, args...)
+	checkReprint(t, jsonPath, out)
 	if !strings.Contains(out, "build ns/key") || !strings.Contains(out, "probe ns") {
 		t.Errorf("filter sweep table lacks the cost columns:\n%s", out)
 	}

@@ -113,6 +113,7 @@ func TestCompareFiltersTiny(t *testing.T) {
 	args := append(slices.Clone(tinyTree), "-compare_filters", "-json", jsonPath,
 		"-benchmarks", "fillrandom,readrandom,readmissing,readmixed,scan")
 	stdout, _ := runOK(t, args...)
+	checkReprint(t, jsonPath, stdout)
 
 	doc := readJSON(t, jsonPath)
 	for _, key := range []string{"config", "shape", "results", "comparisons", "run", "load"} {
@@ -216,6 +217,7 @@ func TestSweepTiny(t *testing.T) {
 	settings := []float64{0, 4, 10}
 	args := append(slices.Clone(tinyTree), "-sweep", "off,4,10", "-json", jsonPath, "-csv", csvPath, "-plot", pngPath)
 	stdout, _ := runOK(t, args...)
+	checkReprint(t, jsonPath, stdout)
 
 	results := resultsOf(t, readJSON(t, jsonPath))
 	var missing []map[string]any
@@ -433,6 +435,7 @@ func TestRowWorkloads(t *testing.T) {
 	if code := run(args, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
+	checkReprint(t, jsonPath, out.String())
 	raw, err := os.ReadFile(jsonPath)
 	if err != nil {
 		t.Fatal(err)

@@ -104,6 +104,7 @@ func TestHelpSaysWhatZeroMeans(t *testing.T) {
 func TestDefaultReportShowsWhatFiltersBought(t *testing.T) {
 	jsonPath := filepath.Join(t.TempDir(), "out.json")
 	stdout, _ := runOK(t, append(slices.Clone(tinyTree), "-baseline_reads", "1000", "-json", jsonPath)...)
+	checkReprint(t, jsonPath, stdout)
 	for _, want := range []string{
 		"filters written with 10 bits/key",
 		"what the filters bought",

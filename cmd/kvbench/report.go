@@ -56,8 +56,12 @@ func printReport(w io.Writer, rep *report) error {
 
 func writeHeader(sb *strings.Builder, rep *report) {
 	cfg, run := rep.cfg, rep.Run
-	fmt.Fprintf(sb, "kvbench  %s %s/%s, %d CPUs, started %s, %.1f s wall\n",
-		run.GoVersion, run.OS, run.Arch, run.CPUs, run.Started, run.WallSeconds)
+	load := ""
+	if run.LoadStart != nil && run.LoadEnd != nil {
+		load = fmt.Sprintf("; load average %.2f -> %.2f", *run.LoadStart, *run.LoadEnd)
+	}
+	fmt.Fprintf(sb, "kvbench  %s %s/%s, %d CPUs, started %s, %.1f s wall%s\n",
+		run.GoVersion, run.OS, run.Arch, run.CPUs, run.Started, run.WallSeconds, load)
 	fmt.Fprintf(sb, "data     %d keys of %d B, values of %d B (compressible to ~%.0f%%), %s blocks of %s; WAL %s\n",
 		cfg.num, cfg.keySize, cfg.valueSize, cfg.compressionRatio*100, cfg.compression, humanize.IBytes(uint64(cfg.blockSize)), cfg.walMode)
 	cache := "off"
@@ -350,8 +354,12 @@ func boughtLine(c comparison) string {
 	if r := c.OpsPerSec.Ratio; r != nil {
 		speed = fmt.Sprintf("; %.2fx the %ss per second", *r, op)
 	}
+	name := c.Benchmark
+	if c.Round > 1 {
+		name += fmt.Sprintf(" (round %d)", c.Round)
+	}
 	return fmt.Sprintf("%-12s %s data blocks read per %s (%.3f with filters, %.3f without)%s",
-		c.Benchmark+":", change, op, with, without, speed)
+		name+":", change, op, with, without, speed)
 }
 
 func writeSweep(sb *strings.Builder, rep *report) {

@@ -23,6 +23,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kvbench: %v\n", err)
 		return 2
 	}
+	if cfg.reportPath != "" {
+		rep, err := readReport(cfg.reportPath) // reportconfig.go
+		if err == nil {
+			err = printReport(stdout, rep)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "kvbench: -report: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	outs, err := openOutFiles(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "kvbench: %v\n", err)
@@ -92,6 +103,11 @@ type runInfo struct {
 	WallSeconds float64 `json:"wall_seconds"`
 	DBDir       string  `json:"db_dir"`
 	DBTemporary bool    `json:"db_temporary"`
+	// LoadStart and LoadEnd are the 1-minute load averages when the run
+	// started and ended (null where the system does not say): how much
+	// other work the timings shared the CPUs with.
+	LoadStart *float64 `json:"load_average_start"`
+	LoadEnd   *float64 `json:"load_average_end"`
 }
 
 func newRunInfo(start time.Time) runInfo {
@@ -101,5 +117,6 @@ func newRunInfo(start time.Time) runInfo {
 		Arch:      runtime.GOARCH,
 		CPUs:      runtime.NumCPU(),
 		Started:   start.UTC().Format(time.RFC3339),
+		LoadStart: loadAverage(),
 	}
 }

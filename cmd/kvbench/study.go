@@ -93,6 +93,7 @@ func execute(cfg *config, stderr io.Writer) (*report, error) {
 	}
 	rep.Warnings = append(rep.Warnings, foundWarnings(rep.Results)...)
 	rep.Run.WallSeconds = time.Since(start).Seconds()
+	rep.Run.LoadEnd = loadAverage()
 	return rep, nil
 }
 

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestDocsFromJSON keeps every kvbench figure in README.md and
+// docs/studying-filters.md tied to a JSON report committed beside it
+// (docs/kvbench/, docs/range-filters/), as bench/compare's
+// TestPublishedReports does for docs/benchmarks.md. A comment
+//
+//	<!-- kvbench: docs/kvbench/a.json [docs/kvbench/b.json ...] -->
+//
+// opens a scope that the next heading or the next such comment closes
+// (<!-- kvbench: end --> closes it without opening another). In a scope:
+//
+//   - every line of a sample block (a fence without a language) is a line
+//     of the text report `kvbench -report` prints from one of the files;
+//   - every figure in the prose and tables (a number with a decimal point
+//     or thousands separators; not inside `code`) appears in those reports.
+//
+// A figure that drifts from the files, or a sample in an old output format,
+// fails here: regenerate the sample with `go run ./cmd/kvbench -report
+// FILE` and take the figures from it.
+func TestDocsFromJSON(t *testing.T) {
+	for _, doc := range []string{"README.md", "docs/studying-filters.md"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		scopes := docScopes(string(data))
+		if len(scopes) == 0 {
+			t.Errorf("%s: no <!-- kvbench: FILE.json --> scope", doc)
+		}
+		for _, sc := range scopes {
+			var rendered []string
+			for _, path := range sc.files {
+				rep, err := readReport(filepath.Join("..", "..", path))
+				if err != nil {
+					t.Errorf("%s line %d: %v", doc, sc.line, err)
+					continue
+				}
+				var out bytes.Buffer
+				if err := printReport(&out, rep); err != nil {
+					t.Fatal(err)
+				}
+				rendered = append(rendered, out.String())
+			}
+			all := strings.Join(rendered, "\n")
+			lines := map[string]bool{}
+			for _, l := range strings.Split(all, "\n") {
+				lines[strings.TrimRight(l, " ")] = true
+			}
+			for _, l := range sc.sample {
+				if !lines[l] {
+					t.Errorf("%s line %d: the sample line\n%s\nis not a line of `kvbench -report %s`", doc, sc.line, l, strings.Join(sc.files, " "))
+				}
+			}
+			for _, fig := range sc.figures {
+				if !strings.Contains(all, strings.ReplaceAll(fig, ",", "")) {
+					t.Errorf("%s line %d: the figure %s is in none of the reports of %s", doc, sc.line, fig, strings.Join(sc.files, " "))
+				}
+			}
+		}
+	}
+}
+
+// docScope is a stretch of a document tied to JSON reports: the lines of
+// its sample blocks and the figures of its prose.
+type docScope struct {
+	line    int // where the scope opens, for messages
+	files   []string
+	sample  []string
+	figures []string
+}
+
+var (
+	scopeOpen = regexp.MustCompile(`^<!-- kvbench: (.*) -->$`)
+	// A figure: digits with a decimal point or thousands separators, not
+	// part of a longer token (go1.26.8, v1.0.0, a flag value in code).
+	figure   = regexp.MustCompile(`(^|[\s(\[/|~–-])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+)([\s)\]%x,;:/|]|\.(\s|$)|$)`)
+	inlineCd = regexp.MustCompile("`[^`]*`")
+)
+
+func docScopes(doc string) []docScope {
+	var scopes []docScope
+	var cur *docScope
+	inFence, sample := false, false
+	for i, line := range strings.Split(doc, "\n") {
+		trimmed := strings.TrimRight(line, " ")
+		if strings.HasPrefix(trimmed, "```") {
+			// A plain fence is report output; ```sh and the like are
+			// commands and code.
+			inFence, sample = !inFence, !inFence && trimmed == "```"
+			continue
+		}
+		if inFence {
+			if cur != nil && sample && trimmed != "" {
+				cur.sample = append(cur.sample, trimmed)
+			}
+			continue
+		}
+		if m := scopeOpen.FindStringSubmatch(trimmed); m != nil {
+			cur = nil
+			if m[1] != "end" {
+				scopes = append(scopes, docScope{line: i + 1, files: strings.Fields(m[1])})
+				cur = &scopes[len(scopes)-1]
+			}
+			continue
+		}
+		if strings.HasPrefix(trimmed, "#") {
+			cur = nil
+			continue
+		}
+		if cur == nil {
+			continue
+		}
+		text := inlineCd.ReplaceAllString(trimmed, "")
+		for _, m := range figure.FindAllStringSubmatch(text, -1) {
+			cur.figures = append(cur.figures, m[2])
+		}
+	}
+	return scopes
+}
