@@ -315,7 +315,7 @@ func (db *DB) runCompaction(c *compaction.Compaction, v *version, cause compacti
 		db.events.compactionEnd(info)
 	}()
 	if trivial {
-		if err := db.installCompaction(c, trivialMoveEdit(c), 0, 0); err != nil {
+		if err := db.installCompaction(c, trivialMoveEdit(c), 0, 0, nil, nil); err != nil {
 			return err
 		}
 		info.Outputs = []TableInfo{tableInfo(c.Inputs[0][0], c.OutputLevel)}
@@ -330,7 +330,7 @@ func (db *DB) runCompaction(c *compaction.Compaction, v *version, cause compacti
 		return errCompactionAborted
 	}
 	edit, bytesOut := compactionEdit(c, out.metas)
-	if err := db.installCompaction(c, edit, bytesIn, bytesOut); err != nil {
+	if err := db.installCompaction(c, edit, bytesIn, bytesOut, out.tfAdded, out.tfRemoved); err != nil {
 		return err
 	}
 	out.installed = true
@@ -379,6 +379,10 @@ func (db *DB) executeCompaction(c *compaction.Compaction, v *version) (*compacti
 	var iters []base.InternalIterator
 	var rds []*rangedel.List
 	var bytesIn uint64
+	var taps map[uint64]*tfTap // the inputs' keys for the tree filter (treefilter_keys.go)
+	if db.capturingTreeFilter() {
+		taps = map[uint64]*tfTap{}
+	}
 	for _, files := range c.Inputs {
 		for _, f := range files {
 			r, release, err := findTable(db.tableCache, f)
@@ -388,7 +392,12 @@ func (db *DB) executeCompaction(c *compaction.Compaction, v *version) (*compacti
 				}
 				return out, 0, fmt.Errorf("bloomkv: compaction: %w", err)
 			}
-			iters = append(iters, &releasingIter{InternalIterator: r.NewCompactionIter(), release: release})
+			var it base.InternalIterator = &releasingIter{InternalIterator: r.NewCompactionIter(), release: release}
+			if taps != nil {
+				taps[f.FileNum] = &tfTap{InternalIterator: it}
+				it = taps[f.FileNum]
+			}
+			iters = append(iters, it)
 			rds = append(rds, r.RangeDels())
 			bytesIn += f.Size
 		}
@@ -422,6 +431,12 @@ func (db *DB) executeCompaction(c *compaction.Compaction, v *version) (*compacti
 	if err := ci.Error(); err != nil {
 		return out, 0, fmt.Errorf("bloomkv: compaction: %w", err)
 	}
+	if taps != nil {
+		out.tfRemoved = make(map[uint64]*tfKeys, len(taps))
+		for n, tap := range taps {
+			out.tfRemoved[n] = tap.keys() // nil: read it back
+		}
+	}
 	return out, bytesIn, out.finishLastTable()
 }
 
@@ -451,10 +466,15 @@ func compactionEdit(c *compaction.Compaction, metas []*manifest.FileMetadata) (*
 	return edit, bytesOut
 }
 
-// installCompaction records edit and counts the compaction.
-func (db *DB) installCompaction(c *compaction.Compaction, edit *manifest.VersionEdit, bytesIn, bytesOut uint64) error {
+// installCompaction records edit and counts the compaction. tfAdded and
+// tfRemoved are the keys of its outputs and inputs for the tree filter
+// (treefilter_keys.go), staged with the install.
+func (db *DB) installCompaction(c *compaction.Compaction, edit *manifest.VersionEdit, bytesIn, bytesOut uint64, tfAdded, tfRemoved map[uint64]*tfKeys) error {
 	db.manifestMu.Lock()
 	err := db.logAndApply(edit, causeCompaction)
+	if err == nil && (tfAdded != nil || tfRemoved != nil) {
+		db.stageTreeFilterKeys(tfAdded, tfRemoved)
+	}
 	db.manifestMu.Unlock()
 	if err != nil {
 		return err

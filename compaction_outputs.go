@@ -39,6 +39,13 @@ type compactionOutputs struct {
 	// the current output's share of them starts (nil: the first output).
 	rangeDels *rangedel.List
 	rangeLo   []byte
+
+	// With Options.TreeFilter (treefilter_keys.go): the keys of the
+	// current output (tfc), of the finished ones (tfAdded) and of the
+	// inputs, captured as the merge read them (tfRemoved; nil for an
+	// input not read through).
+	tfc                *tfCapture
+	tfAdded, tfRemoved map[uint64]*tfKeys
 }
 
 func (out *compactionOutputs) add(ikey, value []byte) error {
@@ -55,6 +62,9 @@ func (out *compactionOutputs) add(ikey, value []byte) error {
 		}
 	}
 	out.lastUkey = append(out.lastUkey[:0], ukey...)
+	if out.tfc != nil {
+		out.tfc.add(ukey)
+	}
 	if err := out.w.Add(ikey, value); err != nil {
 		return fmt.Errorf("bloomkv: compaction: %w", err)
 	}
@@ -77,6 +87,9 @@ func (out *compactionOutputs) newTable() error {
 		return fmt.Errorf("bloomkv: compaction: create %s: %w", name, err)
 	}
 	out.w = sstable.NewWriter(f, db.sstWriterOptions(out.num, out.c.OutputLevel, out.filterBits))
+	if db.capturingTreeFilter() {
+		out.tfc = &tfCapture{}
+	}
 	return nil
 }
 
@@ -125,12 +138,23 @@ func (out *compactionOutputs) finishTable() error {
 		if out.lastUkey != nil {
 			hi = keySuccessor(out.lastUkey)
 		}
-		w.SetRangeDels(out.rangeDels.Clip(out.rangeLo, hi, nil))
+		spans := out.rangeDels.Clip(out.rangeLo, hi, nil)
+		w.SetRangeDels(spans)
 		out.rangeLo = hi
+		if out.tfc != nil && len(spans) > 0 {
+			out.tfc.keys.rangeDels = true
+		}
 	}
 	meta, err := w.Finish()
 	if err != nil {
 		return fmt.Errorf("bloomkv: compaction: finish table %d: %w", out.num, err)
+	}
+	if out.tfc != nil {
+		if out.tfAdded == nil {
+			out.tfAdded = map[uint64]*tfKeys{}
+		}
+		out.tfAdded[out.num] = &out.tfc.keys
+		out.tfc = nil
 	}
 	out.metas = append(out.metas, metaFromWriter(out.num, meta))
 	out.db.events.tableCreated(TableCreateInfo{Reason: causeCompaction.String(), Path: out.db.path(base.FileTypeTable, out.num), FileNum: out.num, Size: meta.Size})

@@ -29,6 +29,13 @@ import (
 // (the filter never forgets an entry; only a fingerprint collision can
 // add a level, never drop one).
 //
+// The level an entry carries is the level its table had when the entry
+// was inserted: its tag. A table moved down unchanged (a trivial move)
+// keeps its entries and their tag, and the filter records the move
+// (moved, movedInto), so a Get whose key matches tag t also reads the
+// levels tables carrying t moved to: updates never need a table's keys
+// but from the flush or compaction that wrote or read it.
+//
 // The level costs 3 bits of each slot where Chucky Huffman-codes run
 // identifiers into about 1 to 2; that is the first thing to spend on if
 // memory must shrink.
@@ -78,7 +85,18 @@ type treeFilter struct {
 	// sent to a deep level must still see the tombstones above it.
 	rangeDelFiles  map[uint64]int
 	rangeDelLevels uint8
+	// moved maps each table whose entries carry a level other than the
+	// one it is in (it moved down unchanged, in a trivial move, and its
+	// keys were not read again) to the level its entries carry (its
+	// tag) and the one it is in; movedInto[t] has bit l set when a table
+	// in level l carries tag t. Copied before a change, like
+	// rangeDelFiles.
+	moved     map[uint64]tfMoved
+	movedInto [manifest.NumLevels]uint8
 }
+
+// tfMoved is a moved table's tag and level.
+type tfMoved struct{ tag, level uint8 }
 
 // tfHash returns the 64-bit hash the tree filter uses for key: the
 // per-table filters' xxHash64, remixed (a bijection, the murmur3
@@ -212,7 +230,7 @@ func (t *treeFilter) capacity() int { return len(t.buckets) * tfSlots }
 
 // memory is the bytes the filter holds.
 func (t *treeFilter) memory() int64 {
-	return int64(len(t.buckets))*8 + int64(len(t.rangeDelFiles))*16
+	return int64(len(t.buckets))*8 + int64(len(t.rangeDelFiles))*16 + int64(len(t.moved))*16
 }
 
 // setRangeDels records whether table fileNum of level holds range
@@ -246,12 +264,52 @@ func (t *treeFilter) fprTheory() float64 {
 	return 1 - math.Pow(1-load/float64(1<<tfFPBits-1), 2*tfSlots)
 }
 
-// probeLevels is the set of levels a Get for a key whose entries name
-// mask must read: those levels, and every level above the deepest of
-// them holding range tombstones (which may hide the key's value below).
+// probeLevels is the set of levels a Get for a key whose entries carry
+// the tags mask must read: those levels, the levels tables carrying those
+// tags moved to, and every level above the deepest of them holding range
+// tombstones (which may hide the key's value below).
 func (t *treeFilter) probeLevels(mask uint8) uint8 {
-	deepest := bits.Len8(mask) - 1
-	return mask | t.rangeDelLevels&(1<<(deepest+1)-1)
+	want := mask
+	if len(t.moved) > 0 {
+		for m := mask; m != 0; m &= m - 1 {
+			want |= t.movedInto[bits.TrailingZeros8(m)]
+		}
+	}
+	deepest := bits.Len8(want) - 1
+	return want | t.rangeDelLevels&(1<<(deepest+1)-1)
+}
+
+// tagOf returns the level the entries of table fileNum, in level, carry.
+func (t *treeFilter) tagOf(fileNum uint64, level int) int {
+	if m, ok := t.moved[fileNum]; ok {
+		return int(m.tag)
+	}
+	return level
+}
+
+// setMoved records that table fileNum is in level with entries carrying
+// tag (tag == level, or level < 0 for a table gone: no record) and
+// recomputes movedInto. The map is copied before a change.
+func (t *treeFilter) setMoved(fileNum uint64, level, tag int) {
+	_, had := t.moved[fileNum]
+	keep := level >= 0 && tag != level
+	if !had && !keep {
+		return
+	}
+	m := make(map[uint64]tfMoved, len(t.moved)+1)
+	for k, v := range t.moved {
+		m[k] = v
+	}
+	if keep {
+		m[fileNum] = tfMoved{uint8(tag), uint8(level)}
+	} else {
+		delete(m, fileNum)
+	}
+	t.moved = m
+	t.movedInto = [manifest.NumLevels]uint8{}
+	for _, v := range m {
+		t.movedInto[v.tag] |= 1 << v.level
+	}
 }
 
 func xorshift(s *uint64) uint64 {

@@ -24,9 +24,11 @@ import (
 const (
 	treeFilterFileName = "TREEFILTER"
 	treeFilterMagic    = "BKVTREEF"
-	treeFilterVersion  = 1
-	tfHeaderLen        = 8 + 4 + 4 + 8 + 8 + 4 // magic, version, shape, buckets, entries, tables
-	tfTableLen         = 8 + 1 + 1
+	// treeFilterVersion 2 adds each table's tag (the level its entries
+	// carry). A file of another version is rejected and rebuilt.
+	treeFilterVersion = 2
+	tfHeaderLen       = 8 + 4 + 4 + 8 + 8 + 4 // magic, version, shape, buckets, entries, tables
+	tfTableLen        = 8 + 1 + 1 + 1         // file number, level, range deletions, tag
 )
 
 var tfCastagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -52,7 +54,7 @@ func encodeTreeFilter(t *treeFilter) []byte {
 		if l, ok := t.rangeDelFiles[lf.f.FileNum]; ok && l == lf.level {
 			rd = 1
 		}
-		buf = append(buf, byte(lf.level), rd)
+		buf = append(buf, byte(lf.level), rd, byte(t.tagOf(lf.f.FileNum, lf.level)))
 	}
 	for _, b := range t.buckets {
 		buf = binary.LittleEndian.AppendUint64(buf, b)
@@ -65,6 +67,7 @@ type savedTable struct {
 	fileNum   uint64
 	level     int
 	rangeDels bool
+	tag       int
 }
 
 // decodeTreeFilter parses a saved filter. Damage of any kind (a short
@@ -104,13 +107,15 @@ func decodeTreeFilter(name string, data []byte) (*treeFilter, []savedTable, erro
 	tables := make([]savedTable, nt)
 	off := tfHeaderLen
 	for i := range tables {
-		st := savedTable{fileNum: binary.LittleEndian.Uint64(body[off:]), level: int(body[off+8]), rangeDels: body[off+9] == 1}
-		if st.level >= manifest.NumLevels || body[off+9] > 1 {
+		st := savedTable{fileNum: binary.LittleEndian.Uint64(body[off:]), level: int(body[off+8]), rangeDels: body[off+9] == 1, tag: int(body[off+10])}
+		// A table's entries carry its level or, moved down, a level above.
+		if st.level >= manifest.NumLevels || body[off+9] > 1 || st.tag > st.level {
 			return nil, nil, bad(off, "bad table entry")
 		}
 		if st.rangeDels {
 			t.setRangeDels(st.fileNum, st.level, true)
 		}
+		t.setMoved(st.fileNum, st.level, st.tag)
 		tables[i] = st
 		off += tfTableLen
 	}

@@ -105,8 +105,10 @@ func waitTreeFilter(t *testing.T, db *DB) {
 }
 
 // checkTreeFilter checks that the current tree filter describes the current
-// version exactly: every key of every table is found at its level, and the
-// filter holds no other entry.
+// version exactly: every key of every table is found at its tag (its
+// level, or the level it moved from), the filter holds no other entry, the
+// moved tables are recorded where they are, and no update has read a table
+// back.
 func checkTreeFilter(t *testing.T, db *DB) {
 	t.Helper()
 	db.manifestMu.Lock()
@@ -126,13 +128,20 @@ func checkTreeFilter(t *testing.T, db *DB) {
 	if cur.treeFilter.Load() != tf || tf.v != cur.Version {
 		t.Fatal("the current version does not carry the current tree filter")
 	}
-	total := 0
+	total, moved := 0, 0
 	for l := range cur.Levels {
 		for _, f := range cur.Levels[l] {
+			tag := tf.tagOf(f.FileNum, l)
+			if m, ok := tf.moved[f.FileNum]; ok {
+				moved++
+				if int(m.level) != l || tf.movedInto[m.tag]&(1<<l) == 0 {
+					t.Fatalf("table %d in L%d recorded as moved to L%d (movedInto %v)", f.FileNum, l, m.level, tf.movedInto)
+				}
+			}
 			err := db.scanTableKeys(f, func(h uint64) {
 				total++
-				if tf.levels(h)&(1<<l) == 0 {
-					t.Fatalf("table %d in L%d: a key has no entry", f.FileNum, l)
+				if tf.levels(h)&(1<<tag) == 0 {
+					t.Fatalf("table %d in L%d (tag %d): a key has no entry (mask %b, moved %v %p, entries %d, readback %d, rebuilds %d)", f.FileNum, l, tag, tf.levels(h), tf.moved, tf, tf.entries, db.tf.updateTablesRead.Load(), db.tf.rebuilds.Load())
 				}
 			}, func() {
 				if tf.rangeDelLevels&(1<<l) == 0 {
@@ -146,6 +155,13 @@ func checkTreeFilter(t *testing.T, db *DB) {
 	}
 	if total != tf.entries {
 		t.Fatalf("filter holds %d entries, the tables %d keys", tf.entries, total)
+	}
+	if moved != len(tf.moved) {
+		t.Fatalf("%d moved tables recorded, %d live", len(tf.moved), moved)
+	}
+	// Flushes and compactions hand their keys over (treefilter_keys.go).
+	if n, b := db.tf.updateTablesRead.Load(), db.tf.updateBytesRead.Load(); n != 0 || b != 0 {
+		t.Fatalf("tree filter updates read %d tables (%d bytes) back", n, b)
 	}
 }
 
@@ -473,15 +489,123 @@ func TestTreeFilterFileLayout(t *testing.T) {
 	h := tfHash([]byte("a"))
 	tf.insert(h, 1, &seed)
 	data := encodeTreeFilter(tf)
-	if len(data) != 562 {
-		t.Fatalf("%d bytes, want 562", len(data))
+	if len(data) != 563 {
+		t.Fatalf("%d bytes, want 563", len(data))
 	}
-	want := []byte("BKVTREEF\x01\x00\x00\x00\x0d\x03\x04\x00\x40\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x01\x00")
+	want := []byte("BKVTREEF\x02\x00\x00\x00\x0d\x03\x04\x00\x40\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00\x01\x00\x01")
 	if !bytes.Equal(data[:len(want)], want) {
 		t.Fatalf("header and table entry\n% x\nwant\n% x", data[:len(want)], want)
 	}
 	got, tables, err := decodeTreeFilter("TREEFILTER", data)
-	if err != nil || len(tables) != 1 || tables[0] != (savedTable{5, 1, false}) || got.levels(h) != 1<<1 || got.entries != 1 {
+	if err != nil || len(tables) != 1 || tables[0] != (savedTable{5, 1, false, 1}) || got.levels(h) != 1<<1 || got.entries != 1 {
 		t.Fatalf("decoded %v %v, levels %b: %v", got, tables, got.levels(h), err)
+	}
+}
+
+// TestTreeFilterUpdatesReadNoTable: flushes and compactions hand the tree
+// filter the keys they write and read, so keeping it up to date reads no
+// table back (UpdateTablesRead and UpdateBytesRead stay 0) through
+// sequential and random writes, overwrites, point and range deletions
+// under a snapshot, trivial moves, merges, manual compactions,
+// RebuildFilters and a reopen; and the
+// filter describes the tree exactly after each settling.
+func TestTreeFilterUpdatesReadNoTable(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := tinyOptions(fs)
+	opts.TreeFilter = true
+	var moves, merges atomic.Int64
+	opts.EventListener = &EventListener{CompactionEnd: func(ci CompactionInfo) {
+		if ci.Err == nil && ci.TrivialMove {
+			moves.Add(1)
+		} else if ci.Err == nil {
+			merges.Add(1)
+		}
+	}}
+	db := mustOpen(t, "/db", opts)
+	defer func() { db.Close() }()
+	m := model{}
+	put := func(k, v string) {
+		t.Helper()
+		if err := db.Put([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		m[k] = v
+	}
+	settle := func(what string) {
+		t.Helper()
+		if err := db.WaitForCompactions(); err != nil {
+			t.Fatal(err)
+		}
+		checkTreeFilter(t, db)
+		if tm := db.Metrics().TreeFilter; tm.UpdateTablesRead != 0 || tm.UpdateBytesRead != 0 {
+			t.Fatalf("%s: updates read %d tables (%d bytes) back", what, tm.UpdateTablesRead, tm.UpdateBytesRead)
+		}
+	}
+	for i := range 3000 { // in key order: level-0 tables that move down
+		put(fmt.Sprintf("k%05d", i), fmt.Sprint("seq", i))
+	}
+	settle("sequential fill")
+	snap := db.NewSnapshot()
+	snapModel := m.clone()
+	rng := rand.New(rand.NewPCG(5, 28))
+	for i := range 3000 {
+		k := fmt.Sprintf("k%05d", rng.IntN(4000))
+		switch i % 10 {
+		case 0:
+			if err := db.Delete([]byte(k)); err != nil {
+				t.Fatal(err)
+			}
+			delete(m, k)
+		case 1:
+			if i%100 == 1 {
+				lo := rng.IntN(4000)
+				a, b := fmt.Sprintf("k%05d", lo), fmt.Sprintf("k%05d", lo+20)
+				if err := db.DeleteRange([]byte(a), []byte(b)); err != nil {
+					t.Fatal(err)
+				}
+				m.deleteRange(a, b)
+			}
+		default:
+			put(k, fmt.Sprint("rnd", i))
+		}
+	}
+	settle("random writes")
+	for i := range 4000 {
+		k := fmt.Sprintf("k%05d", i)
+		checkGet(t, db.Get, m, k, "after random writes")
+		checkGet(t, snap.Get, snapModel, k, "snapshot")
+	}
+	snap.Close()
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	settle("Compact")
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	opts.BloomBitsPerKey = 6 // every table's filter is stale: RebuildFilters rewrites them all
+	db = mustOpen(t, "/db", opts)
+	for i := range 500 {
+		put(fmt.Sprintf("k%05d", 5000+i), "after reopen")
+	}
+	if err := db.RebuildFilters(); err != nil {
+		t.Fatal(err)
+	}
+	settle("RebuildFilters")
+	for i := range 50 {
+		put(fmt.Sprintf("k%05d", 6000+i), "before Close")
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = mustOpen(t, "/db", opts)
+	settle("reopen")
+	for i := range 6100 {
+		checkGet(t, db.Get, m, fmt.Sprintf("k%05d", i), "final")
+	}
+	tm := db.Metrics().TreeFilter
+	t.Logf("%d trivial moves, %d merges; tree filter now %+v", moves.Load(), merges.Load(), tm)
+	if moves.Load() == 0 || merges.Load() == 0 {
+		t.Fatalf("workload too small: %d trivial moves, %d merges", moves.Load(), merges.Load())
 	}
 }
