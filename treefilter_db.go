@@ -474,7 +474,8 @@ func (db *DB) readBackTableKeys(f *manifest.FileMetadata, fn func(h uint64), ran
 }
 
 // buildTreeFilter builds the filter of v from its tables' keys, at load,
-// growing it if insertions fail. v's tables must stay live meanwhile
+// with the level code that suits v's shape, growing it if insertions
+// fail. v's tables must stay live meanwhile
 // (manifestMu held, or v referenced).
 func (db *DB) buildTreeFilter(v *manifest.Version, load float64) (*treeFilter, error) {
 	rng := uint64(0x9e3779b97f4a7c15) // its own: it may run outside manifestMu
@@ -484,15 +485,19 @@ func (db *DB) buildTreeFilter(v *manifest.Version, load float64) (*treeFilter, e
 		db.tf.rebuildTime.Add(int64(time.Since(start)))
 	}()
 	var added []levelFile
+	var perLevel [manifest.NumLevels]float64
 	expect := 0
 	for l := range v.Levels {
 		for _, f := range v.Levels[l] {
 			added = append(added, levelFile{l, f})
-			expect += int(db.tableKeys(f))
+			n := db.tableKeys(f)
+			expect += int(n)
+			perLevel[l] += n
 		}
 	}
+	code := chooseTFCode(perLevel) // treefilter_code.go
 	for attempt := 0; ; attempt++ {
-		t := newTreeFilter(expect, load)
+		t := newTreeFilter(expect, load, code)
 		t.v = v
 		ok := true
 		for _, lf := range added {

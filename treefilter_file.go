@@ -25,10 +25,11 @@ const (
 	treeFilterFileName = "TREEFILTER"
 	treeFilterMagic    = "BKVTREEF"
 	// treeFilterVersion 2 adds each table's tag (the level its entries
-	// carry). A file of another version is rejected and rebuilt.
+	// carry) and the level code of the slots. A file of another version
+	// is rejected and rebuilt.
 	treeFilterVersion = 2
-	tfHeaderLen       = 8 + 4 + 4 + 8 + 8 + 4 // magic, version, shape, buckets, entries, tables
-	tfTableLen        = 8 + 1 + 1 + 1         // file number, level, range deletions, tag
+	tfHeaderLen       = 8 + 4 + 4 + 8 + 8 + 8 + 4 // magic, version, shape, code, buckets, entries, tables
+	tfTableLen        = 8 + 1 + 1 + 1             // file number, level, range deletions, tag
 )
 
 var tfCastagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -44,7 +45,9 @@ func encodeTreeFilter(t *treeFilter) []byte {
 	buf := make([]byte, 0, tfHeaderLen+len(tables)*tfTableLen+len(t.buckets)*8+4)
 	buf = append(buf, treeFilterMagic...)
 	buf = binary.LittleEndian.AppendUint32(buf, treeFilterVersion)
-	buf = append(buf, tfFPBits, tfLevelBits, tfSlots, 0)
+	buf = append(buf, tfSlotBits, tfSlots, tfMaxCode, 0)
+	buf = append(buf, t.code.lens[:]...)
+	buf = append(buf, make([]byte, 8-len(t.code.lens))...)
 	buf = binary.LittleEndian.AppendUint64(buf, uint64(len(t.buckets)))
 	buf = binary.LittleEndian.AppendUint64(buf, uint64(t.entries))
 	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(tables)))
@@ -91,19 +94,25 @@ func decodeTreeFilter(name string, data []byte) (*treeFilter, []savedTable, erro
 	if v := binary.LittleEndian.Uint32(body[8:]); v != treeFilterVersion {
 		return nil, nil, bad(8, fmt.Sprintf("format version %d, want %d", v, treeFilterVersion))
 	}
-	if body[12] != tfFPBits || body[13] != tfLevelBits || body[14] != tfSlots || body[15] != 0 {
-		return nil, nil, bad(12, fmt.Sprintf("slot shape %v, want [%d %d %d 0]", body[12:16], tfFPBits, tfLevelBits, tfSlots))
+	if body[12] != tfSlotBits || body[13] != tfSlots || body[14] != tfMaxCode || body[15] != 0 {
+		return nil, nil, bad(12, fmt.Sprintf("slot shape %v, want [%d %d %d 0]", body[12:16], tfSlotBits, tfSlots, tfMaxCode))
 	}
-	nb := binary.LittleEndian.Uint64(body[16:])
-	entries := binary.LittleEndian.Uint64(body[24:])
-	nt := uint64(binary.LittleEndian.Uint32(body[32:]))
+	var lens [manifest.NumLevels]uint8
+	copy(lens[:], body[16:])
+	code, ok := newTFCode(lens)
+	if !ok || body[16+manifest.NumLevels] != 0 {
+		return nil, nil, bad(16, fmt.Sprintf("bad level code lengths %v", body[16:24]))
+	}
+	nb := binary.LittleEndian.Uint64(body[24:])
+	entries := binary.LittleEndian.Uint64(body[32:])
+	nt := uint64(binary.LittleEndian.Uint32(body[40:]))
 	if nb == 0 || nb > uint64(len(body))/8 || uint64(len(body)) != tfHeaderLen+nt*tfTableLen+nb*8 {
-		return nil, nil, bad(16, fmt.Sprintf("%d buckets and %d tables do not fill %d bytes", nb, nt, len(body)))
+		return nil, nil, bad(24, fmt.Sprintf("%d buckets and %d tables do not fill %d bytes", nb, nt, len(body)))
 	}
 	if entries > nb*tfSlots {
-		return nil, nil, bad(24, fmt.Sprintf("%d entries in %d slots", entries, nb*tfSlots))
+		return nil, nil, bad(32, fmt.Sprintf("%d entries in %d slots", entries, nb*tfSlots))
 	}
-	t := &treeFilter{buckets: make([]uint64, nb), entries: int(entries), rangeDelFiles: map[uint64]int{}}
+	t := &treeFilter{buckets: make([]uint64, nb), entries: int(entries), code: code, rangeDelFiles: map[uint64]int{}}
 	tables := make([]savedTable, nt)
 	off := tfHeaderLen
 	for i := range tables {
@@ -126,16 +135,18 @@ func decodeTreeFilter(name string, data []byte) (*treeFilter, []savedTable, erro
 			e := uint16(b >> (16 * s))
 			if e != 0 {
 				used++
-				if e>>tfLevelBits == 0 || int(e&(1<<tfLevelBits-1)) >= manifest.NumLevels {
+				d := code.dec[e>>(tfSlotBits-tfMaxCode)]
+				if d.len == 0 {
 					return nil, nil, bad(off, fmt.Sprintf("bucket %d slot %d: bad entry %#04x", i, s, e))
 				}
+				t.byTag[d.level]++
 			}
 		}
 		t.buckets[i] = b
 		off += 8
 	}
 	if used != entries {
-		return nil, nil, bad(24, fmt.Sprintf("%d entries recorded, %d slots used", entries, used))
+		return nil, nil, bad(32, fmt.Sprintf("%d entries recorded, %d slots used", entries, used))
 	}
 	return t, tables, nil
 }
