@@ -73,6 +73,8 @@ type treeFilterState struct {
 	// Tables (and their bytes) updates read back because their keys were
 	// not handed over (treefilter_keys.go): 0 unless a capture failed.
 	updateTablesRead, updateBytesRead atomic.Uint64
+	// Moved tables read back to re-tag them (retagOverlappedMoves).
+	retagTablesRead, retagBytesRead atomic.Uint64
 
 	// The keys table writers and compactions handed over, by file number,
 	// not yet taken by the maintainer (treefilter_keys.go).
@@ -112,6 +114,11 @@ type TreeFilterMetrics struct {
 	// 0 unless a capture was incomplete (flushes and compactions hand the
 	// filter the keys they write and read; treefilter_keys.go).
 	UpdateTablesRead, UpdateBytesRead uint64
+	// RetagTablesRead and RetagBytesRead count the tables moved down a
+	// level unchanged (their entries carry the level they left) that
+	// were read back because a table carrying the same level came to
+	// overlap them: else a present Get in the overlap would read both.
+	RetagTablesRead, RetagBytesRead uint64
 	// Loaded counts saved copies Open adopted instead of a build (at
 	// most 1 since Open); Rejected those it found damaged (checksum or
 	// shape: it rebuilt instead).
@@ -127,6 +134,8 @@ func (m TreeFilterMetrics) sub(earlier TreeFilterMetrics) TreeFilterMetrics {
 	m.TablesRead -= earlier.TablesRead
 	m.UpdateTablesRead -= earlier.UpdateTablesRead
 	m.UpdateBytesRead -= earlier.UpdateBytesRead
+	m.RetagTablesRead -= earlier.RetagTablesRead
+	m.RetagBytesRead -= earlier.RetagBytesRead
 	m.BuildTime -= earlier.BuildTime
 	m.UpdateTime -= earlier.UpdateTime
 	return m
@@ -145,9 +154,9 @@ func (m TreeFilterMetrics) writeTo(sb *strings.Builder) {
 	if m.Lagging {
 		lag = " (the current version's is being made)"
 	}
-	fmt.Fprintf(sb, "tree filter%s: %s for %d entries (load %.1f%%, FP theory %.4f%%); %d probes, %d negatives, %d ambiguous; %d builds (%s), %d tables read, updates %s (%d tables read back)\n",
+	fmt.Fprintf(sb, "tree filter%s: %s for %d entries (load %.1f%%, FP theory %.4f%%); %d probes, %d negatives, %d ambiguous; %d builds (%s), %d tables read, updates %s (%d tables read back, %d moved tables re-tagged)\n",
 		lag, humanize.IBytes(uint64(m.Bytes)), m.Entries, 100*load, 100*m.FPRTheory, m.Probes, m.Negatives, m.Ambiguous,
-		m.Rebuilds, m.BuildTime.Round(time.Millisecond), m.TablesRead, m.UpdateTime.Round(time.Millisecond), m.UpdateTablesRead)
+		m.Rebuilds, m.BuildTime.Round(time.Millisecond), m.TablesRead, m.UpdateTime.Round(time.Millisecond), m.UpdateTablesRead, m.RetagTablesRead)
 }
 
 // treeFilterMetrics reads the counters and the shape of t, the filter of
@@ -166,6 +175,7 @@ func (db *DB) treeFilterMetrics(t *treeFilter) TreeFilterMetrics {
 	}
 	m.Rebuilds, m.TablesRead = st.rebuilds.Load(), st.tablesRead.Load()
 	m.UpdateTablesRead, m.UpdateBytesRead = st.updateTablesRead.Load(), st.updateBytesRead.Load()
+	m.RetagTablesRead, m.RetagBytesRead = st.retagTablesRead.Load(), st.retagBytesRead.Load()
 	m.Loaded, m.Rejected = st.loaded.Load(), st.rejected.Load()
 	m.BuildTime = time.Duration(st.rebuildTime.Load())
 	m.UpdateTime = time.Duration(st.updateTime.Load())
@@ -459,6 +469,65 @@ func (db *DB) applyTreeFilterDiff(t *treeFilter, removed, added []levelFile, key
 		if !ok {
 			return false, nil
 		}
+	}
+	return db.retagOverlappedMoves(t, added, rng, stop)
+}
+
+// retagOverlappedMoves re-inserts, at their level, the entries of each
+// moved table (t.moved) that a table carrying the same tag now overlaps,
+// checking the tables added (or moved) by this step: a Get for a key in
+// the overlap could not tell the two apart by the tag and would read
+// both. Such a table's keys are read back (counted in RetagTablesRead
+// and RetagBytesRead); a moved table nothing overlaps, as in loads in key
+// order, is never read.
+func (db *DB) retagOverlappedMoves(t *treeFilter, added []levelFile, rng *uint64, stop func() bool) (bool, error) {
+	if len(t.moved) == 0 || len(added) == 0 {
+		return true, nil
+	}
+	type tagged struct {
+		lf  levelFile
+		tag int
+	}
+	var all []tagged
+	for l := range t.v.Levels {
+		for _, f := range t.v.Levels[l] {
+			all = append(all, tagged{levelFile{l, f}, t.tagOf(f.FileNum, l)})
+		}
+	}
+	overlap := func(a, b *manifest.FileMetadata) bool {
+		return a.Overlaps(b.SmallestUserKey(), b.LargestUserKey())
+	}
+	retag := map[uint64]levelFile{}
+	for _, lf := range added {
+		tag := t.tagOf(lf.f.FileNum, lf.level)
+		_, isMoved := t.moved[lf.f.FileNum]
+		for _, o := range all {
+			if o.tag != tag || o.lf.f.FileNum == lf.f.FileNum || !overlap(o.lf.f, lf.f) {
+				continue
+			}
+			if _, oMoved := t.moved[o.lf.f.FileNum]; oMoved {
+				retag[o.lf.f.FileNum] = o.lf
+			}
+			if isMoved {
+				retag[lf.f.FileNum] = lf
+			}
+		}
+	}
+	ok := true
+	for n, lf := range retag {
+		if stop() {
+			return false, errTreeFilterClosing
+		}
+		tag := t.tagOf(n, lf.level)
+		db.tf.retagTablesRead.Add(1)
+		db.tf.retagBytesRead.Add(lf.f.Size)
+		err := db.scanTableKeys(lf.f, func(h uint64) {
+			ok = ok && t.remove(h, tag) && t.insert(h, lf.level, rng)
+		}, nil)
+		if err != nil || !ok {
+			return false, err
+		}
+		t.setMoved(n, lf.level, lf.level)
 	}
 	return true, nil
 }

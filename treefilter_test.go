@@ -58,8 +58,8 @@ func TestTreeFilterCuckooNoFalseNegatives(t *testing.T) {
 
 // TestTreeFilterMemoryAgainstBloom fills filters to the load Open builds
 // at, with keys spread over the levels as in kvbench's trees, and checks
-// the false-positive rate measured on absent keys against theory (within
-// 10%), and the memory per entry against what per-table bloom filters
+// the false-positive rate measured on absent keys against theory (-10%
+// to +15%), and the memory per entry against what per-table bloom filters
 // need for the same false positives per absent Get: e^(-b ln²2) per
 // table (the best real k: real filters need a little more), probes
 // tables per absent Get, so b = ln(probes / FPR) / ln²2. probes is below
@@ -96,7 +96,7 @@ func TestTreeFilterMemoryAgainstBloom(t *testing.T) {
 			}
 			probes := 4_000_000
 			if testing.Short() {
-				probes = 1_000_000
+				probes = 2_000_000
 			}
 			fp := 0
 			var buf []byte
@@ -108,10 +108,15 @@ func TestTreeFilterMemoryAgainstBloom(t *testing.T) {
 			}
 			got, want := float64(fp)/float64(probes), f.fprTheory()
 			bits := float64(f.memory()*8) / float64(f.entries)
-			t.Logf("code lengths %v, load %.3f: measured FPR %.5f%%, theory %.5f%%, %.2f bits per entry",
-				f.code.lens, float64(f.entries)/float64(f.capacity()), 100*got, 100*want, bits)
-			if got < want*0.9 || got > want*1.1 {
-				t.Fatalf("measured FPR %.5f, theory %.5f: more than 10%% apart", got, want)
+			t.Logf("code lengths %v, load %.3f: measured FPR %.5f%%, theory %.5f%% (%+.1f%%); %.2f bits per entry",
+				f.code.lens, float64(f.entries)/float64(f.capacity()), 100*got, 100*want, 100*(got/want-1), bits)
+			// The theory takes the slots' contents as independent of the
+			// key; an entry kicked to its alternate bucket shares the 10
+			// bits that chose that bucket with the keys of its primary
+			// that chose it too, which adds a few percent at 92% load
+			// (+0.4% to +8% measured here): the band is -10% .. +15%.
+			if got < want*0.9 || got > want*1.15 {
+				t.Fatalf("measured FPR %.5f, theory %.5f: outside -10%% .. +15%%", got, want)
 			}
 			if c.probes == 0 {
 				return
@@ -197,6 +202,22 @@ func checkTreeFilter(t *testing.T, db *DB) {
 	}
 	if moved != len(tf.moved) {
 		t.Fatalf("%d moved tables recorded, %d live", len(tf.moved), moved)
+	}
+	// No moved table shares its tag with a table overlapping it (a
+	// present Get there would read both): retagOverlappedMoves.
+	for l := range cur.Levels {
+		for _, f := range cur.Levels[l] {
+			if _, ok := tf.moved[f.FileNum]; !ok {
+				continue
+			}
+			for l2 := range cur.Levels {
+				for _, g := range cur.Levels[l2] {
+					if g != f && tf.tagOf(g.FileNum, l2) == tf.tagOf(f.FileNum, l) && g.Overlaps(f.SmallestUserKey(), f.LargestUserKey()) {
+						t.Fatalf("moved table %d (L%d, tag %d) overlaps table %d in L%d carrying the same tag", f.FileNum, l, tf.tagOf(f.FileNum, l), g.FileNum, l2)
+					}
+				}
+			}
+		}
 	}
 	// Flushes and compactions hand their keys over (treefilter_keys.go).
 	if n, b := db.tf.updateTablesRead.Load(), db.tf.updateBytesRead.Load(); n != 0 || b != 0 {
@@ -347,11 +368,18 @@ func TestTreeFilterAgainstModel(t *testing.T) {
 }
 
 // TestTreeFilterConcurrentGets reads acknowledged keys and absent ones
-// from several goroutines while a writer puts, flushes and compacts, so
-// that filters are replaced under the readers (run with -race).
+// from several goroutines while a writer puts, flushes and compacts (merges
+// and trivial moves), so that filters are replaced under the readers from
+// the keys flushes and compactions hand over (run with -race).
 func TestTreeFilterConcurrentGets(t *testing.T) {
 	opts := tinyOptions(vfs.NewMem())
 	opts.TreeFilter = true
+	var moves atomic.Int64
+	opts.EventListener = &EventListener{CompactionEnd: func(ci CompactionInfo) {
+		if ci.Err == nil && ci.TrivialMove {
+			moves.Add(1)
+		}
+	}}
 	db := mustOpen(t, "/db", opts)
 	defer db.Close()
 	n := 6000
@@ -390,9 +418,11 @@ func TestTreeFilterConcurrentGets(t *testing.T) {
 			t.Fatal(err)
 		}
 		written.Store(int64(i + 1))
-		// Rewrite old keys too, so that a key has versions in several
-		// levels and compactions move them down.
-		if j := i / 2; i%3 == 0 {
+		// Rewrite old keys too in the first half, so that a key has
+		// versions in several levels and compactions merge them down; the
+		// second half writes new keys in order, which trivial moves take
+		// down.
+		if j := i / 2; i%3 == 0 && i < n/2 {
 			if err := db.Put(fmt.Appendf(nil, "key%06d", j), fmt.Append(nil, "value", j)); err != nil {
 				t.Fatal(err)
 			}
@@ -413,7 +443,10 @@ func TestTreeFilterConcurrentGets(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkTreeFilter(t, db)
-	t.Logf("%+v", db.Metrics().TreeFilter)
+	t.Logf("%d trivial moves; %+v", moves.Load(), db.Metrics().TreeFilter)
+	if moves.Load() == 0 {
+		t.Fatal("no trivial move: the readers never met a moved table")
+	}
 }
 
 // TestTreeFilterSavedCopy: Close saves the filter and Open adopts it
@@ -554,7 +587,8 @@ func TestTreeFilterFileLayout(t *testing.T) {
 
 // TestTreeFilterUpdatesReadNoTable: flushes and compactions hand the tree
 // filter the keys they write and read, so keeping it up to date reads no
-// table back (UpdateTablesRead and UpdateBytesRead stay 0) through
+// table back (UpdateTablesRead and UpdateBytesRead stay 0; a load in key
+// order re-tags no moved table either) through
 // sequential and random writes, overwrites, point and range deletions
 // under a snapshot, trivial moves, merges, manual compactions,
 // RebuildFilters and a reopen; and the
@@ -595,6 +629,11 @@ func TestTreeFilterUpdatesReadNoTable(t *testing.T) {
 		put(fmt.Sprintf("k%05d", i), fmt.Sprint("seq", i))
 	}
 	settle("sequential fill")
+	// Tables moved down keep their entries; in a load in key order no
+	// later table overlaps them, so none is read back to re-tag it.
+	if tm := db.Metrics().TreeFilter; moves.Load() == 0 || tm.RetagTablesRead != 0 {
+		t.Fatalf("sequential fill: %d trivial moves, %d moved tables read back", moves.Load(), tm.RetagTablesRead)
+	}
 	snap := db.NewSnapshot()
 	snapModel := m.clone()
 	rng := rand.New(rand.NewPCG(5, 28))
