@@ -394,8 +394,9 @@ func (db *DB) executeCompaction(c *compaction.Compaction, v *version) (*compacti
 			}
 			var it base.InternalIterator = &releasingIter{InternalIterator: r.NewCompactionIter(), release: release}
 			if taps != nil {
-				taps[f.FileNum] = &tfTap{InternalIterator: it}
-				it = taps[f.FileNum]
+				tap := &tfTap{InternalIterator: it}
+				tap.c.keys.hashes = make([]uint64, 0, r.Properties().NumEntries)
+				taps[f.FileNum], it = tap, tap
 			}
 			iters = append(iters, it)
 			rds = append(rds, r.RangeDels())

@@ -46,11 +46,13 @@ type compactionOutputs struct {
 	// input not read through).
 	tfc                *tfCapture
 	tfAdded, tfRemoved map[uint64]*tfKeys
+	tfHint             int // capacity for the next output's keys
 }
 
 func (out *compactionOutputs) add(ikey, value []byte) error {
 	ukey := base.UserKey(ikey)
-	if out.w != nil && !bytes.Equal(ukey, out.lastUkey) &&
+	newKey := out.lastUkey == nil || !bytes.Equal(ukey, out.lastUkey)
+	if out.w != nil && newKey &&
 		(int64(out.w.EstimatedSize()) >= out.o.TargetFileSizeAt(out.c.OutputLevel) || out.stopBefore(ukey)) {
 		if err := out.finishTable(); err != nil {
 			return err
@@ -61,10 +63,10 @@ func (out *compactionOutputs) add(ikey, value []byte) error {
 			return err
 		}
 	}
-	out.lastUkey = append(out.lastUkey[:0], ukey...)
-	if out.tfc != nil {
-		out.tfc.add(ukey)
+	if out.tfc != nil && (newKey || len(out.tfc.keys.hashes) == 0) {
+		out.tfc.addNew(ukey) // a table never splits a user key's versions
 	}
+	out.lastUkey = append(out.lastUkey[:0], ukey...)
 	if err := out.w.Add(ikey, value); err != nil {
 		return fmt.Errorf("bloomkv: compaction: %w", err)
 	}
@@ -88,7 +90,8 @@ func (out *compactionOutputs) newTable() error {
 	}
 	out.w = sstable.NewWriter(f, db.sstWriterOptions(out.num, out.c.OutputLevel, out.filterBits))
 	if db.capturingTreeFilter() {
-		out.tfc = &tfCapture{}
+		// Sized like the last output: most are as large.
+		out.tfc = &tfCapture{keys: tfKeys{hashes: make([]uint64, 0, out.tfHint)}}
 	}
 	return nil
 }
@@ -154,6 +157,7 @@ func (out *compactionOutputs) finishTable() error {
 			out.tfAdded = map[uint64]*tfKeys{}
 		}
 		out.tfAdded[out.num] = &out.tfc.keys
+		out.tfHint = len(out.tfc.keys.hashes) + len(out.tfc.keys.hashes)/8
 		out.tfc = nil
 	}
 	out.metas = append(out.metas, metaFromWriter(out.num, meta))

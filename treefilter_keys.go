@@ -48,6 +48,11 @@ func (c *tfCapture) add(ukey []byte) {
 	c.keys.hashes = append(c.keys.hashes, tfHash(ukey))
 }
 
+// addNew notes ukey, known to differ from the key before it.
+func (c *tfCapture) addNew(ukey []byte) {
+	c.keys.hashes = append(c.keys.hashes, tfHash(ukey))
+}
+
 // tfTap captures the keys of one compaction input as the merge reads it.
 // The capture is complete only when the merge read the table from First to
 // its end without a seek (done).
