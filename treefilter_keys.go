@@ -7,8 +7,10 @@ import (
 )
 
 // Handing keys to the tree filter (treefilter_db.go) as tables are written
-// and read by the work that makes them, so that no table is read back to
-// keep the filter up to date.
+// and read by the work that makes them, so that no table a flush or a
+// merge wrote or removed is read back to keep the filter up to date (a
+// table moved down unchanged keeps its entries; see retagOverlappedMoves
+// for the one case that reads it).
 //
 // Each table writer (a flush, a recovery flush, a compaction's outputs)
 // hashes the distinct user keys of the point entries it writes, and a
