@@ -292,7 +292,7 @@ func (db *DB) runCompaction(c *tableCompaction, v *manifest.Version, cause compa
 		db.events.compactionEnd(info)
 	}()
 	if trivial {
-		if err := db.installCompaction(c, trivialMoveEdit(c), 0, 0); err != nil {
+		if err := db.installCompaction(c, trivialMoveEdit(c), 0, 0, nil, nil); err != nil {
 			return err
 		}
 		info.Outputs = []TableInfo{tableInfo(c.Inputs[0][0], c.OutputLevel)}
@@ -307,7 +307,7 @@ func (db *DB) runCompaction(c *tableCompaction, v *manifest.Version, cause compa
 		return errCompactionAborted
 	}
 	edit, bytesOut := compactionEdit(c, out.metas)
-	if err := db.installCompaction(c, edit, bytesIn, bytesOut); err != nil {
+	if err := db.installCompaction(c, edit, bytesIn, bytesOut, out.tfAdded, out.tfRemoved); err != nil {
 		return err
 	}
 	out.installed = true
@@ -356,6 +356,10 @@ func (db *DB) executeCompaction(c *tableCompaction, v *manifest.Version) (*compa
 	var iters []base.InternalIterator
 	var rds []*rangedel.List
 	var bytesIn uint64
+	var taps map[uint64]*tfTap // the inputs' keys for the tree filter (treefilter_keys.go)
+	if db.capturingTreeFilter() {
+		taps = map[uint64]*tfTap{}
+	}
 	for _, files := range c.Inputs {
 		for _, f := range files {
 			r, release, err := findTable(db.tableCache, f)
@@ -365,7 +369,13 @@ func (db *DB) executeCompaction(c *tableCompaction, v *manifest.Version) (*compa
 				}
 				return out, 0, fmt.Errorf("bloomkv: compaction: %w", err)
 			}
-			iters = append(iters, &releasingIter{InternalIterator: r.NewCompactionIter(), release: release})
+			var it base.InternalIterator = &releasingIter{InternalIterator: r.NewCompactionIter(), release: release}
+			if taps != nil {
+				tap := &tfTap{InternalIterator: it}
+				tap.c.keys.hashes = make([]uint64, 0, r.Properties().NumEntries)
+				taps[f.FileNum], it = tap, tap
+			}
+			iters = append(iters, it)
 			rds = append(rds, r.RangeDels())
 			bytesIn += f.Size
 		}
@@ -399,6 +409,12 @@ func (db *DB) executeCompaction(c *tableCompaction, v *manifest.Version) (*compa
 	if err := ci.Error(); err != nil {
 		return out, 0, fmt.Errorf("bloomkv: compaction: %w", err)
 	}
+	if taps != nil {
+		out.tfRemoved = make(map[uint64]*tfKeys, len(taps))
+		for n, tap := range taps {
+			out.tfRemoved[n] = tap.keys() // nil: read it back
+		}
+	}
 	return out, bytesIn, out.finishLastTable()
 }
 
@@ -428,10 +444,15 @@ func compactionEdit(c *tableCompaction, metas []*manifest.FileMetadata) (*manife
 	return edit, bytesOut
 }
 
-// installCompaction records edit and counts the compaction.
-func (db *DB) installCompaction(c *tableCompaction, edit *manifest.VersionEdit, bytesIn, bytesOut uint64) error {
+// installCompaction records edit and counts the compaction. tfAdded and
+// tfRemoved are the keys of its outputs and inputs for the tree filter
+// (treefilter_keys.go), staged with the install.
+func (db *DB) installCompaction(c *tableCompaction, edit *manifest.VersionEdit, bytesIn, bytesOut uint64, tfAdded, tfRemoved map[uint64]*tfKeys) error {
 	db.manifestMu.Lock()
 	err := db.logAndApply(edit, causeCompaction)
+	if err == nil && (tfAdded != nil || tfRemoved != nil) {
+		db.stageTreeFilterKeys(tfAdded, tfRemoved)
+	}
 	db.manifestMu.Unlock()
 	if err != nil {
 		return err

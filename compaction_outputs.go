@@ -39,11 +39,20 @@ type compactionOutputs struct {
 	// the current output's share of them starts (nil: the first output).
 	rangeDels *rangedel.List
 	rangeLo   []byte
+
+	// With Options.TreeFilter (treefilter_keys.go): the keys of the
+	// current output (tfc), of the finished ones (tfAdded) and of the
+	// inputs, captured as the merge read them (tfRemoved; nil for an
+	// input not read through).
+	tfc                *tfCapture
+	tfAdded, tfRemoved map[uint64]*tfKeys
+	tfHint             int // capacity for the next output's keys
 }
 
 func (out *compactionOutputs) add(ikey, value []byte) error {
 	ukey := base.UserKey(ikey)
-	if out.w != nil && !bytes.Equal(ukey, out.lastUkey) &&
+	newKey := out.lastUkey == nil || !bytes.Equal(ukey, out.lastUkey)
+	if out.w != nil && newKey &&
 		(int64(out.w.EstimatedSize()) >= out.o.TargetFileSizeAt(out.c.OutputLevel) || out.stopBefore(ukey)) {
 		if err := out.finishTable(); err != nil {
 			return err
@@ -53,6 +62,9 @@ func (out *compactionOutputs) add(ikey, value []byte) error {
 		if err := out.newTable(); err != nil {
 			return err
 		}
+	}
+	if out.tfc != nil && (newKey || len(out.tfc.keys.hashes) == 0) {
+		out.tfc.addNew(ukey) // a table never splits a user key's versions
 	}
 	out.lastUkey = append(out.lastUkey[:0], ukey...)
 	if err := out.w.Add(ikey, value); err != nil {
@@ -77,6 +89,10 @@ func (out *compactionOutputs) newTable() error {
 		return fmt.Errorf("bloomkv: compaction: create %s: %w", name, err)
 	}
 	out.w = sstable.NewWriter(f, db.sstWriterOptions(out.num, out.c.OutputLevel, out.filterBits))
+	if db.capturingTreeFilter() {
+		// Sized like the last output: most are as large.
+		out.tfc = &tfCapture{keys: tfKeys{hashes: make([]uint64, 0, out.tfHint)}}
+	}
 	return nil
 }
 
@@ -125,12 +141,24 @@ func (out *compactionOutputs) finishTable() error {
 		if out.lastUkey != nil {
 			hi = keySuccessor(out.lastUkey)
 		}
-		w.SetRangeDels(out.rangeDels.Clip(out.rangeLo, hi, nil))
+		spans := out.rangeDels.Clip(out.rangeLo, hi, nil)
+		w.SetRangeDels(spans)
 		out.rangeLo = hi
+		if out.tfc != nil && len(spans) > 0 {
+			out.tfc.keys.rangeDels = true
+		}
 	}
 	meta, err := w.Finish()
 	if err != nil {
 		return fmt.Errorf("bloomkv: compaction: finish table %d: %w", out.num, err)
+	}
+	if out.tfc != nil {
+		if out.tfAdded == nil {
+			out.tfAdded = map[uint64]*tfKeys{}
+		}
+		out.tfAdded[out.num] = &out.tfc.keys
+		out.tfHint = len(out.tfc.keys.hashes) + len(out.tfc.keys.hashes)/8
+		out.tfc = nil
 	}
 	out.metas = append(out.metas, metaFromWriter(out.num, meta))
 	out.db.events.tableCreated(TableCreateInfo{Reason: causeCompaction.String(), Path: out.db.path(base.FileTypeTable, out.num), FileNum: out.num, Size: meta.Size})

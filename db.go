@@ -268,43 +268,54 @@ func (db *DB) sstWriterOptions(fileNum uint64, level int, filterBits float64) ss
 
 // writeTable writes the entries of it (internal keys in order; keys of
 // them) and the range tombstones rd to level-0 table num. It returns nil
-// metadata when it holds neither (no file is left).
-func (db *DB) writeTable(num uint64, it base.InternalIterator, keys int, rd *rangedel.List, cause writeCause) (*manifest.FileMetadata, error) {
+// metadata when it holds neither (no file is left), and with
+// Options.TreeFilter the keys for the tree filter (treefilter_keys.go).
+func (db *DB) writeTable(num uint64, it base.InternalIterator, keys int, rd *rangedel.List, cause writeCause) (*manifest.FileMetadata, *tfKeys, error) {
 	db.hookBeforeTable(num, cause)
 	name := db.path(base.FileTypeTable, num)
 	f, err := db.fs.Create(name)
 	if err != nil {
-		return nil, fmt.Errorf("bloomkv: create table %s: %w", name, err)
+		return nil, nil, fmt.Errorf("bloomkv: create table %s: %w", name, err)
 	}
 	db.counters.lastFlushKeys.Store(uint64(keys))
 	// Flushes and recovery write level 0.
 	w := sstable.NewWriter(f, db.sstWriterOptions(num, 0, db.policyFilterBits(0, float64(keys))))
 	w.SetRangeDels(rd.Spans())
 	n := rd.Len()
+	var tfc *tfCapture
+	if db.capturingTreeFilter() {
+		tfc = &tfCapture{keys: tfKeys{hashes: make([]uint64, 0, keys), rangeDels: n > 0}}
+	}
 	for ok := it.First(); ok; ok = it.Next() {
+		if tfc != nil {
+			tfc.add(base.UserKey(it.Key()))
+		}
 		if err := w.Add(it.Key(), it.Value()); err != nil {
 			_ = w.Abort()
 			_ = db.fs.Remove(name)
-			return nil, fmt.Errorf("bloomkv: write table %s: %w", name, err)
+			return nil, nil, fmt.Errorf("bloomkv: write table %s: %w", name, err)
 		}
 		n++
 	}
 	if err := it.Error(); err != nil {
 		_ = w.Abort()
 		_ = db.fs.Remove(name)
-		return nil, err
+		return nil, nil, err
 	}
 	meta, err := w.Finish()
 	if err != nil {
 		_ = db.fs.Remove(name)
-		return nil, fmt.Errorf("bloomkv: finish table %s: %w", name, err)
+		return nil, nil, fmt.Errorf("bloomkv: finish table %s: %w", name, err)
 	}
 	if n == 0 {
 		_ = db.fs.Remove(name)
-		return nil, nil
+		return nil, nil, nil
 	}
 	db.events.tableCreated(TableCreateInfo{Reason: cause.String(), Path: name, FileNum: num, Size: meta.Size})
-	return metaFromWriter(num, meta), nil
+	if tfc == nil {
+		return metaFromWriter(num, meta), nil, nil
+	}
+	return metaFromWriter(num, meta), &tfc.keys, nil
 }
 
 func metaFromWriter(num uint64, m sstable.WriterMeta) *manifest.FileMetadata {

@@ -90,7 +90,7 @@ func (db *DB) flushOldestLocked() error {
 			return err
 		}
 		it := m.NewIter()
-		meta, err := db.writeTable(num, it, m.Len(), m.RangeDels(), causeFlush)
+		meta, keys, err := db.writeTable(num, it, m.Len(), m.RangeDels(), causeFlush)
 		_ = it.Close()
 		if err != nil {
 			return err
@@ -104,6 +104,9 @@ func (db *DB) flushOldestLocked() error {
 		}
 		db.manifestMu.Lock()
 		err = db.logAndApply(edit, causeFlush)
+		if err == nil && keys != nil {
+			db.stageTreeFilterKeys(map[uint64]*tfKeys{num: keys}, nil) // treefilter_keys.go
+		}
 		db.manifestMu.Unlock()
 		if err == nil && meta != nil {
 			// Counted once installed: a retried flush writes its table again.

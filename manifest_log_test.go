@@ -63,7 +63,7 @@ func TestFreshManifestKeepsDurableLogNum(t *testing.T) {
 		t.Fatal(err)
 	}
 	it := m.NewIter()
-	meta, err := db.writeTable(num, it, m.Len(), nil, causeFlush)
+	meta, _, err := db.writeTable(num, it, m.Len(), nil, causeFlush)
 	_ = it.Close()
 	if err != nil {
 		t.Fatal(err)

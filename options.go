@@ -186,8 +186,9 @@ type Options struct {
 	// tables' own (after Chucky): its entries map a key's fingerprint to
 	// the level holding it, so a Get for an absent key asks one filter
 	// whatever the depth, and a present one reads the level it names.
-	// Built from the tables at Open (reading every table once), kept up to
-	// date by flushes and compactions; memory in Metrics.TreeFilter.
+	// Built from the tables at Open (reading every table once) or loaded
+	// from the copy Close saved, kept up to date from the keys flushes and
+	// compactions write and read; memory in Metrics.TreeFilter.
 	// Off by default; ignored with IgnoreFilters. See docs/tree-filter.md.
 	TreeFilter bool
 

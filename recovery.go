@@ -122,10 +122,14 @@ func (db *DB) replayLogs(res *wal.Result, edit *manifest.VersionEdit) error {
 			return err
 		}
 		it := mem.NewIter()
-		meta, err := db.writeTable(num, it, mem.Len(), mem.RangeDels(), causeRecovery)
+		meta, keys, err := db.writeTable(num, it, mem.Len(), mem.RangeDels(), causeRecovery)
 		_ = it.Close()
 		if err != nil {
 			return err
+		}
+		if keys != nil {
+			// Open's edit installs it next (or Open fails).
+			db.stageTreeFilterKeys(map[uint64]*tfKeys{num: keys}, nil) // treefilter_keys.go
 		}
 		if meta != nil {
 			edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: meta})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,15 +26,18 @@ import (
 // the maintainer. Gets on a version without a filter use the per-table
 // filters, exactly as with the option off. The maintainer, outside every
 // lock, derives the filter of the newest version from the last one it
-// made: it reads back the tables that left (their keys are removed) and
-// those that came (inserted), skipping any table made and dropped in
+// made: it takes out the keys of the tables that left and inserts those
+// of the tables that came, skipping any table made and dropped in
 // between, and attaches the result to that version (an atomic pointer:
-// Gets on it switch over). It holds a reference on the version its
-// filter describes, so the tables it must remove stay on disk. When the
-// filter would pass tfMaxLoad it builds a bigger one from all tables
-// instead. So flushes and compactions never wait for the filter: the
-// price is a window after each install in which Gets use the tables'
-// filters.
+// Gets on it switch over). The keys come from the flushes and compactions
+// that wrote and read those tables (treefilter_keys.go): no table is read
+// back. A table moved down a level unchanged keeps its entries, which
+// carry the level they were inserted at (its tag; treefilter.go). The
+// maintainer holds a reference on the version its filter describes. When
+// the filter would pass tfMaxLoad it builds a bigger one from all tables
+// instead (the one case, beside Open, that reads every table). So
+// flushes and compactions never wait for the filter: the price is a
+// window after each install in which Gets use the tables' filters.
 
 // errTreeFilterClosing stops a filter update when Close begins.
 var errTreeFilterClosing = errors.New("bloomkv: tree filter: closing")
@@ -66,6 +70,16 @@ type treeFilterState struct {
 	rebuildTime atomic.Int64  // nanoseconds
 	updateTime  atomic.Int64  // nanoseconds
 	tablesRead  atomic.Uint64 // tables scanned for their keys (builds and updates)
+	// Tables (and their bytes) updates read back because their keys were
+	// not handed over (treefilter_keys.go): 0 unless a capture failed.
+	updateTablesRead, updateBytesRead atomic.Uint64
+	// Moved tables read back to re-tag them (retagOverlappedMoves).
+	retagTablesRead, retagBytesRead atomic.Uint64
+
+	// The keys table writers and compactions handed over, by file number,
+	// not yet taken by the maintainer (treefilter_keys.go).
+	stagedMu       sync.Mutex // guards added and removed; a leaf lock
+	added, removed map[uint64]*tfKeys
 	// Saved copies (treefilter_file.go) Open adopted, and rejected as damaged.
 	loaded, rejected atomic.Uint64
 }
@@ -95,6 +109,16 @@ type TreeFilterMetrics struct {
 	Rebuilds              uint64
 	TablesRead            uint64
 	BuildTime, UpdateTime time.Duration
+	// UpdateTablesRead and UpdateBytesRead count the tables (and their
+	// bytes) updates read back for keys their writers did not hand over:
+	// 0 unless a capture was incomplete (flushes and compactions hand the
+	// filter the keys they write and read; treefilter_keys.go).
+	UpdateTablesRead, UpdateBytesRead uint64
+	// RetagTablesRead and RetagBytesRead count the tables moved down a
+	// level unchanged (their entries carry the level they left) that
+	// were read back because a table carrying the same level came to
+	// overlap them: else a present Get in the overlap would read both.
+	RetagTablesRead, RetagBytesRead uint64
 	// Loaded counts saved copies Open adopted instead of a build (at
 	// most 1 since Open); Rejected those it found damaged (checksum or
 	// shape: it rebuilt instead).
@@ -108,6 +132,10 @@ func (m TreeFilterMetrics) sub(earlier TreeFilterMetrics) TreeFilterMetrics {
 	m.Ambiguous -= earlier.Ambiguous
 	m.Rebuilds -= earlier.Rebuilds
 	m.TablesRead -= earlier.TablesRead
+	m.UpdateTablesRead -= earlier.UpdateTablesRead
+	m.UpdateBytesRead -= earlier.UpdateBytesRead
+	m.RetagTablesRead -= earlier.RetagTablesRead
+	m.RetagBytesRead -= earlier.RetagBytesRead
 	m.BuildTime -= earlier.BuildTime
 	m.UpdateTime -= earlier.UpdateTime
 	return m
@@ -126,9 +154,9 @@ func (m TreeFilterMetrics) writeTo(sb *strings.Builder) {
 	if m.Lagging {
 		lag = " (the current version's is being made)"
 	}
-	fmt.Fprintf(sb, "tree filter%s: %s for %d entries (load %.1f%%, FP theory %.4f%%); %d probes, %d negatives, %d ambiguous; %d builds (%s), %d tables read, updates %s\n",
+	fmt.Fprintf(sb, "tree filter%s: %s for %d entries (load %.1f%%, FP theory %.4f%%); %d probes, %d negatives, %d ambiguous; %d builds (%s), %d tables read, updates %s (%d tables read back, %d moved tables re-tagged)\n",
 		lag, humanize.IBytes(uint64(m.Bytes)), m.Entries, 100*load, 100*m.FPRTheory, m.Probes, m.Negatives, m.Ambiguous,
-		m.Rebuilds, m.BuildTime.Round(time.Millisecond), m.TablesRead, m.UpdateTime.Round(time.Millisecond))
+		m.Rebuilds, m.BuildTime.Round(time.Millisecond), m.TablesRead, m.UpdateTime.Round(time.Millisecond), m.UpdateTablesRead, m.RetagTablesRead)
 }
 
 // treeFilterMetrics reads the counters and the shape of t, the filter of
@@ -146,6 +174,8 @@ func (db *DB) treeFilterMetrics(t *treeFilter) TreeFilterMetrics {
 		Ambiguous: uint64(st.ambiguous.Sum()),
 	}
 	m.Rebuilds, m.TablesRead = st.rebuilds.Load(), st.tablesRead.Load()
+	m.UpdateTablesRead, m.UpdateBytesRead = st.updateTablesRead.Load(), st.updateBytesRead.Load()
+	m.RetagTablesRead, m.RetagBytesRead = st.retagTablesRead.Load(), st.retagBytesRead.Load()
 	m.Loaded, m.Rejected = st.loaded.Load(), st.rejected.Load()
 	m.BuildTime = time.Duration(st.rebuildTime.Load())
 	m.UpdateTime = time.Duration(st.updateTime.Load())
@@ -241,12 +271,16 @@ func (db *DB) maintainTreeFilter() {
 			return
 		}
 		cur.Ref() // its tables stay while they are read
+		removed, added := versionDiff(st.base.v, cur)
+		keys := db.takeTreeFilterKeys(removed, added) // treefilter_keys.go
 		db.manifestMu.Unlock()
 
 		start := time.Now()
-		t, err := db.advanceTreeFilter(st.base, cur)
+		t, err := db.advanceTreeFilter(st.base, cur, removed, added, keys)
 		if err != nil {
-			if !errors.Is(err, errTreeFilterClosing) {
+			if errors.Is(err, errTreeFilterClosing) {
+				db.restageTreeFilterKeys(keys) // for closeTreeFilter
+			} else {
 				db.breakTreeFilter(err)
 			}
 			cur.Unref()
@@ -265,7 +299,7 @@ func (db *DB) maintainTreeFilter() {
 		old.Unref() // without locks: it may collect files
 		// Rest as long as the step took (up to tfMaxRest): at most half a
 		// core for the filter while writes keep the tree changing, and
-		// the tables made and dropped meanwhile are never read.
+		// the versions made and dropped meanwhile cost no step.
 		if d := min(time.Since(start), tfMaxRest); d > 0 && !db.closing.Load() {
 			time.Sleep(d)
 		}
@@ -275,26 +309,23 @@ func (db *DB) maintainTreeFilter() {
 // tfMaxRest caps the maintainer's rest between two steps.
 const tfMaxRest = 500 * time.Millisecond
 
+// tfStepKeys are the keys handed over for one step's tables, by file
+// number: rem for the tables removed, add for those added.
+type tfStepKeys struct{ rem, add map[uint64]*tfKeys }
+
 // advanceTreeFilter returns the filter of nv from t, the filter of an
 // older version whose tables are still live: a copy with the tables nv
-// dropped removed and those it added inserted (a table moved to another
-// level counts as both), or a build from scratch when the copy would be
-// too full or could not be applied.
-func (db *DB) advanceTreeFilter(t *treeFilter, nv *manifest.Version) (*treeFilter, error) {
+// dropped (removed) taken out and those it added inserted, from the keys
+// handed over, or a build from scratch when the copy would be too full
+// or could not be applied. A table moved to another level unchanged keeps
+// its entries (and their tag).
+func (db *DB) advanceTreeFilter(t *treeFilter, nv *manifest.Version, removed, added []levelFile, keys tfStepKeys) (*treeFilter, error) {
 	st := &db.tf
 	start := time.Now()
-	removed, added := versionDiff(t.v, nv)
-	expect := t.entries
-	for _, lf := range removed {
-		expect -= int(db.tableKeys(lf.f))
-	}
-	for _, lf := range added {
-		expect += int(db.tableKeys(lf.f))
-	}
-	if float64(expect) <= tfMaxLoad*float64(t.capacity()) {
+	if db.treeFilterFits(t, removed, added, keys) {
 		c := t.clone()
 		c.v = nv
-		ok, err := db.applyTreeFilterDiff(c, removed, added, &st.rng)
+		ok, err := db.applyTreeFilterDiff(c, removed, added, keys, &st.rng, db.closing.Load)
 		st.updateTime.Add(int64(time.Since(start)))
 		if err != nil || ok {
 			return c, err
@@ -302,6 +333,47 @@ func (db *DB) advanceTreeFilter(t *treeFilter, nv *manifest.Version) (*treeFilte
 		// Too full after all, or out of step: rebuild.
 	}
 	return db.buildTreeFilter(nv, tfGrowLoad)
+}
+
+// treeFilterFits reports whether t, with the keys of removed taken out
+// and those of added inserted, stays within tfMaxLoad. Keys handed over
+// are counted as they are; other tables by their properties.
+func (db *DB) treeFilterFits(t *treeFilter, removed, added []levelFile, keys tfStepKeys) bool {
+	count := func(lf levelFile, m map[uint64]*tfKeys) int {
+		if k := m[lf.f.FileNum]; k != nil {
+			return len(k.hashes)
+		}
+		return int(db.tableKeys(lf.f))
+	}
+	moved := movedTables(removed, added)
+	expect := t.entries
+	for _, lf := range removed {
+		if _, ok := moved[lf.f.FileNum]; !ok {
+			expect -= count(lf, keys.rem)
+		}
+	}
+	for _, lf := range added {
+		if _, ok := moved[lf.f.FileNum]; !ok {
+			expect += count(lf, keys.add)
+		}
+	}
+	return float64(expect) <= tfMaxLoad*float64(t.capacity())
+}
+
+// movedTables returns the tables in both removed and added (moved to
+// another level unchanged), with their new level.
+func movedTables(removed, added []levelFile) map[uint64]int {
+	was := make(map[uint64]bool, len(removed))
+	for _, lf := range removed {
+		was[lf.f.FileNum] = true
+	}
+	moved := map[uint64]int{}
+	for _, lf := range added {
+		if was[lf.f.FileNum] {
+			moved[lf.f.FileNum] = lf.level
+		}
+	}
+	return moved
 }
 
 // closeTreeFilter saves the current version's filter for the next Open
@@ -318,15 +390,12 @@ func (db *DB) closeTreeFilter() {
 		cur := db.versions.Current()
 		db.mu.Unlock()
 		removed, added := versionDiff(st.base.v, cur)
-		expect := st.base.entries
-		for _, lf := range added {
-			expect += int(db.tableKeys(lf.f))
-		}
-		if float64(expect) <= tfMaxLoad*float64(st.base.capacity()) {
+		keys := db.takeTreeFilterKeys(removed, added)
+		if db.treeFilterFits(st.base, removed, added, keys) {
 			c := st.base.clone()
 			c.v = cur
 			never := func() bool { return false }
-			if ok, err := db.applyTreeFilterDiffUntil(c, removed, added, &st.rng, never); ok && err == nil {
+			if ok, err := db.applyTreeFilterDiff(c, removed, added, keys, &st.rng, never); ok && err == nil {
 				t = c
 			}
 		}
@@ -340,45 +409,142 @@ func (db *DB) closeTreeFilter() {
 	}
 }
 
-// applyTreeFilterDiff removes the keys of removed from t and inserts those
-// of added. false: an entry to remove was missing or one could not be
-// inserted; t is then unusable.
-func (db *DB) applyTreeFilterDiff(t *treeFilter, removed, added []levelFile, rng *uint64) (bool, error) {
-	return db.applyTreeFilterDiffUntil(t, removed, added, rng, db.closing.Load)
-}
-
-// applyTreeFilterDiffUntil is applyTreeFilterDiff stopping with
-// errTreeFilterClosing between two tables once stop returns true.
-func (db *DB) applyTreeFilterDiffUntil(t *treeFilter, removed, added []levelFile, rng *uint64, stop func() bool) (bool, error) {
+// applyTreeFilterDiff removes the entries of removed from t and inserts
+// those of added, from the keys handed over (keys), reading a table back
+// only when its keys were not; it stops with errTreeFilterClosing between
+// two tables once stop returns true. A table in both lists moved levels
+// unchanged: its entries stay, and t records the move. false: an entry to
+// remove was missing or one could not be inserted; t is then unusable.
+func (db *DB) applyTreeFilterDiff(t *treeFilter, removed, added []levelFile, keys tfStepKeys, rng *uint64, stop func() bool) (bool, error) {
 	ok := true
+	moved := movedTables(removed, added)
 	for _, lf := range removed {
+		n := lf.f.FileNum
+		tag := t.tagOf(n, lf.level)
+		_, rangeDels := t.rangeDelFiles[n]
+		t.setRangeDels(n, lf.level, false)
+		if nl, isMoved := moved[n]; isMoved {
+			t.setMoved(n, nl, tag)
+			t.setRangeDels(n, nl, rangeDels)
+			continue
+		}
+		t.setMoved(n, -1, 0)
 		if stop() {
 			return false, errTreeFilterClosing // Close waits for the maintainer
 		}
-		t.setRangeDels(lf.f.FileNum, lf.level, false)
+		if k := keys.rem[n]; k != nil {
+			for _, h := range k.hashes {
+				ok = ok && t.remove(h, tag)
+			}
+		} else if err := db.readBackTableKeys(lf.f, func(h uint64) { ok = ok && t.remove(h, tag) }, nil); err != nil {
+			return false, err
+		}
+		if !ok {
+			return false, nil
+		}
+	}
+	for _, lf := range added {
+		n := lf.f.FileNum
+		if _, isMoved := moved[n]; isMoved {
+			continue
+		}
+		if stop() {
+			return false, errTreeFilterClosing
+		}
+		if k := keys.add[n]; k != nil {
+			for _, h := range k.hashes {
+				ok = ok && t.insert(h, lf.level, rng)
+			}
+			if k.rangeDels {
+				t.setRangeDels(n, lf.level, true)
+			}
+		} else {
+			err := db.readBackTableKeys(lf.f, func(h uint64) {
+				ok = ok && t.insert(h, lf.level, rng)
+			}, func() { t.setRangeDels(n, lf.level, true) })
+			if err != nil {
+				return false, err
+			}
+		}
+		if !ok {
+			return false, nil
+		}
+	}
+	return db.retagOverlappedMoves(t, added, rng, stop)
+}
+
+// retagOverlappedMoves re-inserts, at their level, the entries of each
+// moved table (t.moved) that a table carrying the same tag now overlaps,
+// checking the tables added (or moved) by this step: a Get for a key in
+// the overlap could not tell the two apart by the tag and would read
+// both. Such a table's keys are read back (counted in RetagTablesRead
+// and RetagBytesRead); a moved table nothing overlaps, as in loads in key
+// order, is never read.
+func (db *DB) retagOverlappedMoves(t *treeFilter, added []levelFile, rng *uint64, stop func() bool) (bool, error) {
+	if len(t.moved) == 0 || len(added) == 0 {
+		return true, nil
+	}
+	type tagged struct {
+		lf  levelFile
+		tag int
+	}
+	var all []tagged
+	for l := range t.v.Levels {
+		for _, f := range t.v.Levels[l] {
+			all = append(all, tagged{levelFile{l, f}, t.tagOf(f.FileNum, l)})
+		}
+	}
+	overlap := func(a, b *manifest.FileMetadata) bool {
+		return a.Overlaps(b.SmallestUserKey(), b.LargestUserKey())
+	}
+	retag := map[uint64]levelFile{}
+	for _, lf := range added {
+		tag := t.tagOf(lf.f.FileNum, lf.level)
+		_, isMoved := t.moved[lf.f.FileNum]
+		for _, o := range all {
+			if o.tag != tag || o.lf.f.FileNum == lf.f.FileNum || !overlap(o.lf.f, lf.f) {
+				continue
+			}
+			if _, oMoved := t.moved[o.lf.f.FileNum]; oMoved {
+				retag[o.lf.f.FileNum] = o.lf
+			}
+			if isMoved {
+				retag[lf.f.FileNum] = lf
+			}
+		}
+	}
+	ok := true
+	for n, lf := range retag {
+		if stop() {
+			return false, errTreeFilterClosing
+		}
+		tag := t.tagOf(n, lf.level)
+		db.tf.retagTablesRead.Add(1)
+		db.tf.retagBytesRead.Add(lf.f.Size)
 		err := db.scanTableKeys(lf.f, func(h uint64) {
-			ok = ok && t.remove(h, lf.level)
+			ok = ok && t.remove(h, tag) && t.insert(h, lf.level, rng)
 		}, nil)
 		if err != nil || !ok {
 			return false, err
 		}
-	}
-	for _, lf := range added {
-		if stop() {
-			return false, errTreeFilterClosing
-		}
-		err := db.scanTableKeys(lf.f, func(h uint64) {
-			ok = ok && t.insert(h, lf.level, rng)
-		}, func() { t.setRangeDels(lf.f.FileNum, lf.level, true) })
-		if err != nil || !ok {
-			return false, err
-		}
+		t.setMoved(n, lf.level, lf.level)
 	}
 	return true, nil
 }
 
+// readBackTableKeys is scanTableKeys for an update whose table's keys were
+// not handed over: counted in UpdateTablesRead and UpdateBytesRead
+// (builds read every table with scanTableKeys, counted in TablesRead
+// alone).
+func (db *DB) readBackTableKeys(f *manifest.FileMetadata, fn func(h uint64), rangeDels func()) error {
+	db.tf.updateTablesRead.Add(1)
+	db.tf.updateBytesRead.Add(f.Size)
+	return db.scanTableKeys(f, fn, rangeDels)
+}
+
 // buildTreeFilter builds the filter of v from its tables' keys, at load,
-// growing it if insertions fail. v's tables must stay live meanwhile
+// with the level code that suits v's shape, growing it if insertions
+// fail. v's tables must stay live meanwhile
 // (manifestMu held, or v referenced).
 func (db *DB) buildTreeFilter(v *manifest.Version, load float64) (*treeFilter, error) {
 	rng := uint64(0x9e3779b97f4a7c15) // its own: it may run outside manifestMu
@@ -388,19 +554,34 @@ func (db *DB) buildTreeFilter(v *manifest.Version, load float64) (*treeFilter, e
 		db.tf.rebuildTime.Add(int64(time.Since(start)))
 	}()
 	var added []levelFile
+	var perLevel [manifest.NumLevels]float64
 	expect := 0
 	for l := range v.Levels {
 		for _, f := range v.Levels[l] {
 			added = append(added, levelFile{l, f})
-			expect += int(db.tableKeys(f))
+			n := db.tableKeys(f)
+			expect += int(n)
+			perLevel[l] += n
 		}
 	}
+	code := chooseTFCode(perLevel) // treefilter_code.go
 	for attempt := 0; ; attempt++ {
-		t := newTreeFilter(expect, load)
+		t := newTreeFilter(expect, load, code)
 		t.v = v
-		ok, err := db.applyTreeFilterDiff(t, nil, added, &rng)
-		if err != nil {
-			return nil, err
+		ok := true
+		for _, lf := range added {
+			if db.closing.Load() {
+				return nil, errTreeFilterClosing
+			}
+			err := db.scanTableKeys(lf.f, func(h uint64) {
+				ok = ok && t.insert(h, lf.level, &rng)
+			}, func() { t.setRangeDels(lf.f.FileNum, lf.level, true) })
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				break
+			}
 		}
 		if ok {
 			return t, nil
@@ -480,9 +661,9 @@ func (db *DB) scanTableKeys(f *manifest.FileMetadata, fn func(h uint64), rangeDe
 }
 
 // getFromTreeFilter is getFrom's table part for a version with a tree
-// filter: it asks the filter once which levels may hold key and reads
-// only those (and, above the deepest of them, the levels holding range
-// tombstones). The order and the tombstone rule are getFrom's: levels
+// filter: it asks the filter once which levels may hold key (the tags of
+// its entries, and where tables carrying them moved) and reads only those
+// (and, above the deepest of them, the levels holding range tombstones). The order and the tombstone rule are getFrom's: levels
 // newest first, level 0's tables newest first; a level skipped holds no
 // point entry for key, so it cannot be the answer, and its tombstones are
 // read whenever it has any.
@@ -516,6 +697,12 @@ func (db *DB) getFromTreeFilter(sh *readShard, slot int, s *readState, t *treeFi
 		}
 		f := findFile(s.v.Levels[level], key)
 		if f == nil {
+			continue
+		}
+		// A table carrying another tag than the key's entries (moved
+		// there, or the one a moved table's tag sent the Get to) holds
+		// no point entry for key: only its range tombstones may count.
+		if len(t.moved) > 0 && mask&(1<<t.tagOf(f.FileNum, level)) == 0 && t.rangeDelLevels&(1<<level) == 0 {
 			continue
 		}
 		if v, kind, ok, err := db.getFromTable(sh, slot, f, level, key, seq, tomb); err != nil || ok {

@@ -24,9 +24,12 @@ import (
 const (
 	treeFilterFileName = "TREEFILTER"
 	treeFilterMagic    = "BKVTREEF"
-	treeFilterVersion  = 1
-	tfHeaderLen        = 8 + 4 + 4 + 8 + 8 + 4 // magic, version, shape, buckets, entries, tables
-	tfTableLen         = 8 + 1 + 1
+	// treeFilterVersion 2 adds each table's tag (the level its entries
+	// carry) and the level code of the slots. A file of another version
+	// is rejected and rebuilt.
+	treeFilterVersion = 2
+	tfHeaderLen       = 8 + 4 + 4 + 8 + 8 + 8 + 4 // magic, version, shape, code, buckets, entries, tables
+	tfTableLen        = 8 + 1 + 1 + 1             // file number, level, range deletions, tag
 )
 
 var tfCastagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -42,7 +45,9 @@ func encodeTreeFilter(t *treeFilter) []byte {
 	buf := make([]byte, 0, tfHeaderLen+len(tables)*tfTableLen+len(t.buckets)*8+4)
 	buf = append(buf, treeFilterMagic...)
 	buf = binary.LittleEndian.AppendUint32(buf, treeFilterVersion)
-	buf = append(buf, tfFPBits, tfLevelBits, tfSlots, 0)
+	buf = append(buf, tfSlotBits, tfSlots, tfMaxCode, 0)
+	buf = append(buf, t.code.lens[:]...)
+	buf = append(buf, make([]byte, 8-len(t.code.lens))...)
 	buf = binary.LittleEndian.AppendUint64(buf, uint64(len(t.buckets)))
 	buf = binary.LittleEndian.AppendUint64(buf, uint64(t.entries))
 	buf = binary.LittleEndian.AppendUint32(buf, uint32(len(tables)))
@@ -52,7 +57,7 @@ func encodeTreeFilter(t *treeFilter) []byte {
 		if l, ok := t.rangeDelFiles[lf.f.FileNum]; ok && l == lf.level {
 			rd = 1
 		}
-		buf = append(buf, byte(lf.level), rd)
+		buf = append(buf, byte(lf.level), rd, byte(t.tagOf(lf.f.FileNum, lf.level)))
 	}
 	for _, b := range t.buckets {
 		buf = binary.LittleEndian.AppendUint64(buf, b)
@@ -65,6 +70,7 @@ type savedTable struct {
 	fileNum   uint64
 	level     int
 	rangeDels bool
+	tag       int
 }
 
 // decodeTreeFilter parses a saved filter. Damage of any kind (a short
@@ -88,29 +94,37 @@ func decodeTreeFilter(name string, data []byte) (*treeFilter, []savedTable, erro
 	if v := binary.LittleEndian.Uint32(body[8:]); v != treeFilterVersion {
 		return nil, nil, bad(8, fmt.Sprintf("format version %d, want %d", v, treeFilterVersion))
 	}
-	if body[12] != tfFPBits || body[13] != tfLevelBits || body[14] != tfSlots || body[15] != 0 {
-		return nil, nil, bad(12, fmt.Sprintf("slot shape %v, want [%d %d %d 0]", body[12:16], tfFPBits, tfLevelBits, tfSlots))
+	if body[12] != tfSlotBits || body[13] != tfSlots || body[14] != tfMaxCode || body[15] != 0 {
+		return nil, nil, bad(12, fmt.Sprintf("slot shape %v, want [%d %d %d 0]", body[12:16], tfSlotBits, tfSlots, tfMaxCode))
 	}
-	nb := binary.LittleEndian.Uint64(body[16:])
-	entries := binary.LittleEndian.Uint64(body[24:])
-	nt := uint64(binary.LittleEndian.Uint32(body[32:]))
+	var lens [manifest.NumLevels]uint8
+	copy(lens[:], body[16:])
+	code, ok := newTFCode(lens)
+	if !ok || body[16+manifest.NumLevels] != 0 {
+		return nil, nil, bad(16, fmt.Sprintf("bad level code lengths %v", body[16:24]))
+	}
+	nb := binary.LittleEndian.Uint64(body[24:])
+	entries := binary.LittleEndian.Uint64(body[32:])
+	nt := uint64(binary.LittleEndian.Uint32(body[40:]))
 	if nb == 0 || nb > uint64(len(body))/8 || uint64(len(body)) != tfHeaderLen+nt*tfTableLen+nb*8 {
-		return nil, nil, bad(16, fmt.Sprintf("%d buckets and %d tables do not fill %d bytes", nb, nt, len(body)))
+		return nil, nil, bad(24, fmt.Sprintf("%d buckets and %d tables do not fill %d bytes", nb, nt, len(body)))
 	}
 	if entries > nb*tfSlots {
-		return nil, nil, bad(24, fmt.Sprintf("%d entries in %d slots", entries, nb*tfSlots))
+		return nil, nil, bad(32, fmt.Sprintf("%d entries in %d slots", entries, nb*tfSlots))
 	}
-	t := &treeFilter{buckets: make([]uint64, nb), entries: int(entries), rangeDelFiles: map[uint64]int{}}
+	t := &treeFilter{buckets: make([]uint64, nb), entries: int(entries), code: code, rangeDelFiles: map[uint64]int{}}
 	tables := make([]savedTable, nt)
 	off := tfHeaderLen
 	for i := range tables {
-		st := savedTable{fileNum: binary.LittleEndian.Uint64(body[off:]), level: int(body[off+8]), rangeDels: body[off+9] == 1}
-		if st.level >= manifest.NumLevels || body[off+9] > 1 {
+		st := savedTable{fileNum: binary.LittleEndian.Uint64(body[off:]), level: int(body[off+8]), rangeDels: body[off+9] == 1, tag: int(body[off+10])}
+		// A table's entries carry its level or, moved down, a level above.
+		if st.level >= manifest.NumLevels || body[off+9] > 1 || st.tag > st.level {
 			return nil, nil, bad(off, "bad table entry")
 		}
 		if st.rangeDels {
 			t.setRangeDels(st.fileNum, st.level, true)
 		}
+		t.setMoved(st.fileNum, st.level, st.tag)
 		tables[i] = st
 		off += tfTableLen
 	}
@@ -121,16 +135,18 @@ func decodeTreeFilter(name string, data []byte) (*treeFilter, []savedTable, erro
 			e := uint16(b >> (16 * s))
 			if e != 0 {
 				used++
-				if e>>tfLevelBits == 0 || int(e&(1<<tfLevelBits-1)) >= manifest.NumLevels {
+				d := code.dec[e>>(tfSlotBits-tfMaxCode)]
+				if d.len == 0 {
 					return nil, nil, bad(off, fmt.Sprintf("bucket %d slot %d: bad entry %#04x", i, s, e))
 				}
+				t.byTag[d.level]++
 			}
 		}
 		t.buckets[i] = b
 		off += 8
 	}
 	if used != entries {
-		return nil, nil, bad(24, fmt.Sprintf("%d entries recorded, %d slots used", entries, used))
+		return nil, nil, bad(32, fmt.Sprintf("%d entries recorded, %d slots used", entries, used))
 	}
 	return t, tables, nil
 }

@@ -36,10 +36,18 @@ type treeFilterResult struct {
 	FPRTheory    float64 `json:"fp_rate_theory"`
 	// Upkeep during the workload: whole builds, tables read back for
 	// their keys, and the seconds builds and updates took.
-	Rebuilds      uint64  `json:"rebuilds"`
-	TablesRead    uint64  `json:"tables_read"`
-	BuildSeconds  float64 `json:"build_seconds"`
-	UpdateSeconds float64 `json:"update_seconds"`
+	Rebuilds   uint64 `json:"rebuilds"`
+	TablesRead uint64 `json:"tables_read"`
+	// Tables and bytes updates read back (keys not handed over by the
+	// flush or compaction that wrote or read them: 0 normally).
+	UpdateTablesRead uint64 `json:"update_tables_read"`
+	UpdateBytesRead  uint64 `json:"update_bytes_read"`
+	// Moved tables read back to re-tag them once another table of the
+	// level they left overlaps them.
+	RetagTablesRead uint64  `json:"retag_tables_read"`
+	RetagBytesRead  uint64  `json:"retag_bytes_read"`
+	BuildSeconds    float64 `json:"build_seconds"`
+	UpdateSeconds   float64 `json:"update_seconds"`
 }
 
 // setTreeFilter records the tree filter's work and shape, and the filter
@@ -59,6 +67,8 @@ func (r *result) setTreeFilter(d bloomkv.Metrics) {
 		Lagging: tf.Lagging, Probes: tf.Probes, Negatives: tf.Negatives, Ambiguous: tf.Ambiguous,
 		Bytes: tf.Bytes, Entries: tf.Entries, Capacity: tf.Capacity, FPRTheory: tf.FPRTheory,
 		Rebuilds: tf.Rebuilds, TablesRead: tf.TablesRead,
+		UpdateTablesRead: tf.UpdateTablesRead, UpdateBytesRead: tf.UpdateBytesRead,
+		RetagTablesRead: tf.RetagTablesRead, RetagBytesRead: tf.RetagBytesRead,
 		BuildSeconds: tf.BuildTime.Seconds(), UpdateSeconds: tf.UpdateTime.Seconds(),
 	}
 	if tf.Entries > 0 {
