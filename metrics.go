@@ -115,8 +115,14 @@ type Metrics struct {
 	// partitions), which are never charged to the block cache, so this is
 	// memory held for reads outside it.
 	IndexBytesResident int64
-	BlockCacheBytes    int64 // bytes currently in the block cache
-	TableCacheOpen     int   // open table readers
+	// RangeFilterBytesResident is the memory of the range filters
+	// (Options.RangeFilterBitsPerKey) of the tables open in the table
+	// cache: an open table holds its whole range filter, outside the
+	// block cache, whatever CacheFilterBlocks says. Per level in
+	// LevelMetrics.
+	RangeFilterBytesResident int64
+	BlockCacheBytes          int64 // bytes currently in the block cache
+	TableCacheOpen           int   // open table readers
 	// TableOpens counts table files opened (by any read, compaction or
 	// Metrics); TableReopens those of them opened before and closed by
 	// the table cache to stay within MaxOpenFiles; TableOpenBytes the
@@ -170,6 +176,9 @@ type LevelMetrics struct {
 	// level's pinned filters: cached ones are counted only in
 	// Metrics.FilterBytesCached).
 	FilterBytesResident int64
+	// RangeFilterBytesResident is the range-filter memory of this
+	// level's tables open in the table cache (see Metrics).
+	RangeFilterBytesResident int64
 	// FilterBlockReads counts the filter blocks Gets read from this
 	// level's tables (CacheFilterBlocks: misses and first pins).
 	FilterBlockReads uint64
@@ -314,6 +323,13 @@ func (m Metrics) String() string {
 	fmt.Fprintf(&sb, "memory: filters %s (%d keys; %s resident), block cache %s, memtables %s, open tables %d (opens %d, re-opens %d, %s read)\n",
 		humanize.IBytes(uint64(m.FilterBytes)), m.FilterKeys, humanize.IBytes(uint64(m.FilterBytesResident)), humanize.IBytes(uint64(m.BlockCacheBytes)),
 		humanize.IBytes(uint64(m.MemtableBytes)), m.TableCacheOpen, m.TableOpens, m.TableReopens, humanize.IBytes(m.TableOpenBytes))
+	if m.RangeFilterBytesResident > 0 {
+		fmt.Fprintf(&sb, "range filters: %s resident; by level:", humanize.IBytes(uint64(m.RangeFilterBytesResident)))
+		for _, l := range m.Levels {
+			fmt.Fprintf(&sb, " %s", humanize.IBytes(uint64(l.RangeFilterBytesResident)))
+		}
+		sb.WriteByte('\n')
+	}
 	m.TreeFilter.writeTo(&sb) // treefilter_db.go
 	return sb.String()
 }
@@ -413,6 +429,7 @@ func (db *DB) Metrics() Metrics {
 		var levelFPRKeys float64
 		for _, f := range s.v.Levels[l] {
 			m.IndexBytesResident += int64(db.tableCache.IndexMemory(f.FileNum))
+			lm.RangeFilterBytesResident += int64(db.tableCache.RangeFilterMemory(f.FileNum))
 			fs, ok := db.tableFilterStats(f)
 			if ok {
 				if db.opts.CacheFilterBlocks {
@@ -430,6 +447,7 @@ func (db *DB) Metrics() Metrics {
 		}
 		m.FilterBytes += lm.FilterBytes
 		m.FilterBytesResident += lm.FilterBytesResident
+		m.RangeFilterBytesResident += lm.RangeFilterBytesResident
 		m.FilterKeys += lm.FilterKeys
 		fprKeys += levelFPRKeys
 	}

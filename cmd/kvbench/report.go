@@ -113,8 +113,14 @@ func writeShape(sb *strings.Builder, title string, s shape) {
 	_ = t.write(sb)
 	fmt.Fprintf(sb, "filters  %s in memory for %d keys: %.2f bits/key spent\n",
 		humanize.IBytes(uint64(s.FilterBytes)), s.FilterKeys, s.FilterBitsPerKey)
-	fmt.Fprintf(sb, "memory   resident outside the block cache: filters %s, indexes %s (%.2f bytes/key); peak RSS %s\n\n",
-		humanize.IBytes(uint64(s.FilterBytesResident)), humanize.IBytes(uint64(s.IndexBytesResident)),
+	// Range filters are named only when the tables have them, so reports
+	// of runs without them print as they always did.
+	var rangeFilters string
+	if s.RangeFilterBytesResident > 0 {
+		rangeFilters = ", range filters " + humanize.IBytes(uint64(s.RangeFilterBytesResident))
+	}
+	fmt.Fprintf(sb, "memory   resident outside the block cache: filters %s, indexes %s%s (%.2f bytes/key); peak RSS %s\n\n",
+		humanize.IBytes(uint64(s.FilterBytesResident)), humanize.IBytes(uint64(s.IndexBytesResident)), rangeFilters,
 		s.ResidentBytesPerKey, humanize.IBytes(uint64(s.PeakRSS)))
 }
 

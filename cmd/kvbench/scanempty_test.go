@@ -18,7 +18,16 @@ func TestRangeWorkloadsTiny(t *testing.T) {
 	if !strings.Contains(out, "range filters") {
 		t.Errorf("no range-filter table in the report:\n%s", out)
 	}
-	results := resultsOf(t, readJSON(t, js))
+	doc := readJSON(t, js)
+	// Memory on the record: the range filters of the open tables.
+	sh := doc["shape"].(map[string]any)
+	if v, _ := sh["range_filter_bytes_resident"].(float64); v <= 0 {
+		t.Errorf("shape.range_filter_bytes_resident = %v, want > 0", sh["range_filter_bytes_resident"])
+	}
+	if !strings.Contains(out, ", range filters ") {
+		t.Errorf("the memory line does not show the range filters:\n%s", out)
+	}
+	results := resultsOf(t, doc)
 	for _, name := range []string{scanEmpty, scanEmptyNear} {
 		with, without := find(t, results, name, "filters"), find(t, results, name, "ignore_filters")
 		if num(t, with, "found") != 0 {
