@@ -274,9 +274,11 @@ func (db *DB) runManualCompactions(cs []*tableCompaction, v *manifest.Version) e
 const perLevelStaleBits = 1
 
 // filterIsStale reports whether table f, in level of v or about to move
-// there, has a filter other than the current Options would give it. Under
-// FilterPerLevel a table within perLevelStaleBits of its level's bits is
-// not stale.
+// there, has a filter other than the current Options would give it: its
+// point filter, or its range filter (a budget other than
+// RangeFilterBitsPerKey, or one when none is asked for, or none when one
+// is). Under FilterPerLevel a table within perLevelStaleBits of its
+// level's bits is not stale.
 func (db *DB) filterIsStale(v *manifest.Version, level int, f *manifest.FileMetadata) bool {
 	r, release, err := findTable(db.tableCache, f)
 	if err != nil {
@@ -284,6 +286,9 @@ func (db *DB) filterIsStale(v *manifest.Version, level int, f *manifest.FileMeta
 	}
 	defer release()
 	p := r.Properties()
+	if p.RangeFilterBitsPerKey != db.opts.RangeFilterBitsPerKey {
+		return true
+	}
 	want, have := db.levelFilterBits(v, level, 0), p.BitsPerKey()
 	if want == 0 || have == 0 {
 		return want != have

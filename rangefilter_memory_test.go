@@ -12,8 +12,9 @@ import (
 // total; the figure is nothing before a reopened database has opened a
 // table, grows as scans open them, equals what the open tables' readers
 // hold once all are open, spends about the bits per key asked for, and
-// counts only open tables when MaxOpenFiles keeps some closed. Without
-// range filters it is 0.
+// counts only open tables when MaxOpenFiles keeps some closed, while
+// RangeFilterBytes counts all live tables throughout. Without range
+// filters both are 0.
 func TestRangeFilterBytesResident(t *testing.T) {
 	const n, bits = 60_000, 16
 	fs := vfs.NewMem()
@@ -60,6 +61,9 @@ func TestRangeFilterBytesResident(t *testing.T) {
 	if warm.RangeFilterBytesResident != want || perLevel != want {
 		t.Fatalf("range filters resident %d B (levels sum to %d B), the open readers hold %d B", warm.RangeFilterBytesResident, perLevel, want)
 	}
+	if cold.RangeFilterBytes != want || warm.RangeFilterBytes != want {
+		t.Fatalf("range filters of live tables: %d B cold, %d B warm; the readers hold %d B", cold.RangeFilterBytes, warm.RangeFilterBytes, want)
+	}
 	if got := float64(8*want) / n; got < 0.8*bits || got > 1.5*bits {
 		t.Fatalf("range filters spend %.2f bits per key, asked for %d", got, bits)
 	}
@@ -73,8 +77,8 @@ func TestRangeFilterBytesResident(t *testing.T) {
 	scanAll(t, db, n)
 	few := db.Metrics()
 	db.Close()
-	if few.TableCacheOpen >= tables || few.RangeFilterBytesResident <= 0 || few.RangeFilterBytesResident >= want {
-		t.Fatalf("%d of %d tables open: range filters resident %d B of %d B", few.TableCacheOpen, tables, few.RangeFilterBytesResident, want)
+	if few.TableCacheOpen >= tables || few.RangeFilterBytesResident <= 0 || few.RangeFilterBytesResident >= want || few.RangeFilterBytes != want {
+		t.Fatalf("%d of %d tables open: range filters resident %d B of %d B (%d B reported live)", few.TableCacheOpen, tables, few.RangeFilterBytesResident, want, few.RangeFilterBytes)
 	}
 
 	// A tree written without range filters holds none.
@@ -82,7 +86,7 @@ func TestRangeFilterBytesResident(t *testing.T) {
 	db = writeLevelsTree(t, o, n)
 	defer db.Close()
 	scanAll(t, db, n)
-	if m := db.Metrics(); m.RangeFilterBytesResident != 0 || m.TableCacheOpen == 0 {
+	if m := db.Metrics(); m.RangeFilterBytesResident != 0 || m.RangeFilterBytes != 0 || m.TableCacheOpen == 0 {
 		t.Fatalf("without range filters: %d B resident with %d tables open", m.RangeFilterBytesResident, m.TableCacheOpen)
 	}
 }
@@ -101,5 +105,44 @@ func scanAll(t *testing.T, db *DB, n int) {
 	}
 	if got != n {
 		t.Fatalf("scan read %d keys, want %d", got, n)
+	}
+}
+
+// TestRebuildFiltersRangeBudget: a table whose range filter was written
+// with another budget (or none) is stale, so RebuildFilters rewrites it
+// with the current RangeFilterBitsPerKey in its level (kvbench
+// -range_sweep relies on it), and a table already at the budget is not.
+func TestRebuildFiltersRangeBudget(t *testing.T) {
+	const n = 40_000
+	fs := vfs.NewMem()
+	o := levelsOptions()
+	o.FS = fs
+	o.RangeFilterBitsPerKey = 8
+	db := writeLevelsTree(t, o, n)
+	db.Close()
+	o.DisableAutomaticCompactions = true
+	for i, bits := range []float64{16, 16, 0} {
+		o.RangeFilterBitsPerKey = bits
+		db = mustOpen(t, "/db", o)
+		before := db.Metrics()
+		if err := db.RebuildFilters(); err != nil {
+			t.Fatal(err)
+		}
+		after := db.Metrics()
+		db.Close()
+		d := after.Sub(before)
+		spent := float64(8*after.RangeFilterBytes) / n
+		t.Logf("range bits %g: %.2f bits/key spent after %d compactions", bits, spent, d.Compactions)
+		if i == 1 && d.Compactions != 0 {
+			t.Fatalf("RebuildFilters rewrote %d tables already at the budget", d.Compactions)
+		}
+		if spent < bits || spent > bits*1.3 {
+			t.Fatalf("range bits %g: the tables spend %.2f bits per key after RebuildFilters", bits, spent)
+		}
+		for l := range after.Levels {
+			if after.Levels[l].Files != before.Levels[l].Files {
+				t.Fatalf("level %d: %d tables before, %d after: RebuildFilters reshaped the tree", l, before.Levels[l].Files, after.Levels[l].Files)
+			}
+		}
 	}
 }

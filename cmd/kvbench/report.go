@@ -25,6 +25,9 @@ func printReport(w io.Writer, rep *report) error {
 	case len(cfg.sweep) > 0:
 		writeLatency(&sb, loadResults(rep.Results))
 		writeSweep(&sb, rep)
+	case len(cfg.rangeSweep) > 0:
+		writeLatency(&sb, loadResults(rep.Results))
+		writeRangeSweep(&sb, rep) // rangesweep.go
 	default:
 		writeLatency(&sb, rep.Results)
 		legend(&sb, cfg.legend, legendLatency...)
@@ -148,6 +151,11 @@ func label(r *result) string {
 		return fmt.Sprintf("%s (%s)", r.Benchmark, bitsLabel(r.BloomBits))
 	case "filter_sweep":
 		return fmt.Sprintf("%s (%s)", r.Benchmark, r.FilterSetting)
+	case rangeSweepPass:
+		if isEmptyRangeWorkload(r.Benchmark) {
+			return fmt.Sprintf("%s (%g bits, W=%d)", r.Benchmark, r.RangeFilterBits, r.RangeWidth)
+		}
+		return fmt.Sprintf("%s (%g bits)", r.Benchmark, r.RangeFilterBits)
 	}
 	return r.Benchmark
 }

@@ -14,11 +14,13 @@ type shape struct {
 	// Memory on the record: what the open tables hold outside the block
 	// cache (filters, indexes, range filters), per key written, and the
 	// process's peak resident set when the shape was taken.
-	FilterBytesResident      int64   `json:"filter_bytes_resident"`
-	IndexBytesResident       int64   `json:"index_bytes_resident"`
-	RangeFilterBytesResident int64   `json:"range_filter_bytes_resident"`
-	ResidentBytesPerKey      float64 `json:"resident_bytes_per_key"`
-	PeakRSS                  int64   `json:"peak_rss_bytes"`
+	FilterBytesResident      int64 `json:"filter_bytes_resident"`
+	IndexBytesResident       int64 `json:"index_bytes_resident"`
+	RangeFilterBytesResident int64 `json:"range_filter_bytes_resident"`
+	// RangeFilterBytes: the range filters of all live tables, open or not.
+	RangeFilterBytes    int64   `json:"range_filter_bytes"`
+	ResidentBytesPerKey float64 `json:"resident_bytes_per_key"`
+	PeakRSS             int64   `json:"peak_rss_bytes"`
 }
 
 type levelShape struct {
@@ -46,7 +48,7 @@ func shapeOf(m bloomkv.Metrics) shape {
 		s.FilterBitsPerKey = float64(m.FilterBytes) * 8 / float64(m.FilterKeys)
 	}
 	s.FilterBytesResident, s.IndexBytesResident = m.FilterBytesResident, m.IndexBytesResident
-	s.RangeFilterBytesResident = m.RangeFilterBytesResident
+	s.RangeFilterBytesResident, s.RangeFilterBytes = m.RangeFilterBytesResident, m.RangeFilterBytes
 	if m.FilterKeys > 0 {
 		s.ResidentBytesPerKey = float64(m.FilterBytesResident+m.IndexBytesResident+m.RangeFilterBytesResident) / float64(m.FilterKeys)
 	}
