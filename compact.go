@@ -481,7 +481,8 @@ func (it *releasingIter) Close() error {
 
 // RebuildFilters rewrites, each in its own level, every table of levels 1
 // and deeper whose filter is not what the current Options would write
-// (variant, bits per key or the per-level policy's choice, FilterKey):
+// (variant, bits per key or the per-level policy's choice, FilterKey; the
+// range filter's budget, Options.RangeFilterBitsPerKey):
 // the levels keep exactly the keys they hold, so filter settings can be
 // compared on the very same tree (kvbench -rebuild_filters; issue 28):
 // each table is rewritten alone, so the tables keep their bounds too.

@@ -35,6 +35,7 @@ func newFilterPolicy(db *DB, o *Options) *tablePolicy {
 		Variant:           o.FilterVariant,
 		KeyName:           o.FilterKeyName,
 		WholeKeys:         o.FilterWholeKey && o.FilterKey != nil,
+		RangeBitsPerKey:   o.RangeFilterBitsPerKey,
 		CacheFilterBlocks: o.CacheFilterBlocks,
 	}
 	switch o.FilterPinning {
@@ -111,6 +112,8 @@ func (db *DB) filterIsStale(v *manifest.Version, level int, f *manifest.FileMeta
 		Variant:    filter.Variant(p.FilterVariant),
 		KeyName:    p.FilterKeyName,
 		WholeKeys:  p.FilterWholeKeys,
+
+		RangeBitsPerKey: p.RangeFilterBitsPerKey,
 	})
 }
 

@@ -115,8 +115,17 @@ type Metrics struct {
 	// partitions), which are never charged to the block cache, so this is
 	// memory held for reads outside it.
 	IndexBytesResident int64
-	BlockCacheBytes    int64 // bytes currently in the block cache
-	TableCacheOpen     int   // open table readers
+	// RangeFilterBytesResident is the memory of the range filters
+	// (Options.RangeFilterBitsPerKey) of the tables open in the table
+	// cache: an open table holds its whole range filter, outside the
+	// block cache, whatever CacheFilterBlocks says. Per level in
+	// LevelMetrics.
+	RangeFilterBytesResident int64
+	// RangeFilterBytes is the range-filter memory of all live tables, open
+	// or not: what RangeFilterBytesResident is once every table is open.
+	RangeFilterBytes int64
+	BlockCacheBytes  int64 // bytes currently in the block cache
+	TableCacheOpen   int   // open table readers
 	// TableOpens counts table files opened (by any read, compaction or
 	// Metrics); TableReopens those of them opened before and closed by
 	// the table cache to stay within MaxOpenFiles; TableOpenBytes the
@@ -170,6 +179,10 @@ type LevelMetrics struct {
 	// level's pinned filters: cached ones are counted only in
 	// Metrics.FilterBytesCached).
 	FilterBytesResident int64
+	// RangeFilterBytesResident is the range-filter memory of this
+	// level's tables open in the table cache, RangeFilterBytes that of
+	// all its live tables (see Metrics).
+	RangeFilterBytesResident, RangeFilterBytes int64
 	// FilterBlockReads counts the filter blocks Gets read from this
 	// level's tables (CacheFilterBlocks: misses and first pins).
 	FilterBlockReads uint64
@@ -314,6 +327,13 @@ func (m Metrics) String() string {
 	fmt.Fprintf(&sb, "memory: filters %s (%d keys; %s resident), block cache %s, memtables %s, open tables %d (opens %d, re-opens %d, %s read)\n",
 		humanize.IBytes(uint64(m.FilterBytes)), m.FilterKeys, humanize.IBytes(uint64(m.FilterBytesResident)), humanize.IBytes(uint64(m.BlockCacheBytes)),
 		humanize.IBytes(uint64(m.MemtableBytes)), m.TableCacheOpen, m.TableOpens, m.TableReopens, humanize.IBytes(m.TableOpenBytes))
+	if m.RangeFilterBytes > 0 {
+		fmt.Fprintf(&sb, "range filters: %s (%s resident); resident by level:", humanize.IBytes(uint64(m.RangeFilterBytes)), humanize.IBytes(uint64(m.RangeFilterBytesResident)))
+		for _, l := range m.Levels {
+			fmt.Fprintf(&sb, " %s", humanize.IBytes(uint64(l.RangeFilterBytesResident)))
+		}
+		sb.WriteByte('\n')
+	}
 	m.TreeFilter.writeTo(&sb) // treefilter_db.go
 	return sb.String()
 }
@@ -413,6 +433,7 @@ func (db *DB) Metrics() Metrics {
 		var levelFPRKeys float64
 		for _, f := range s.v.Levels[l] {
 			m.IndexBytesResident += int64(db.tableCache.IndexMemory(f.FileNum))
+			lm.RangeFilterBytesResident += int64(db.tableCache.RangeFilterMemory(f.FileNum))
 			fs, ok := db.tableFilterStats(f)
 			if ok {
 				if db.opts.CacheFilterBlocks {
@@ -421,6 +442,7 @@ func (db *DB) Metrics() Metrics {
 					lm.FilterBytesResident += fs.bytes
 				}
 				lm.FilterBytes += fs.bytes
+				lm.RangeFilterBytes += fs.rangeBytes
 				lm.FilterKeys += fs.keys
 				levelFPRKeys += fs.fprTheory * float64(fs.keys)
 			}
@@ -430,6 +452,8 @@ func (db *DB) Metrics() Metrics {
 		}
 		m.FilterBytes += lm.FilterBytes
 		m.FilterBytesResident += lm.FilterBytesResident
+		m.RangeFilterBytesResident += lm.RangeFilterBytesResident
+		m.RangeFilterBytes += lm.RangeFilterBytes
 		m.FilterKeys += lm.FilterKeys
 		fprKeys += levelFPRKeys
 	}
@@ -475,11 +499,12 @@ func (db *DB) Metrics() Metrics {
 // is read once per table (Metrics is called often, e.g. by kvbench's
 // progress display, and must not open every table each time).
 type filterStats struct {
-	bytes     int64
-	keys      uint64
-	entries   uint64  // the table's entries (Properties.NumEntries)
-	bits      float64 // the bits per key it was written with (0: no filter)
-	fprTheory float64 // the filter block's TheoreticalFPR (0 without one)
+	bytes      int64
+	rangeBytes int64 // the range filter's memory (Reader.RangeFilterMemory)
+	keys       uint64
+	entries    uint64  // the table's entries (Properties.NumEntries)
+	bits       float64 // the bits per key it was written with (0: no filter)
+	fprTheory  float64 // the filter block's TheoreticalFPR (0 without one)
 }
 
 func (db *DB) tableFilterStats(f *manifest.FileMetadata) (filterStats, bool) {
@@ -493,7 +518,7 @@ func (db *DB) tableFilterStats(f *manifest.FileMetadata) (filterStats, bool) {
 	}
 	defer release()
 	p := r.Properties()
-	fs := filterStats{bytes: int64(r.FilterSize()), entries: p.NumEntries, bits: p.BitsPerKey()}
+	fs := filterStats{bytes: int64(r.FilterSize()), rangeBytes: int64(r.RangeFilterMemory()), entries: p.NumEntries, bits: p.BitsPerKey()}
 	if sum, ok, err := r.FilterSummary(); err == nil && ok {
 		fs.keys = sum.Keys
 		fs.fprTheory = sum.TheoreticalFPR

@@ -413,6 +413,16 @@ func (c *TableCache) FilterMemory(fileNum uint64) int {
 	return 0
 }
 
+// RangeFilterMemory returns the range-filter bytes table fileNum's Reader
+// holds in memory (Reader.RangeFilterMemory), or 0 when the table is not
+// open or has no range filter.
+func (c *TableCache) RangeFilterMemory(fileNum uint64) int {
+	if r := c.openReader(fileNum); r != nil {
+		return r.RangeFilterMemory()
+	}
+	return 0
+}
+
 // IndexMemory returns the index bytes table fileNum's Reader holds in
 // memory (Reader.IndexMemory), or 0 when the table is not open.
 func (c *TableCache) IndexMemory(fileNum uint64) int {

@@ -354,6 +354,9 @@ func (c *config) validate() error {
 	if err := c.rangeConfig.validate(); err != nil {
 		return err
 	}
+	if err := c.validateRangeSweep(); err != nil { // rangesweep.go
+		return err
+	}
 	if err := c.validateRebuild(); err != nil { // rebuildfilters.go
 		return err
 	}
@@ -410,8 +413,8 @@ func (c *config) validate() error {
 		return errors.New("-filter_sweep loads a new database per setting: it cannot use -use_existing_db")
 	case len(c.filterSweep) > 0 && c.bloomBits < 0:
 		return errors.New("-filter_sweep needs a filter budget: -filter_bits 0 (the default) or above, not negative")
-	case c.plotPath != "" && len(c.sweep) == 0 && len(c.filterSweep) == 0:
-		return errors.New("-plot charts a sweep: it needs -sweep or -filter_sweep")
+	case c.plotPath != "" && len(c.sweep) == 0 && len(c.filterSweep) == 0 && len(c.rangeSweep) == 0:
+		return errors.New("-plot charts a sweep: it needs -sweep, -filter_sweep or -range_sweep")
 	case c.plotPath != "" && len(c.sweep) > 0 && len(c.filterSweep) > 0:
 		return errors.New("-plot charts one sweep: -sweep or -filter_sweep, not both")
 	}

@@ -371,6 +371,12 @@ func TestBadFlags(t *testing.T) {
 		{"-hit_ratio", "1.5"},
 		{"-filter_pinning", "some"},
 		{"-sweep", "4", "-filter_sweep", "standard", "-plot", "a.png"},
+		{"-benchmarks", "fillrandom,scanempty", "-range_sweep", "1"},
+		{"-benchmarks", "fillrandom,scanempty", "-range_sweep", "8,x"},
+		{"-benchmarks", "fillrandom,scanempty", "-range_widths", "16"},
+		{"-benchmarks", "fillrandom,scanempty", "-range_sweep", "8", "-range_widths", "0"},
+		{"-benchmarks", "fillrandom,readrandom", "-range_sweep", "8"},
+		{"-benchmarks", "fillrandom,scanempty", "-range_sweep", "8", "-sweep", "4"},
 		{"stray"},
 	} {
 		var out, errb bytes.Buffer

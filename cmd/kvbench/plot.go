@@ -36,7 +36,9 @@ var (
 func writePlot(w io.Writer, path string, rep *report) error {
 	var fp, blocks *plot.Plot
 	var err error
-	if len(rep.cfg.sweep) == 0 { // -filter_sweep
+	if len(rep.cfg.rangeSweep) > 0 { // rangesweep.go
+		fp, blocks, err = rangeSweepPanels(rep)
+	} else if len(rep.cfg.sweep) == 0 { // -filter_sweep
 		fp, blocks, err = filterSweepPanels(rep)
 	} else if fp, err = fpPanel(rep); err == nil {
 		blocks, err = blocksPanel(rep)

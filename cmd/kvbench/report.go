@@ -25,6 +25,9 @@ func printReport(w io.Writer, rep *report) error {
 	case len(cfg.sweep) > 0:
 		writeLatency(&sb, loadResults(rep.Results))
 		writeSweep(&sb, rep)
+	case len(cfg.rangeSweep) > 0:
+		writeLatency(&sb, loadResults(rep.Results))
+		writeRangeSweep(&sb, rep) // rangesweep.go
 	default:
 		writeLatency(&sb, rep.Results)
 		legend(&sb, cfg.legend, legendLatency...)
@@ -117,8 +120,14 @@ func writeShape(sb *strings.Builder, title string, s shape) {
 	_ = t.write(sb)
 	fmt.Fprintf(sb, "filters  %s in memory for %d keys: %.2f bits/key spent\n",
 		humanize.IBytes(uint64(s.FilterBytes)), s.FilterKeys, s.FilterBitsPerKey)
-	fmt.Fprintf(sb, "memory   resident outside the block cache: filters %s, indexes %s (%.2f bytes/key); peak RSS %s\n\n",
-		humanize.IBytes(uint64(s.FilterBytesResident)), humanize.IBytes(uint64(s.IndexBytesResident)),
+	// Range filters are named only when the tables have them, so reports
+	// of runs without them print as they always did.
+	var rangeFilters string
+	if s.RangeFilterBytesResident > 0 {
+		rangeFilters = ", range filters " + humanize.IBytes(uint64(s.RangeFilterBytesResident))
+	}
+	fmt.Fprintf(sb, "memory   resident outside the block cache: filters %s, indexes %s%s (%.2f bytes/key); peak RSS %s\n\n",
+		humanize.IBytes(uint64(s.FilterBytesResident)), humanize.IBytes(uint64(s.IndexBytesResident)), rangeFilters,
 		s.ResidentBytesPerKey, humanize.IBytes(uint64(s.PeakRSS)))
 }
 
@@ -146,6 +155,11 @@ func label(r *result) string {
 		return fmt.Sprintf("%s (%s)", r.Benchmark, bitsLabel(r.BloomBits))
 	case "filter_sweep":
 		return fmt.Sprintf("%s (%s)", r.Benchmark, r.FilterSetting)
+	case rangeSweepPass:
+		if isEmptyRangeWorkload(r.Benchmark) {
+			return fmt.Sprintf("%s (%g bits, W=%d)", r.Benchmark, r.RangeFilterBits, r.RangeWidth)
+		}
+		return fmt.Sprintf("%s (%g bits)", r.Benchmark, r.RangeFilterBits)
 	}
 	return r.Benchmark
 }

@@ -13,7 +13,7 @@ import (
 // reads) are nil: null in JSON, an empty CSV cell, "-" in the text report.
 type result struct {
 	Benchmark string `json:"benchmark"`
-	Pass      string `json:"pass"` // "load", "filters", "ignore_filters", "sweep" or "filter_sweep"
+	Pass      string `json:"pass"` // "load", "filters", "ignore_filters", "sweep", "filter_sweep" or "range_sweep"
 	// Round numbers the alternating passes of -compare_filters (filters,
 	// ignored, filters, ignored: rounds 1 and 2); 0 outside them.
 	Round int `json:"round"`

@@ -49,10 +49,17 @@ func isRangeWorkload(name string) bool {
 type rangeConfig struct {
 	rangeWidth      uint64  // -range_width
 	rangeFilterBits float64 // -range_filter_bits
+	// -range_sweep and -range_widths (rangesweep.go): as given, and
+	// parsed.
+	rangeSweepFlag, rangeWidthsFlag string
+	rangeSweep                      []float64
+	rangeWidths                     []uint64
 }
 
 func (rc *rangeConfig) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&rc.rangeWidth, "range_width", 64, "scanempty, scanemptynear: width of each empty range, in integers of the first 8 key bytes (what range filters index); at most 2^40")
+	fs.StringVar(&rc.rangeSweepFlag, "range_sweep", "", "comma list of range-filter bits per key (2 to 48): load once, then for each setting recompact all tables with range filters of that budget and run the empty-range workloads at each of -range_widths (rangesweep.go); -plot charts measured against theoretical false-positive rates")
+	fs.StringVar(&rc.rangeWidthsFlag, "range_widths", "", "with -range_sweep: comma list of empty-range widths (default: -range_width)")
 	fs.Float64Var(&rc.rangeFilterBits, "range_filter_bits", 0, "range filter bits per key in the tables written (Options.RangeFilterBitsPerKey, 2 to 48; 0 = none); -compare_filters reads the same tables with and without them")
 }
 
@@ -63,7 +70,7 @@ func (rc *rangeConfig) validate() error {
 	case rc.rangeFilterBits != 0 && !(rc.rangeFilterBits >= filter.MinRangeBitsPerKey && rc.rangeFilterBits <= filter.MaxRangeBitsPerKey):
 		return fmt.Errorf("-range_filter_bits %g outside [%d, %d] (0 = none)", rc.rangeFilterBits, filter.MinRangeBitsPerKey, filter.MaxRangeBitsPerKey)
 	}
-	return nil
+	return rc.parseRangeSweep()
 }
 
 // prefixOf returns the integer of slot's key: its first 8 bytes.

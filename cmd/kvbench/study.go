@@ -17,17 +17,18 @@ import (
 // report is everything one kvbench run measured; the JSON output is this
 // struct (documented in docs/studying-filters.md).
 type report struct {
-	Run         runInfo          `json:"run"`
-	Config      map[string]any   `json:"config"`
-	Load        loadInfo         `json:"load"`
-	Shape       shape            `json:"shape"`
-	Results     []*result        `json:"results"`
-	Comparisons []comparison     `json:"comparisons,omitempty"`
-	Sweep       []sweepSetting   `json:"sweep,omitempty"`
-	FilterSweep []filterSweepRun `json:"filter_sweep,omitempty"`
-	Rebuilds    []rebuildInfo    `json:"rebuild_filters,omitempty"` // -rebuild_filters
-	Warnings    []string         `json:"warnings"`
-	cfg         *config          // for the text report
+	Run         runInfo             `json:"run"`
+	Config      map[string]any      `json:"config"`
+	Load        loadInfo            `json:"load"`
+	Shape       shape               `json:"shape"`
+	Results     []*result           `json:"results"`
+	Comparisons []comparison        `json:"comparisons,omitempty"`
+	Sweep       []sweepSetting      `json:"sweep,omitempty"`
+	FilterSweep []filterSweepRun    `json:"filter_sweep,omitempty"`
+	Rebuilds    []rebuildInfo       `json:"rebuild_filters,omitempty"` // -rebuild_filters
+	RangeSweep  []rangeSweepSetting `json:"range_sweep,omitempty"`     // -range_sweep
+	Warnings    []string            `json:"warnings"`
+	cfg         *config             // for the text report
 }
 
 // loadInfo describes getting the data in and the tree settled.
@@ -83,6 +84,8 @@ func execute(cfg *config, stderr io.Writer) (*report, error) {
 		err = s.filterSweep()
 	case len(cfg.sweep) > 0:
 		err = s.sweep()
+	case len(cfg.rangeSweep) > 0:
+		err = s.rangeSweep() // rangesweep.go
 	case cfg.compareFilters:
 		err = s.compare()
 	default:
@@ -416,17 +419,27 @@ func (s *study) settle(db *bloomkv.DB, name string) error {
 // settings (and leaves one sorted run). Progress is shown against the
 // tree's size, the least the compaction must write.
 func (s *study) recompact(db *bloomkv.DB, bits int) (float64, error) {
+	return s.recompactWith(db, "recompact "+bitsLabel(tableBits(bits)))
+}
+
+// recompactWith is recompact with the progress line's name.
+func (s *study) recompactWith(db *bloomkv.DB, name string) (float64, error) {
+	return s.rewriteTables(db, name, func() error { return db.Compact(nil, nil) })
+}
+
+// rewriteTables runs rewrite (a Compact or RebuildFilters), then waits for
+// compactions, showing progress against the tree's size.
+func (s *study) rewriteTables(db *bloomkv.DB, name string, rewrite func() error) (float64, error) {
 	begin := time.Now()
 	base := db.Metrics()
 	var total int64
 	for _, l := range base.Levels {
 		total += l.Bytes
 	}
-	name := "recompact " + bitsLabel(tableBits(bits))
 	stop := s.r.prog.start(name, total, unitBytes, func() int64 {
 		return int64(db.Metrics().CompactionBytesWritten - base.CompactionBytesWritten)
 	})
-	err := db.Compact(nil, nil)
+	err := rewrite()
 	if err == nil {
 		err = db.WaitForCompactions()
 	}
@@ -452,6 +465,15 @@ func (s *study) readPass(db *bloomkv.DB, pass string, bits int, consulted bool) 
 // keys a full pass reads (each workload's keys come from a generator
 // seeded by -seed and its name).
 func (s *study) readPassN(db *bloomkv.DB, pass string, bits int, consulted bool, n int) error {
+	return s.readPassWorkloads(db, pass, bits, consulted, s.cfg.readWorkloads(), n)
+}
+
+// readPassNames is readPassN for the workloads names, consulting filters.
+func (s *study) readPassNames(db *bloomkv.DB, pass string, bits int, names []string, n int) error {
+	return s.readPassWorkloads(db, pass, bits, true, names, n)
+}
+
+func (s *study) readPassWorkloads(db *bloomkv.DB, pass string, bits int, consulted bool, names []string, n int) error {
 	written := s.wroteAll && max(s.wroteBits, 0) == max(bits, 0)
 	if actual := spentBitsPerKey(db.Metrics()); !written && actual != max(bits, 0) {
 		s.rep.Warnings = append(s.rep.Warnings, fmt.Sprintf(
@@ -459,7 +481,7 @@ func (s *study) readPassN(db *bloomkv.DB, pass string, bits int, consulted bool,
 			pass, actual, max(bits, 0), actual))
 		bits = actual
 	}
-	for _, name := range s.cfg.readWorkloads() {
+	for _, name := range names {
 		m0 := db.Metrics()
 		run, err := s.r.read(db, name, n)
 		if err != nil {

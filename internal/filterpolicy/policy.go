@@ -54,6 +54,10 @@ type Settings struct {
 	Variant   filter.Variant
 	KeyName   string
 	WholeKeys bool
+	// RangeBitsPerKey is the range filter's budget for new tables (0:
+	// none); a table whose range filter was built with another (or has
+	// one when none is asked for, or none when one is) is stale.
+	RangeBitsPerKey float64
 	// CacheFilterBlocks puts filter blocks in the block cache; Pinning
 	// then says which stay pinned there.
 	CacheFilterBlocks bool
@@ -242,13 +246,19 @@ type Written struct {
 	Variant    filter.Variant
 	KeyName    string
 	WholeKeys  bool
+	// RangeBitsPerKey is the budget its range filter was built with (0:
+	// none).
+	RangeBitsPerKey float64
 }
 
-// Stale reports whether a table whose filter was built as w, in level of
-// v or about to move there, has a filter other than the policy would give
-// it now. Under PerLevel a table within StaleBits of its level's choice is
+// Stale reports whether a table whose filters were built as w, in level
+// of v or about to move there, has a point filter other than the policy
+// would give it now, or a range filter of another budget. Under PerLevel a table within StaleBits of its level's choice is
 // not stale.
 func (p *Policy[T, V]) Stale(v V, level int, w Written) bool {
+	if w.RangeBitsPerKey != p.RangeBitsPerKey {
+		return true
+	}
 	want, have := p.BitsPerKey(v, Write[T]{Level: level}), w.BitsPerKey
 	if want == 0 || have == 0 {
 		return want != have

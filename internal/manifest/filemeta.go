@@ -30,6 +30,27 @@ type FileMetadata struct {
 	// finding their answer in it (the root package's read-triggered
 	// compactions). In memory only: a reopened database starts from zero.
 	readCharges atomic.Int64
+	// rangeDels caches whether the table holds range tombstones (0: not
+	// known yet, 1: none, 2: some), so that an iterator's SetBounds need
+	// not look the table up to learn it has none. In memory only; a table
+	// never changes, so the first answer stands.
+	rangeDels atomic.Uint32
+}
+
+// RangeDelsKnown returns whether the table holds range tombstones, and
+// whether that is known yet (SetHasRangeDels).
+func (f *FileMetadata) RangeDelsKnown() (has, known bool) {
+	v := f.rangeDels.Load()
+	return v == 2, v != 0
+}
+
+// SetHasRangeDels records whether the table holds range tombstones.
+func (f *FileMetadata) SetHasRangeDels(has bool) {
+	v := uint32(1)
+	if has {
+		v = 2
+	}
+	f.rangeDels.Store(v)
 }
 
 // ChargeRead adds n read charges unless the table already has limit, and
