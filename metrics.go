@@ -314,7 +314,7 @@ func (m Metrics) String() string {
 	fmt.Fprintf(&sb, "memory: filters %s (%d keys; %s resident), block cache %s, memtables %s, open tables %d (opens %d, re-opens %d, %s read)\n",
 		humanize.IBytes(uint64(m.FilterBytes)), m.FilterKeys, humanize.IBytes(uint64(m.FilterBytesResident)), humanize.IBytes(uint64(m.BlockCacheBytes)),
 		humanize.IBytes(uint64(m.MemtableBytes)), m.TableCacheOpen, m.TableOpens, m.TableReopens, humanize.IBytes(m.TableOpenBytes))
-	m.TreeFilter.writeTo(&sb) // treefilter_db.go
+	m.TreeFilter.writeTo(&sb) // treefilter.go
 	return sb.String()
 }
 
