@@ -356,7 +356,7 @@ func (db *DB) executeCompaction(c *tableCompaction, v *manifest.Version) (*compa
 	var iters []base.InternalIterator
 	var rds []*rangedel.List
 	var bytesIn uint64
-	var taps map[uint64]*tfTap // the inputs' keys for the tree filter (treefilter_keys.go)
+	var taps map[uint64]*tfTap // the inputs' keys for the tree filter (treefilter_update.go)
 	if db.capturingTreeFilter() {
 		taps = map[uint64]*tfTap{}
 	}
@@ -446,7 +446,7 @@ func compactionEdit(c *tableCompaction, metas []*manifest.FileMetadata) (*manife
 
 // installCompaction records edit and counts the compaction. tfAdded and
 // tfRemoved are the keys of its outputs and inputs for the tree filter
-// (treefilter_keys.go), staged with the install.
+// (treefilter_update.go), staged with the install.
 func (db *DB) installCompaction(c *tableCompaction, edit *manifest.VersionEdit, bytesIn, bytesOut uint64, tfAdded, tfRemoved map[uint64]*tfKeys) error {
 	db.manifestMu.Lock()
 	err := db.logAndApply(edit, causeCompaction)

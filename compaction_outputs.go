@@ -40,7 +40,7 @@ type compactionOutputs struct {
 	rangeDels *rangedel.List
 	rangeLo   []byte
 
-	// With Options.TreeFilter (treefilter_keys.go): the keys of the
+	// With Options.TreeFilter (treefilter_update.go): the keys of the
 	// current output (tfc), of the finished ones (tfAdded) and of the
 	// inputs, captured as the merge read them (tfRemoved; nil for an
 	// input not read through).

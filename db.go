@@ -53,7 +53,7 @@ type DB struct {
 	readState atomic.Pointer[readState]
 	// reads spread the point-lookup counters over cache lines (readshards.go).
 	reads readShards
-	// tf is the tree-wide filter's state (treefilter_db.go).
+	// tf is the tree-wide filter's state (treefilter.go).
 	tf treeFilterState
 
 	// versions is the one owner of the tree's state: the current version
@@ -192,7 +192,7 @@ func (db *DB) Close() error {
 		// a log deleted or cut short from one that was never written.
 		keep(db.logAndApply(&manifest.VersionEdit{}, causeClose))
 	}
-	db.closeTreeFilter() // treefilter_db.go: save it for the next Open
+	db.closeTreeFilter() // treefilter.go: save it for the next Open
 	db.manifestMu.Unlock()
 	if !db.opts.ReadOnly {
 		// Background work has stopped, and it may not have collected what
@@ -269,7 +269,7 @@ func (db *DB) sstWriterOptions(fileNum uint64, level int, filterBits float64) ss
 // writeTable writes the entries of it (internal keys in order; keys of
 // them) and the range tombstones rd to level-0 table num. It returns nil
 // metadata when it holds neither (no file is left), and with
-// Options.TreeFilter the keys for the tree filter (treefilter_keys.go).
+// Options.TreeFilter the keys for the tree filter (treefilter_update.go).
 func (db *DB) writeTable(num uint64, it base.InternalIterator, keys int, rd *rangedel.List, cause writeCause) (*manifest.FileMetadata, *tfKeys, error) {
 	db.hookBeforeTable(num, cause)
 	name := db.path(base.FileTypeTable, num)

@@ -105,7 +105,7 @@ func (db *DB) flushOldestLocked() error {
 		db.manifestMu.Lock()
 		err = db.logAndApply(edit, causeFlush)
 		if err == nil && keys != nil {
-			db.stageTreeFilterKeys(map[uint64]*tfKeys{num: keys}, nil) // treefilter_keys.go
+			db.stageTreeFilterKeys(map[uint64]*tfKeys{num: keys}, nil) // treefilter_update.go
 		}
 		db.manifestMu.Unlock()
 		if err == nil && meta != nil {

@@ -82,7 +82,7 @@ func (db *DB) getFrom(sh *readShard, slot int, s *readState, key []byte, seq uin
 		}
 	}
 	// With Options.TreeFilter one filter names the levels to read
-	// (treefilter_db.go).
+	// (treefilter.go).
 	if t := treeFilterOf(s.v); t != nil {
 		return db.getFromTreeFilter(sh, slot, s, t, key, seq, &tomb)
 	}

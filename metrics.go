@@ -334,7 +334,7 @@ func (m Metrics) String() string {
 		}
 		sb.WriteByte('\n')
 	}
-	m.TreeFilter.writeTo(&sb) // treefilter_db.go
+	m.TreeFilter.writeTo(&sb) // treefilter.go
 	return sb.String()
 }
 

@@ -183,7 +183,7 @@ func (db *DB) recover() error {
 	}
 	db.versions.NoteSeq(plan.LastSeq) // the logs' writes
 	db.mu.Unlock()
-	db.initTreeFilter(db.versions.Current()) // treefilter_db.go
+	db.initTreeFilter(db.versions.Current()) // treefilter.go
 	if db.opts.ReadOnly {
 		return db.finishReadOnlyRecovery(plan)
 	}

@@ -129,7 +129,7 @@ func (db *DB) replayLogs(res *wal.Result, edit *manifest.VersionEdit) error {
 		}
 		if keys != nil {
 			// Open's edit installs it next (or Open fails).
-			db.stageTreeFilterKeys(map[uint64]*tfKeys{num: keys}, nil) // treefilter_keys.go
+			db.stageTreeFilterKeys(map[uint64]*tfKeys{num: keys}, nil) // treefilter_update.go
 		}
 		if meta != nil {
 			edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: 0, Meta: meta})

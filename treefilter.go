@@ -1,311 +1,500 @@
 package bloomkv
 
+// The DB's tree-wide filter (Options.TreeFilter): its state and metrics,
+// the filter Open loads or builds, Close saves, and Get asks. The filter
+// itself, its level code and its saved form (the TREEFILTER file) are
+// internal/treefilter; keeping it up with the tree is treefilter_update.go.
+
 import (
-	"math"
-	"math/bits"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
-	"github.com/bloomkv/bloomkv/filter"
+	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/pslot"
+	"github.com/bloomkv/bloomkv/internal/treefilter"
+	"github.com/dustin/go-humanize"
 )
 
-// The tree-wide filter (Options.TreeFilter; after Chucky, Dayan and
-// Twitto, SIGMOD 2021) is one cuckoo filter over every table of a version
-// whose entries say which level holds a key. An absent Get asks it once
-// instead of one filter per sorted run, and a present Get goes straight to
-// the level it names. The per-table filters stay: they are the format's
-// promise, the fallback when the tree filter is off or broken, and a
-// second check on the tables the tree filter sends a Get to.
-//
-// # Entries
-//
-// A bucket is one uint64 of four 16-bit slots. A slot holds a prefix
-// code of a level (0..6, manifest.NumLevels = 7) and a fingerprint in the
-// bits left: 10 to 15 of them (treefilter_code.go); an all-zero slot is
-// empty. A key has one entry per table holding a
-// point entry for it (a value or a point tombstone), with that table's
-// level: the filter is a multiset, so the same key in level 0 twice and in
-// level 3 has three entries, and removing one table's keys removes exactly
-// one of them. A lookup returns the set of levels whose entries match the
-// key's fingerprint in its two buckets: empty means no table holds the key
-// (the filter never forgets an entry; only a fingerprint collision can
-// add a level, never drop one).
-//
-// The level an entry carries is the level its table had when the entry
-// was inserted: its tag. A table moved down unchanged (a trivial move)
-// keeps its entries and their tag, and the filter records the move
-// (moved, movedInto), so a Get whose key matches tag t also reads the
-// levels tables carrying t moved to: updates never need a table's keys
-// but from the flush or compaction that wrote or read it.
-//
-// # Buckets and the alternate bucket
-//
-// The table has any number n of buckets (sized to the keys, not rounded to
-// a power of two): a key's first bucket is its hash reduced to [0, n) by
-// multiply-high, and the alternate of bucket i for fingerprint fp is
-// (c(fp) - i) mod n, an involution (the alternate of the alternate is i),
-// so an entry can move between its two buckets knowing only its
-// fingerprint, as in a cuckoo filter.
-//
-// # Snapshots, not locks
-//
-// A treeFilter is immutable once published: each version that changes
-// the set of tables gets its own copy (copy-on-write), attached to the
-// version, so a Get reads the filter of the very version it reads, with
-// no lock, while the next one is made (treefilter_db.go). A copy costs a
-// memcpy of the buckets (~2.2 MB per million entries at 90% load).
-
-const (
-	tfSlots     = 4 // slots per bucket
-	tfMaxKicks  = 500
-	tfMinBucket = 64
-	// tfOpenLoad is the load a filter is built to from a settled tree
-	// (Open); tfGrowLoad the load it is rebuilt to when the tree outgrows
-	// it, leaving room to grow before the next rebuild; tfMaxLoad the
-	// load past which an update rebuilds instead (a 4-slot cuckoo table
-	// with tfMaxKicks fills to ~96% before insertions start failing).
-	tfOpenLoad = 0.92
-	tfGrowLoad = 0.55
-	tfMaxLoad  = 0.95
-)
-
-// treeFilter is one version's tree-wide filter. Immutable once published.
+// treeFilter is the filter of v, the version whose tables it describes.
+// Immutable once published (attached to v: a Get reads it without a
+// lock); a copy shares the buckets (for a version with the same tables).
 type treeFilter struct {
-	buckets []uint64
-	entries int
-	code    *tfCode                 // the level code, fixed at build
-	byTag   [manifest.NumLevels]int // entries per tag (level carried)
-	// v is the version the filter describes: the next version's filter
-	// is this one plus the tables v lacks, minus those it has alone.
+	treefilter.Filter
 	v *manifest.Version
-	// rangeDelFiles maps the tables holding range tombstones to their
-	// level; rangeDelLevels has bit l set when level l holds one. A Get
-	// sent to a deep level must still see the tombstones above it.
-	rangeDelFiles  map[uint64]int
-	rangeDelLevels uint8
-	// moved maps each table whose entries carry a level other than the
-	// one it is in (it moved down unchanged, in a trivial move, and its
-	// keys were not read again) to the level its entries carry (its
-	// tag) and the one it is in; movedInto[t] has bit l set when a table
-	// in level l carries tag t. Copied before a change, like
-	// rangeDelFiles.
-	moved     map[uint64]tfMoved
-	movedInto [manifest.NumLevels]uint8
 }
 
-// tfMoved is a moved table's tag and level.
-type tfMoved struct{ tag, level uint8 }
-
-// tfHash returns the 64-bit hash the tree filter uses for key: the
-// per-table filters' xxHash64, remixed (a bijection, the murmur3
-// finalizer) so the tree filter's fingerprint and bucket bits are not
-// the bits a table's bloom filter probes with: a key that collides in
-// one is no likelier to collide in the other.
-func tfHash(key []byte) uint64 {
-	h := filter.Hash(key) ^ 0x9e3779b97f4a7c15
-	h ^= h >> 33
-	h *= 0xff51afd7ed558ccd
-	h ^= h >> 33
-	h *= 0xc4ceb9fe1a85ec53
-	h ^= h >> 33
-	return h
+// clone returns an unpublished copy, for nv, to change.
+func (t *treeFilter) clone(nv *manifest.Version) *treeFilter {
+	return &treeFilter{Filter: *t.Clone(), v: nv}
 }
 
-func newTreeFilter(expected int, load float64, code *tfCode) *treeFilter {
-	n := int(math.Ceil(float64(expected) / (tfSlots * load)))
-	return &treeFilter{buckets: make([]uint64, max(n, tfMinBucket)), code: code, rangeDelFiles: map[uint64]int{}}
+// errTreeFilterClosing stops a filter update when Close begins.
+var errTreeFilterClosing = errors.New("bloomkv: tree filter: closing")
+
+// treeFilterState is the DB's tree-filter bookkeeping.
+type treeFilterState struct {
+	// latest is the filter of the current version, or nil when it has
+	// none (yet). Guarded by manifestMu.
+	latest *treeFilter
+	// running is set while the maintainer goroutine runs. Guarded by
+	// manifestMu.
+	running bool
+	// base is the maintainer's last filter and baseV the version it
+	// describes, referenced. Owned by the maintainer while running, else
+	// guarded by manifestMu.
+	base  *treeFilter
+	baseV *manifest.Version
+	// broken is set when a table could not be read to keep the filter up
+	// to date: Gets then use the per-table filters until a reopen.
+	broken atomic.Bool
+	rng    uint64 // the cuckoo kicks' generator; the maintainer's
+
+	// Counters, per P (like readShards).
+	probes    pslot.Counter // Gets that asked the tree filter
+	negatives pslot.Counter // of those, answered "absent" with no table read
+	ambiguous pslot.Counter // of those, naming more than one level
+	// Maintenance, atomic so that Metrics takes no lock (it may be
+	// called from an event listener).
+	rebuilds    atomic.Uint64
+	rebuildTime atomic.Int64  // nanoseconds
+	updateTime  atomic.Int64  // nanoseconds
+	tablesRead  atomic.Uint64 // tables scanned for their keys (builds and updates)
+	// Tables (and their bytes) updates read back because their keys were
+	// not handed over (treefilter_update.go): 0 unless a capture failed.
+	updateTablesRead, updateBytesRead atomic.Uint64
+	// Moved tables read back to re-tag them (retagOverlappedMoves).
+	retagTablesRead, retagBytesRead atomic.Uint64
+
+	// The keys table writers and compactions handed over, by file number,
+	// not yet taken by the maintainer (treefilter_update.go).
+	stagedMu       sync.Mutex // guards added and removed; a leaf lock
+	added, removed map[uint64]*tfKeys
+	// Saved copies (the TREEFILTER file) Open adopted, and rejected as damaged.
+	loaded, rejected atomic.Uint64
 }
 
-// index returns h's first bucket and 16-bit fingerprint.
-func (t *treeFilter) index(h uint64) (uint64, uint16) {
-	return (uint64(uint32(h)) * uint64(len(t.buckets))) >> 32, uint16(h >> 32)
+// TreeFilterMetrics describes the tree-wide filter (Options.TreeFilter).
+type TreeFilterMetrics struct {
+	Enabled bool // the option is on (and the filter not broken)
+	// Lagging says the current version has no filter yet: the maintainer
+	// is catching up, and Gets use the per-table filters meanwhile. The
+	// shape below is then zero.
+	Lagging bool
+	Bytes   int64 // memory of the current version's filter
+	Entries uint64
+	// Capacity is its slots; Entries / Capacity is its load.
+	Capacity uint64
+	// FPRTheory is the chance an absent key matches some entry at the
+	// current load.
+	FPRTheory float64
+	// Probes counts the Gets (not answered by a memtable) that asked the
+	// filter; Negatives those it answered "absent" without reading a
+	// table; Ambiguous those whose key matched entries of several levels.
+	Probes, Negatives, Ambiguous uint64
+	// Rebuilds counts whole builds from the tables (Open, growth, or an
+	// update that could not be applied); TablesRead the tables scanned for
+	// their keys by builds and updates; BuildTime and UpdateTime the time
+	// spent on each.
+	Rebuilds              uint64
+	TablesRead            uint64
+	BuildTime, UpdateTime time.Duration
+	// UpdateTablesRead and UpdateBytesRead count the tables (and their
+	// bytes) updates read back for keys their writers did not hand over:
+	// 0 unless a capture was incomplete (flushes and compactions hand the
+	// filter the keys they write and read; treefilter_update.go).
+	UpdateTablesRead, UpdateBytesRead uint64
+	// RetagTablesRead and RetagBytesRead count the tables moved down a
+	// level unchanged (their entries carry the level they left) that
+	// were read back because a table carrying the same level came to
+	// overlap them: else a present Get in the overlap would read both.
+	RetagTablesRead, RetagBytesRead uint64
+	// Loaded counts saved copies Open adopted instead of a build (at
+	// most 1 since Open); Rejected those it found damaged (checksum or
+	// shape: it rebuilt instead).
+	Loaded, Rejected uint64
 }
 
-// alt returns the other bucket of an entry in bucket i whose
-// fingerprint's top tfAltBits are a.
-func (t *treeFilter) alt(i, a uint64) uint64 {
-	n := uint64(len(t.buckets))
-	c := (uint64(uint32((a+1)*0x5bd1e9955bd1e995>>16)) * n) >> 32
-	if c >= i {
-		return c - i
-	}
-	return c + n - i
+// sub returns m - earlier for the counters.
+func (m TreeFilterMetrics) sub(earlier TreeFilterMetrics) TreeFilterMetrics {
+	m.Probes -= earlier.Probes
+	m.Negatives -= earlier.Negatives
+	m.Ambiguous -= earlier.Ambiguous
+	m.Rebuilds -= earlier.Rebuilds
+	m.TablesRead -= earlier.TablesRead
+	m.UpdateTablesRead -= earlier.UpdateTablesRead
+	m.UpdateBytesRead -= earlier.UpdateBytesRead
+	m.RetagTablesRead -= earlier.RetagTablesRead
+	m.RetagBytesRead -= earlier.RetagBytesRead
+	m.BuildTime -= earlier.BuildTime
+	m.UpdateTime -= earlier.UpdateTime
+	return m
 }
 
-// levels returns the set of tags (bit l for level l) whose entries match
-// key hash h; 0 means no table of the version holds the key.
-func (t *treeFilter) levels(h uint64) uint8 {
-	i, fp := t.index(h)
-	return t.code.match(t.buckets[i], fp) | t.code.match(t.buckets[t.alt(i, uint64(fp>>tfMaxCode))], fp)
-}
-
-// put stores entry e in a free slot of bucket i, if it has one.
-func (t *treeFilter) put(i uint64, e uint16) bool {
-	b := t.buckets[i]
-	for s := 0; s < tfSlots; s++ {
-		if uint16(b>>(16*s)) == 0 {
-			t.buckets[i] = b | uint64(e)<<(16*s)
-			return true
-		}
-	}
-	return false
-}
-
-// insert adds an entry for key hash h carrying level. false means an
-// entry was lost (the table is too full): the filter must then be
-// discarded.
-// REQUIRES: t is not published.
-func (t *treeFilter) insert(h uint64, level int, rng *uint64) bool {
-	i, fp := t.index(h)
-	e := t.code.entry(fp, level)
-	t.entries++
-	t.byTag[level]++
-	if t.put(i, e) || t.put(t.alt(i, uint64(fp>>tfMaxCode)), e) {
-		return true
-	}
-	if xorshift(rng)&1 == 1 {
-		i = t.alt(i, uint64(fp>>tfMaxCode))
-	}
-	for range tfMaxKicks {
-		s := xorshift(rng) % tfSlots
-		old := uint16(t.buckets[i] >> (16 * s))
-		t.buckets[i] = t.buckets[i]&^(0xffff<<(16*s)) | uint64(e)<<(16*s)
-		e = old
-		i = t.alt(i, t.code.altKey(e))
-		if t.put(i, e) {
-			return true
-		}
-	}
-	return false
-}
-
-// remove deletes one entry for key hash h carrying level; false if there
-// is none (the filter does not describe the tables it was told it does).
-// REQUIRES: t is not published.
-func (t *treeFilter) remove(h uint64, level int) bool {
-	i, fp := t.index(h)
-	e := t.code.entry(fp, level)
-	if t.del(i, e) || t.del(t.alt(i, uint64(fp>>tfMaxCode)), e) {
-		t.entries--
-		t.byTag[level]--
-		return true
-	}
-	return false
-}
-
-func (t *treeFilter) del(i uint64, e uint16) bool {
-	b := t.buckets[i]
-	for s := 0; s < tfSlots; s++ {
-		if uint16(b>>(16*s)) == e {
-			t.buckets[i] = b &^ (0xffff << (16 * s))
-			return true
-		}
-	}
-	return false
-}
-
-// clone returns an unpublished copy for the next version to change.
-func (t *treeFilter) clone() *treeFilter {
-	c := *t
-	c.buckets = append([]uint64(nil), t.buckets...)
-	return &c
-}
-
-// capacity is the number of slots.
-func (t *treeFilter) capacity() int { return len(t.buckets) * tfSlots }
-
-// memory is the bytes the filter holds.
-func (t *treeFilter) memory() int64 {
-	return int64(len(t.buckets))*8 + int64(len(t.rangeDelFiles))*16 + int64(len(t.moved))*16
-}
-
-// setRangeDels records whether table fileNum of level holds range
-// tombstones (has) and recomputes rangeDelLevels. The map is copied
-// before a change: a clone shares it with the published original.
-func (t *treeFilter) setRangeDels(fileNum uint64, level int, has bool) {
-	if l, ok := t.rangeDelFiles[fileNum]; ok == has && (!has || l == level) {
+// writeTo adds the tree filter's line to Metrics.String, when it is on.
+func (m TreeFilterMetrics) writeTo(sb *strings.Builder) {
+	if !m.Enabled {
 		return
 	}
-	m := make(map[uint64]int, len(t.rangeDelFiles)+1)
-	for k, v := range t.rangeDelFiles {
-		m[k] = v
+	load := 0.0
+	if m.Capacity > 0 {
+		load = float64(m.Entries) / float64(m.Capacity)
 	}
-	if has {
-		m[fileNum] = level
-	} else {
-		delete(m, fileNum)
+	lag := ""
+	if m.Lagging {
+		lag = " (the current version's is being made)"
 	}
-	t.rangeDelFiles = m
-	t.rangeDelLevels = 0
-	for _, l := range m {
-		t.rangeDelLevels |= 1 << l
-	}
+	fmt.Fprintf(sb, "tree filter%s: %s for %d entries (load %.1f%%, FP theory %.4f%%); %d probes, %d negatives, %d ambiguous; %d builds (%s), %d tables read, updates %s (%d tables read back, %d moved tables re-tagged)\n",
+		lag, humanize.IBytes(uint64(m.Bytes)), m.Entries, 100*load, 100*m.FPRTheory, m.Probes, m.Negatives, m.Ambiguous,
+		m.Rebuilds, m.BuildTime.Round(time.Millisecond), m.TablesRead, m.UpdateTime.Round(time.Millisecond), m.UpdateTablesRead, m.RetagTablesRead)
 }
 
-// fprTheory is the rate at which an absent key matches some entry: each of
-// the 2 × 4 slots it looks at holds an entry of level l with probability
-// load_l (that level's entries over the slots), which matches with
-// probability 2^-(16 - len(l)) (treefilter_code.go).
-func (t *treeFilter) fprTheory() float64 {
-	var p float64
-	for l, n := range t.byTag {
-		p += float64(n) / float64(t.capacity()) * math.Ldexp(1, int(t.code.lens[l])-tfSlotBits)
+// treeFilterMetrics reads the counters and the shape of t, the filter of
+// the version Metrics reads.
+func (db *DB) treeFilterMetrics(t *treeFilter) TreeFilterMetrics {
+	st := &db.tf
+	if !db.opts.TreeFilter || db.opts.IgnoreFilters || st.broken.Load() {
+		return TreeFilterMetrics{}
 	}
-	return 1 - math.Pow(1-p, 2*tfSlots)
+	m := TreeFilterMetrics{
+		Enabled:   true,
+		Lagging:   t == nil,
+		Probes:    uint64(st.probes.Sum()),
+		Negatives: uint64(st.negatives.Sum()),
+		Ambiguous: uint64(st.ambiguous.Sum()),
+	}
+	m.Rebuilds, m.TablesRead = st.rebuilds.Load(), st.tablesRead.Load()
+	m.UpdateTablesRead, m.UpdateBytesRead = st.updateTablesRead.Load(), st.updateBytesRead.Load()
+	m.RetagTablesRead, m.RetagBytesRead = st.retagTablesRead.Load(), st.retagBytesRead.Load()
+	m.Loaded, m.Rejected = st.loaded.Load(), st.rejected.Load()
+	m.BuildTime = time.Duration(st.rebuildTime.Load())
+	m.UpdateTime = time.Duration(st.updateTime.Load())
+	if t != nil {
+		m.Bytes = t.Memory()
+		m.Entries = uint64(t.Entries())
+		m.Capacity = uint64(t.Capacity())
+		m.FPRTheory = t.FPRTheory()
+	}
+	return m
 }
 
-// probeLevels is the set of levels a Get for a key whose entries carry
-// the tags mask must read: those levels, the levels tables carrying those
-// tags moved to, and every level above the deepest of them holding range
-// tombstones (which may hide the key's value below).
-func (t *treeFilter) probeLevels(mask uint8) uint8 {
-	want := mask
-	if len(t.moved) > 0 {
-		for m := mask; m != 0; m &= m - 1 {
-			want |= t.movedInto[bits.TrailingZeros8(m)]
-		}
-	}
-	deepest := bits.Len8(want) - 1
-	return want | t.rangeDelLevels&(1<<(deepest+1)-1)
-}
-
-// tagOf returns the level the entries of table fileNum, in level, carry.
-func (t *treeFilter) tagOf(fileNum uint64, level int) int {
-	if m, ok := t.moved[fileNum]; ok {
-		return int(m.tag)
-	}
-	return level
-}
-
-// setMoved records that table fileNum is in level with entries carrying
-// tag (tag == level, or level < 0 for a table gone: no record) and
-// recomputes movedInto. The map is copied before a change.
-func (t *treeFilter) setMoved(fileNum uint64, level, tag int) {
-	_, had := t.moved[fileNum]
-	keep := level >= 0 && tag != level
-	if !had && !keep {
+// initTreeFilter loads or builds the filter of v, the version Open
+// recovered, and attaches it. REQUIRES: Open, before any read or version
+// edit.
+func (db *DB) initTreeFilter(v *manifest.Version) {
+	if !db.opts.TreeFilter {
 		return
 	}
-	m := make(map[uint64]tfMoved, len(t.moved)+1)
-	for k, v := range t.moved {
-		m[k] = v
+	st := &db.tf
+	st.probes.Init()
+	st.negatives.Init()
+	st.ambiguous.Init()
+	st.rng = 0x2545f4914f6cdd1d
+	if db.opts.IgnoreFilters {
+		return // reads consult no filter; Metrics report it off
 	}
-	if keep {
-		m[fileNum] = tfMoved{uint8(tag), uint8(level)}
-	} else {
-		delete(m, fileNum)
+	db.manifestMu.Lock()
+	defer db.manifestMu.Unlock()
+	t := db.loadTreeFilter(v) // the saved copy, if it describes v
+	if t == nil {
+		var err error
+		if t, err = db.buildTreeFilter(v, treefilter.OpenLoad); err != nil {
+			db.breakTreeFilter(err)
+			return
+		}
 	}
-	t.moved = m
-	t.movedInto = [manifest.NumLevels]uint8{}
-	for _, v := range m {
-		t.movedInto[v.tag] |= 1 << v.level
+	v.Ref()
+	st.base, st.baseV, st.latest = t, v, t
+	setTreeFilter(v, t)
+}
+
+// breakTreeFilter turns the filter off until a reopen: a table it needed
+// could not be read. Reads then use the per-table filters, which never
+// depended on it.
+func (db *DB) breakTreeFilter(err error) {
+	db.opts.Logger.Warn("bloomkv: tree filter off until reopen: a table could not be read", "error", err)
+	db.tf.broken.Store(true)
+}
+
+// closeTreeFilter saves the current version's filter for the next Open
+// and drops the maintainer's version reference.
+// REQUIRES: manifestMu held, background work stopped (Close).
+func (db *DB) closeTreeFilter() {
+	st := &db.tf
+	t := st.latest
+	if t == nil && st.base != nil && !st.broken.Load() && !db.opts.ReadOnly {
+		// The maintainer stopped behind (a flush just before Close, say):
+		// catch up here when no rebuild is needed, so the next Open can
+		// load the filter instead of reading every table.
+		db.mu.Lock()
+		cur := db.versions.Current()
+		db.mu.Unlock()
+		removed, added := versionDiff(st.base.v, cur)
+		keys := db.takeTreeFilterKeys(removed, added)
+		if db.treeFilterFits(st.base, removed, added, keys) {
+			c := st.base.clone(cur)
+			never := func() bool { return false }
+			if ok, err := db.applyTreeFilterDiff(c, removed, added, keys, &st.rng, never); ok && err == nil {
+				t = c
+			}
+		}
+	}
+	if t != nil && !st.broken.Load() {
+		db.saveTreeFilter(t)
+	}
+	if st.baseV != nil {
+		st.baseV.Unref()
+		st.base, st.baseV = nil, nil
 	}
 }
 
-func xorshift(s *uint64) uint64 {
-	x := *s
-	x ^= x << 13
-	x ^= x >> 7
-	x ^= x << 17
-	*s = x
-	return x
+// saveTreeFilter writes the current filter to TREEFILTER (a temporary
+// file renamed over it) so the next Open can load it instead of reading
+// every table; loadTreeFilter adopts it only if it is intact and names
+// exactly the recovered tables. A failure costs the next Open a rebuild,
+// nothing else, so it is logged, not returned.
+// REQUIRES: manifestMu held, background work stopped (Close).
+func (db *DB) saveTreeFilter(t *treeFilter) {
+	if db.opts.ReadOnly {
+		return
+	}
+	name := filepath.Join(db.dirname, treefilter.FileName)
+	if err := db.writeTreeFilterFile(name, t.Encode(t.v)); err != nil {
+		db.opts.Logger.Warn("bloomkv: could not save the tree filter; the next Open rebuilds it", "file", name, "error", err)
+	}
+}
+
+func (db *DB) writeTreeFilterFile(name string, data []byte) error {
+	tmp := name + ".tmp"
+	f, err := db.fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = db.fs.Rename(tmp, name)
+	}
+	if err != nil {
+		_ = db.fs.Remove(tmp)
+	}
+	return err
+}
+
+// loadTreeFilter returns the saved filter if it describes v, else nil: no
+// file, a stale one (other tables), or a damaged one (logged: the tables
+// are the truth and Open rebuilds from them). Open writes nothing, so the
+// file stays: it describes these tables for as long as they are the tree's
+// (file numbers are never reused), and the next Close replaces it.
+func (db *DB) loadTreeFilter(v *manifest.Version) *treeFilter {
+	name := filepath.Join(db.dirname, treefilter.FileName)
+	f, err := db.fs.Open(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	var data []byte
+	if err == nil {
+		data, err = io.ReadAll(f)
+		_ = f.Close()
+	}
+	if err != nil {
+		db.opts.Logger.Warn("bloomkv: could not read the saved tree filter; rebuilding it", "file", name, "error", err)
+		return nil
+	}
+	saved, tables, err := treefilter.Decode(name, data)
+	if err != nil {
+		db.opts.Logger.Warn("bloomkv: saved tree filter rejected; rebuilding it", "error", err)
+		db.tf.rejected.Add(1)
+		return nil
+	}
+	if !treefilter.MatchesVersion(tables, v) {
+		return nil // saved before a crash left other tables: stale
+	}
+	db.tf.loaded.Add(1)
+	return &treeFilter{Filter: *saved, v: v}
+}
+
+// buildTreeFilter builds the filter of v from its tables' keys, at load,
+// with the level code that suits v's shape, growing it if insertions
+// fail. v's tables must stay live meanwhile
+// (manifestMu held, or v referenced).
+func (db *DB) buildTreeFilter(v *manifest.Version, load float64) (*treeFilter, error) {
+	rng := uint64(0x9e3779b97f4a7c15) // its own: it may run outside manifestMu
+	start := time.Now()
+	defer func() {
+		db.tf.rebuilds.Add(1)
+		db.tf.rebuildTime.Add(int64(time.Since(start)))
+	}()
+	var added []levelFile
+	var perLevel [manifest.NumLevels]float64
+	expect := 0
+	for l := range v.Levels {
+		for _, f := range v.Levels[l] {
+			added = append(added, levelFile{l, f})
+			n := db.tableKeys(f)
+			expect += int(n)
+			perLevel[l] += n
+		}
+	}
+	code := treefilter.ChooseCode(perLevel) // the level code that suits v
+	for attempt := 0; ; attempt++ {
+		t := &treeFilter{Filter: *treefilter.New(expect, load, code), v: v}
+		ok := true
+		for _, lf := range added {
+			if db.closing.Load() {
+				return nil, errTreeFilterClosing
+			}
+			err := db.scanTableKeys(lf.f, func(h uint64) {
+				ok = ok && t.Insert(h, lf.level, &rng)
+			}, func() { t.SetRangeDels(lf.f.FileNum, lf.level, true) })
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				break
+			}
+		}
+		if ok {
+			return t, nil
+		}
+		// The key estimate (the per-table filters' counts) was short:
+		// grow. Growing cannot help a key with more copies (tables
+		// holding it) than its two buckets' 8 slots: give up then.
+		if attempt == 3 {
+			return nil, fmt.Errorf("bloomkv: tree filter: %d entries do not fit in %d slots", t.Entries(), t.Capacity())
+		}
+		expect = max(expect, t.Entries()) * 2
+	}
+}
+
+type levelFile struct {
+	level int
+	f     *manifest.FileMetadata
+}
+
+// versionDiff returns the tables of old that nv lacks (at their old
+// level) and those of nv that old lacks (at their new level); a table
+// that moved levels is in both.
+func versionDiff(old, nv *manifest.Version) (removed, added []levelFile) {
+	at := map[uint64]int{}
+	for l := range nv.Levels {
+		for _, f := range nv.Levels[l] {
+			at[f.FileNum] = l
+		}
+	}
+	was := map[uint64]int{}
+	for l := range old.Levels {
+		for _, f := range old.Levels[l] {
+			was[f.FileNum] = l
+			if nl, ok := at[f.FileNum]; !ok || nl != l {
+				removed = append(removed, levelFile{l, f})
+			}
+		}
+	}
+	for l := range nv.Levels {
+		for _, f := range nv.Levels[l] {
+			if ol, ok := was[f.FileNum]; !ok || ol != l {
+				added = append(added, levelFile{l, f})
+			}
+		}
+	}
+	return removed, added
+}
+
+// scanTableKeys calls fn with the hash of each distinct user key of a
+// point entry in table f (values and point tombstones: both answer a
+// Get), and rangeDels (if not nil) when the table holds range tombstones.
+func (db *DB) scanTableKeys(f *manifest.FileMetadata, fn func(h uint64), rangeDels func()) error {
+	db.tf.tablesRead.Add(1)
+	r, release, err := findTable(db.tableCache, f)
+	if err != nil {
+		return fmt.Errorf("bloomkv: tree filter: %w", err)
+	}
+	defer release()
+	if rangeDels != nil && r.RangeDels() != nil {
+		rangeDels()
+	}
+	it := r.NewCompactionIter()
+	var prev []byte
+	for ok := it.First(); ok; ok = it.Next() {
+		uk := base.UserKey(it.Key())
+		if prev != nil && bytes.Equal(uk, prev) {
+			continue // an older version of the same key
+		}
+		prev = append(prev[:0], uk...)
+		fn(treefilter.Hash(uk))
+	}
+	if err := it.Error(); err != nil {
+		_ = it.Close()
+		return fmt.Errorf("bloomkv: tree filter: read %s: %w", db.path(base.FileTypeTable, f.FileNum), err)
+	}
+	return it.Close()
+}
+
+// getFromTreeFilter is getFrom's table part for a version with a tree
+// filter: it asks the filter once which levels may hold key (the tags of
+// its entries, and where tables carrying them moved) and reads only those
+// (and, above the deepest of them, the levels holding range tombstones). The order and the tombstone rule are getFrom's: levels
+// newest first, level 0's tables newest first; a level skipped holds no
+// point entry for key, so it cannot be the answer, and its tombstones are
+// read whenever it has any.
+func (db *DB) getFromTreeFilter(sh *readShard, slot int, s *readState, t *treeFilter, key []byte, seq uint64, tomb *uint64) ([]byte, error) {
+	db.tf.probes.Add(slot, 1)
+	mask := t.Lookup(treefilter.Hash(key))
+	if mask == 0 {
+		db.tf.negatives.Add(slot, 1)
+		return nil, ErrNotFound
+	}
+	if mask&(mask-1) != 0 {
+		db.tf.ambiguous.Add(slot, 1)
+	}
+	want := t.ProbeLevels(mask)
+	if want&1 != 0 {
+		for _, f := range s.v.Levels[0] {
+			if !f.Overlaps(key, key) {
+				continue
+			}
+			if v, kind, ok, err := db.getFromTable(sh, slot, f, 0, key, seq, tomb); err != nil || ok {
+				if err != nil {
+					return nil, err
+				}
+				return valueOrNotFound(v, kind)
+			}
+		}
+	}
+	for level := 1; level < manifest.NumLevels; level++ {
+		if want&(1<<level) == 0 {
+			continue
+		}
+		f := findFile(s.v.Levels[level], key)
+		if f == nil {
+			continue
+		}
+		// A table carrying another tag than the key's entries (moved
+		// there, or the one a moved table's tag sent the Get to) holds
+		// no point entry for key: only its range tombstones may count.
+		if t.AnyMoved() && mask&(1<<t.TagOf(f.FileNum, level)) == 0 && t.RangeDelLevels()&(1<<level) == 0 {
+			continue
+		}
+		if v, kind, ok, err := db.getFromTable(sh, slot, f, level, key, seq, tomb); err != nil || ok {
+			if err != nil {
+				return nil, err
+			}
+			return valueOrNotFound(v, kind)
+		}
+	}
+	return nil, ErrNotFound
 }

@@ -4,131 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/treefilter"
 	"github.com/bloomkv/bloomkv/vfs"
 )
-
-// TestTreeFilterCuckooNoFalseNegatives fills a filter to 90% with keys in
-// random levels (some keys in several), removes a third, and checks that
-// every remaining entry is still found at its level and the removed ones
-// are gone from the count.
-func TestTreeFilterCuckooNoFalseNegatives(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	const n = 100_000
-	f := newTreeFilter(n, tfOpenLoad, chooseTFCode([manifest.NumLevels]float64{1, 1, 1, 1, 1, 1, 1}))
-	seed := uint64(88172645463325252)
-	type ent struct {
-		h     uint64
-		level int
-	}
-	var ents []ent
-	for i := range n {
-		e := ent{tfHash(fmt.Appendf(nil, "key%08d", i)), rng.IntN(7)}
-		if i%10 == 0 && i > 0 { // the same key again in another level
-			e.h = ents[i-1].h
-		}
-		if !f.insert(e.h, e.level, &seed) {
-			t.Fatalf("insert %d failed at load %.3f", i, float64(f.entries)/float64(f.capacity()))
-		}
-		ents = append(ents, e)
-	}
-	for i, e := range ents {
-		if i%3 == 0 {
-			if !f.remove(e.h, e.level) {
-				t.Fatalf("remove %d: entry missing", i)
-			}
-		}
-	}
-	for i, e := range ents {
-		if i%3 != 0 && f.levels(e.h)&(1<<e.level) == 0 {
-			t.Fatalf("entry %d (level %d) lost", i, e.level)
-		}
-	}
-	if want := n - (n+2)/3; f.entries != want {
-		t.Fatalf("entries %d, want %d", f.entries, want)
-	}
-}
-
-// TestTreeFilterMemoryAgainstBloom fills filters to the load Open builds
-// at, with keys spread over the levels as in kvbench's trees, and checks
-// the false-positive rate measured on absent keys against theory (-10%
-// to +15%), and the memory per entry against what per-table bloom filters
-// need for the same false positives per absent Get: e^(-b ln²2) per
-// table (the best real k: real filters need a little more), probes
-// tables per absent Get, so b = ln(probes / FPR) / ln²2. probes is below
-// what kvbench measured on such trees (1.58-1.80 at 1M keys, 2.125 at
-// 10M), which favours the blooms. The uniform spread is the worst case of
-// the level code (no level is common): it only checks FPR against theory.
-func TestTreeFilterMemoryAgainstBloom(t *testing.T) {
-	for _, c := range []struct {
-		name   string
-		share  [manifest.NumLevels]float64
-		probes float64 // per-table filters probed per absent Get; 0: no memory check
-	}{
-		{"1M-keys L1 28% L2 72%", [manifest.NumLevels]float64{0, 0.28, 0.72}, 1.55},
-		{"10M-keys L0 1% L1 6% L2 22% L3 71%", [manifest.NumLevels]float64{0.01, 0.06, 0.22, 0.71}, 2},
-		{"uniform over 7 levels", [manifest.NumLevels]float64{1, 1, 1, 1, 1, 1, 1}, 0},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			const n = 200_000
-			f := newTreeFilter(n, tfOpenLoad, chooseTFCode(c.share))
-			var sum float64
-			for _, s := range c.share {
-				sum += s
-			}
-			seed, rng := uint64(1), rand.New(rand.NewPCG(3, 28))
-			for i := range n {
-				level, u := 0, rng.Float64()*sum
-				for level < manifest.NumLevels-1 && u >= c.share[level] {
-					u -= c.share[level]
-					level++
-				}
-				if !f.insert(tfHash(fmt.Appendf(nil, "present%d", i)), level, &seed) {
-					t.Fatal("insert failed")
-				}
-			}
-			probes := 4_000_000
-			if testing.Short() {
-				probes = 2_000_000
-			}
-			fp := 0
-			var buf []byte
-			for i := range probes {
-				buf = fmt.Appendf(buf[:0], "absent%d", i)
-				if f.levels(tfHash(buf)) != 0 {
-					fp++
-				}
-			}
-			got, want := float64(fp)/float64(probes), f.fprTheory()
-			bits := float64(f.memory()*8) / float64(f.entries)
-			t.Logf("code lengths %v, load %.3f: measured FPR %.5f%%, theory %.5f%% (%+.1f%%); %.2f bits per entry",
-				f.code.lens, float64(f.entries)/float64(f.capacity()), 100*got, 100*want, 100*(got/want-1), bits)
-			// The theory takes the slots' contents as independent of the
-			// key; an entry kicked to its alternate bucket shares the 10
-			// bits that chose that bucket with the keys of its primary
-			// that chose it too, which adds a few percent at 92% load
-			// (+0.4% to +8% measured here): the band is -10% .. +15%.
-			if got < want*0.9 || got > want*1.15 {
-				t.Fatalf("measured FPR %.5f, theory %.5f: outside -10%% .. +15%%", got, want)
-			}
-			if c.probes == 0 {
-				return
-			}
-			bloom := math.Log(c.probes/got) / (math.Ln2 * math.Ln2)
-			t.Logf("per-table blooms at %.2f probes per absent Get need %.2f bits per key for the same FPR: the tree filter spends %.1f%% of that", c.probes, bloom, 100*bits/bloom)
-			if bits > bloom {
-				t.Fatalf("%.2f bits per entry, more than the per-table blooms' %.2f at the same FPR", bits, bloom)
-			}
-		})
-	}
-}
 
 // waitTreeFilter waits until the maintainer has caught up with the
 // current version.
@@ -175,20 +59,20 @@ func checkTreeFilter(t *testing.T, db *DB) {
 	total, moved := 0, 0
 	for l := range cur.Levels {
 		for _, f := range cur.Levels[l] {
-			tag := tf.tagOf(f.FileNum, l)
-			if m, ok := tf.moved[f.FileNum]; ok {
+			tag := tf.TagOf(f.FileNum, l)
+			if mtag, ml, ok := tf.Moved(f.FileNum); ok {
 				moved++
-				if int(m.level) != l || tf.movedInto[m.tag]&(1<<l) == 0 {
-					t.Fatalf("table %d in L%d recorded as moved to L%d (movedInto %v)", f.FileNum, l, m.level, tf.movedInto)
+				if ml != l || tf.ProbeLevels(1<<mtag)&(1<<l) == 0 {
+					t.Fatalf("table %d in L%d recorded as moved to L%d (probe levels of tag %d: %b)", f.FileNum, l, ml, mtag, tf.ProbeLevels(1<<mtag))
 				}
 			}
 			err := db.scanTableKeys(f, func(h uint64) {
 				total++
-				if tf.levels(h)&(1<<tag) == 0 {
-					t.Fatalf("table %d in L%d (tag %d): a key has no entry (mask %b, moved %v %p, entries %d, readback %d, rebuilds %d)", f.FileNum, l, tag, tf.levels(h), tf.moved, tf, tf.entries, db.tf.updateTablesRead.Load(), db.tf.rebuilds.Load())
+				if tf.Lookup(h)&(1<<tag) == 0 {
+					t.Fatalf("table %d in L%d (tag %d): a key has no entry (mask %b, %d moved, entries %d, readback %d, rebuilds %d)", f.FileNum, l, tag, tf.Lookup(h), tf.NumMoved(), tf.Entries(), db.tf.updateTablesRead.Load(), db.tf.rebuilds.Load())
 				}
 			}, func() {
-				if tf.rangeDelLevels&(1<<l) == 0 {
+				if tf.RangeDelLevels()&(1<<l) == 0 {
 					t.Fatalf("table %d in L%d holds range deletions the filter does not know", f.FileNum, l)
 				}
 			})
@@ -197,29 +81,29 @@ func checkTreeFilter(t *testing.T, db *DB) {
 			}
 		}
 	}
-	if total != tf.entries {
-		t.Fatalf("filter holds %d entries, the tables %d keys", tf.entries, total)
+	if total != tf.Entries() {
+		t.Fatalf("filter holds %d entries, the tables %d keys", tf.Entries(), total)
 	}
-	if moved != len(tf.moved) {
-		t.Fatalf("%d moved tables recorded, %d live", len(tf.moved), moved)
+	if moved != tf.NumMoved() {
+		t.Fatalf("%d moved tables recorded, %d live", tf.NumMoved(), moved)
 	}
 	// No moved table shares its tag with a table overlapping it (a
 	// present Get there would read both): retagOverlappedMoves.
 	for l := range cur.Levels {
 		for _, f := range cur.Levels[l] {
-			if _, ok := tf.moved[f.FileNum]; !ok {
+			if _, _, ok := tf.Moved(f.FileNum); !ok {
 				continue
 			}
 			for l2 := range cur.Levels {
 				for _, g := range cur.Levels[l2] {
-					if g != f && tf.tagOf(g.FileNum, l2) == tf.tagOf(f.FileNum, l) && g.Overlaps(f.SmallestUserKey(), f.LargestUserKey()) {
-						t.Fatalf("moved table %d (L%d, tag %d) overlaps table %d in L%d carrying the same tag", f.FileNum, l, tf.tagOf(f.FileNum, l), g.FileNum, l2)
+					if g != f && tf.TagOf(g.FileNum, l2) == tf.TagOf(f.FileNum, l) && g.Overlaps(f.SmallestUserKey(), f.LargestUserKey()) {
+						t.Fatalf("moved table %d (L%d, tag %d) overlaps table %d in L%d carrying the same tag", f.FileNum, l, tf.TagOf(f.FileNum, l), g.FileNum, l2)
 					}
 				}
 			}
 		}
 	}
-	// Flushes and compactions hand their keys over (treefilter_keys.go).
+	// Flushes and compactions hand their keys over (treefilter_update.go).
 	if n, b := db.tf.updateTablesRead.Load(), db.tf.updateBytesRead.Load(); n != 0 || b != 0 {
 		t.Fatalf("tree filter updates read %d tables (%d bytes) back", n, b)
 	}
@@ -495,17 +379,17 @@ func TestTreeFilterSavedCopy(t *testing.T) {
 	}
 
 	// Damage: every byte flipped in turn is rejected by the decoder.
-	name := "/db/" + treeFilterFileName
+	name := "/db/" + treefilter.FileName
 	data := readMemFile(t, fs, name)
 	for i := range data {
 		bad := bytes.Clone(data)
 		bad[i] ^= 0x40
-		if _, _, err := decodeTreeFilter(name, bad); !errors.Is(err, ErrCorruption) {
+		if _, _, err := treefilter.Decode(name, bad); !errors.Is(err, ErrCorruption) {
 			t.Fatalf("byte %d flipped: %v, want ErrCorruption", i, err)
 		}
 	}
 	for _, n := range []int{0, 10, len(data) - 1} {
-		if _, _, err := decodeTreeFilter(name, data[:n]); !errors.Is(err, ErrCorruption) {
+		if _, _, err := treefilter.Decode(name, data[:n]); !errors.Is(err, ErrCorruption) {
 			t.Fatalf("cut to %d bytes: %v, want ErrCorruption", n, err)
 		}
 	}
@@ -548,41 +432,6 @@ func TestTreeFilterSavedCopy(t *testing.T) {
 		t.Fatalf("stale copy not rebuilt: %+v", tm)
 	}
 	checkAll(db)
-}
-
-// TestTreeFilterFileLayout pins the saved filter's layout of
-// docs/formats.md: header, table entries, buckets, checksum.
-func TestTreeFilterFileLayout(t *testing.T) {
-	v := &manifest.Version{}
-	v.Levels[1] = []*manifest.FileMetadata{{FileNum: 5}}
-	tf := newTreeFilter(1, tfOpenLoad, chooseTFCode([manifest.NumLevels]float64{0, 1}))
-	tf.v = v
-	seed := uint64(1)
-	h := tfHash([]byte("a"))
-	tf.insert(h, 1, &seed)
-	data := encodeTreeFilter(tf)
-	if len(data) != 571 {
-		t.Fatalf("%d bytes, want 571", len(data))
-	}
-	// Level code for a tree all in L1: L1 "1", L2 (where it grows next)
-	// "011", the others 4 bits.
-	if tf.code.lens != [manifest.NumLevels]uint8{4, 1, 3, 4, 4, 4, 4} {
-		t.Fatalf("code lengths %v", tf.code.lens)
-	}
-	want := []byte("BKVTREEF\x02\x00\x00\x00" + // magic, version
-		"\x10\x04\x06\x00" + // 16-bit slots, 4 per bucket, codewords up to 6 bits
-		"\x04\x01\x03\x04\x04\x04\x04\x00" + // code lengths of L0..L6
-		"\x40\x00\x00\x00\x00\x00\x00\x00" + // 64 buckets
-		"\x01\x00\x00\x00\x00\x00\x00\x00" + // 1 entry
-		"\x01\x00\x00\x00" + // 1 table:
-		"\x05\x00\x00\x00\x00\x00\x00\x00\x01\x00\x01") // file 5, L1, no range deletions, tag 1
-	if !bytes.Equal(data[:len(want)], want) {
-		t.Fatalf("header and table entry\n% x\nwant\n% x", data[:len(want)], want)
-	}
-	got, tables, err := decodeTreeFilter("TREEFILTER", data)
-	if err != nil || len(tables) != 1 || tables[0] != (savedTable{5, 1, false, 1}) || got.levels(h) != 1<<1 || got.entries != 1 {
-		t.Fatalf("decoded %v %v, levels %b: %v", got, tables, got.levels(h), err)
-	}
 }
 
 // TestTreeFilterUpdatesReadNoTable: flushes and compactions hand the tree
@@ -696,51 +545,5 @@ func TestTreeFilterUpdatesReadNoTable(t *testing.T) {
 	t.Logf("%d trivial moves, %d merges; tree filter now %+v", moves.Load(), merges.Load(), tm)
 	if moves.Load() == 0 || merges.Load() == 0 {
 		t.Fatalf("workload too small: %d trivial moves, %d merges", moves.Load(), merges.Load())
-	}
-}
-
-// TestTreeFilterLevelCode checks the slot code (treefilter_code.go) for
-// trees of many shapes: no entry is the empty slot 0, every entry decodes
-// to its level and matches its own fingerprint only at its level, every
-// entry gives the alternate bucket the same key (the fingerprint's top
-// bits), and the code chosen is no worse than the fixed 3-bit one.
-func TestTreeFilterLevelCode(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 28))
-	for trial := range 300 {
-		var keys [manifest.NumLevels]float64
-		for l := range keys {
-			if rng.IntN(3) > 0 {
-				keys[l] = math.Pow(10, float64(l)*rng.Float64())
-			}
-		}
-		if trial == 0 {
-			keys = [manifest.NumLevels]float64{} // an empty tree
-		}
-		c := chooseTFCode(keys)
-		var total, cost float64
-		for l, n := range keys {
-			total += n
-			cost += n * float64(int(1)<<c.lens[l])
-		}
-		if total > 0 && cost > 8*total*(1+1e-9) {
-			t.Fatalf("%v: code %v costs %.3f per key, more than a fixed 3-bit level's 8", keys, c.lens, cost/total)
-		}
-		for fp := 0; fp < 1<<16; fp += 1 + rng.IntN(40) {
-			for l := range manifest.NumLevels {
-				e := c.entry(uint16(fp), l)
-				if e == 0 {
-					t.Fatalf("code %v: level %d fingerprint %#x is the empty slot", c.lens, l, fp)
-				}
-				if d := c.dec[e>>(tfSlotBits-tfMaxCode)]; int(d.level) != l || d.len != c.lens[l] {
-					t.Fatalf("code %v: level %d decodes as %+v", c.lens, l, d)
-				}
-				if c.match(uint64(e), uint16(fp)) != 1<<l {
-					t.Fatalf("code %v: level %d fingerprint %#x matches %b", c.lens, l, fp, c.match(uint64(e), uint16(fp)))
-				}
-				if c.altKey(e) != uint64(fp>>tfMaxCode) {
-					t.Fatalf("code %v: level %d fingerprint %#x: alternate key %#x", c.lens, l, fp, c.altKey(e))
-				}
-			}
-		}
 	}
 }

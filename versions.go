@@ -24,7 +24,7 @@ import (
 func (db *DB) logAndApply(edit *manifest.VersionEdit, cause writeCause) error {
 	db.hookBeforeEdit(cause)
 	_, err := db.versions.LogAndApply(edit, manifest.Install{
-		// treefilter_db.go: before the install, outside db.mu.
+		// treefilter_update.go: before the install, outside db.mu.
 		Prepare: func(nv *manifest.Version) { setTreeFilter(nv, db.nextTreeFilter(nv)) },
 		Publish: db.updateReadStateLocked,
 	})
@@ -299,7 +299,7 @@ func (db *DB) deleteObsoleteFiles(atOpen bool) {
 	}
 }
 
-// treeFilterOf returns the tree-wide filter attached to v (treefilter_db.go),
+// treeFilterOf returns the tree-wide filter attached to v (treefilter.go),
 // nil without Options.TreeFilter or while one is being rebuilt. Any filter
 // attached to a version describes that version.
 func treeFilterOf(v *manifest.Version) *treeFilter {
