@@ -40,6 +40,7 @@ func (db *DB) compactionOptions() compaction.Options {
 		L0CompactionThreshold:    db.opts.L0CompactionThreshold,
 		LBaseMaxBytes:            db.opts.LBaseMaxBytes,
 		LevelMultiplier:          db.opts.LevelMultiplier,
+		DynamicLevelBytes:        db.opts.DynamicLevelBytes,
 		TargetFileSize:           db.opts.TargetFileSize,
 		TargetFileSizeMultiplier: db.opts.TargetFileSizeMultiplier,
 	}
@@ -177,20 +178,24 @@ func (db *DB) Compact(start, end []byte) error {
 	db.mu.Lock()
 	cur := db.versions.Current()
 	db.mu.Unlock()
-	maxLevel := 1
+	o := db.compactionOptions()
+	// At least the level level 0 compacts into (level 1, or the base level
+	// under DynamicLevelBytes).
+	maxLevel := compaction.ShapeOf(cur, o).L0Output
 	for l := 1; l < manifest.NumLevels; l++ {
 		if len(cur.Overlaps(l, start, end)) > 0 {
-			maxLevel = l
+			maxLevel = max(maxLevel, l)
 		}
 	}
-	o := db.compactionOptions()
 	for level := 0; level <= maxLevel; level++ {
 		db.mu.Lock()
 		v := db.versions.Current()
 		v.Ref()
 		db.mu.Unlock()
+		// (Under DynamicLevelBytes the deepest level is never over its
+		// target, which is its size: the run stays there.)
 		if level == maxLevel && start == nil && end == nil && level < manifest.NumLevels-1 &&
-			float64(v.LevelBytes(level)) >= o.LevelMaxBytes(level) {
+			compaction.Scores(v, o)[level] >= 1 {
 			// Everything now sits in one level that is over its size
 			// target: background compaction would start splitting the run
 			// again at once. Push it down to a level that holds it.
@@ -198,11 +203,11 @@ func (db *DB) Compact(start, end []byte) error {
 		}
 		var cs []*tableCompaction
 		if level < maxLevel {
-			if c := compaction.PickRange(v, level, start, end); c != nil {
+			if c := compaction.PickRange(v, o, level, start, end); c != nil {
 				cs = append(cs, c)
 			}
 		} else {
-			cs = compaction.PickStale(v, level, start, end, func(f *manifest.FileMetadata) bool {
+			cs = compaction.PickStale(v, o, level, start, end, func(f *manifest.FileMetadata) bool {
 				return db.filterIsStale(v, level, f) || db.tableCompression(f) != db.opts.compressionAt(level)
 			})
 		}
@@ -315,6 +320,11 @@ func (db *DB) tableCompression(f *manifest.FileMetadata) Compression {
 // new tables of c.OutputLevel; then it installs the result.
 func (db *DB) runCompaction(c *tableCompaction, v *manifest.Version, cause compactionCause) (err error) {
 	manual := cause.manual
+	if invariantChecks {
+		if err := checkCompactionLevels(c, v); err != nil {
+			panic(fmt.Sprintf("bloomkv: invariant violated by a compaction: %v", err))
+		}
+	}
 	trivial := !manual && c.IsTrivialMove(db.compactionOptions()) && !db.filterIsStale(v, c.OutputLevel, c.Inputs[0][0]) &&
 		db.tableCompression(c.Inputs[0][0]) == db.opts.compressionAt(c.OutputLevel)
 	info := compactionInfo(c, manual, trivial)

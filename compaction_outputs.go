@@ -44,7 +44,7 @@ type compactionOutputs struct {
 func (out *compactionOutputs) add(ikey, value []byte) error {
 	ukey := base.UserKey(ikey)
 	if out.w != nil && !bytes.Equal(ukey, out.lastUkey) &&
-		(int64(out.w.EstimatedSize()) >= out.o.TargetFileSizeAt(out.c.OutputLevel) || out.stopBefore(ukey)) {
+		(int64(out.w.EstimatedSize()) >= out.c.TargetFileSize(out.o) || out.stopBefore(ukey)) {
 		if err := out.finishTable(); err != nil {
 			return err
 		}
@@ -104,7 +104,7 @@ func (out *compactionOutputs) stopBefore(ukey []byte) bool {
 		out.gpIndex++
 	}
 	out.seenKey = true
-	if out.gpOverlap > out.o.MaxGrandparentOverlapBytes(out.c.OutputLevel) {
+	if out.gpOverlap > out.c.MaxGrandparentOverlapBytes(out.o) {
 		out.gpOverlap = 0
 		return true
 	}

@@ -1,6 +1,7 @@
 package bloomkv
 
 import (
+	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
 
@@ -40,9 +41,10 @@ func (db *DB) RebuildFilters() error {
 		// probes, stay as they were. (A table larger than its level's
 		// target size now is split, at a point between two of its keys.)
 		var cs []*tableCompaction
+		base := compaction.ShapeOf(v, db.compactionOptions()).Base
 		for _, f := range v.Levels[level] {
 			if db.filterIsStale(v, level, f) {
-				cs = append(cs, &tableCompaction{Level: level, OutputLevel: level, Inputs: [2][]*manifest.FileMetadata{{f}}})
+				cs = append(cs, &tableCompaction{Level: level, OutputLevel: level, Base: base, Inputs: [2][]*manifest.FileMetadata{{f}}})
 			}
 		}
 		err := db.runManualCompactions(cs, v)
