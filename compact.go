@@ -158,7 +158,8 @@ func (db *DB) compactionLoop() {
 // range has a filter and a compression per the current Options.
 // Compact(nil, nil) leaves one sorted run, in the shallowest level at or
 // below the deepest non-empty one whose size target holds it, so background
-// compaction leaves it alone.
+// compaction leaves it alone (under DynamicLevelBytes: in the deepest
+// non-empty level, or level 6 for a tree with only level-0 tables).
 func (db *DB) Compact(start, end []byte) error {
 	if db.closed.Load() {
 		return ErrClosed
