@@ -237,11 +237,12 @@ type Options struct {
 	// level, the shallowest whose target is still at least LBaseMaxBytes;
 	// the levels above the base stay empty. About 90% of the data then
 	// sits in the last level (with the default multiplier), which bounds
-	// space amplification, and the tree has no more levels than its size
-	// needs. Table sizes (TargetFileSizeMultiplier) count from the base
-	// level. A new tree's first tables go to level 6. Default false (the
-	// static targets above); the rule and its corner cases are in package
-	// compaction's shape.go.
+	// what older versions above it can take, and the tree has no more
+	// levels than its size needs. Table sizes (TargetFileSizeMultiplier)
+	// count from the base level. A new tree's first tables go to level 6.
+	// Default false (the static targets above) until measurements favor
+	// it (docs/design-notes.md); the rule and its corner cases are in
+	// package compaction's shape.go.
 	DynamicLevelBytes bool
 	// TargetFileSize is the size at which compaction outputs into level 1
 	// (under DynamicLevelBytes, the base level) are split (default 2 MiB);

@@ -156,13 +156,13 @@ func Scores[T Table](tree Tree[T], o Options) [NumLevels]float64 {
 
 func scores[T Table](tree Tree[T], o Options) ([NumLevels]float64, Shape) {
 	var s [NumLevels]float64
-	shape := ShapeOf(tree, o)
+	shape, bytes := shapeOf(tree, o)
 	s[0] = float64(len(tree.Level(0))) / float64(o.L0CompactionThreshold)
 	for l := 1; l < NumLevels-1; l++ {
 		if o.DynamicLevelBytes && l >= shape.Last {
 			break // the last level and the empty ones below it
 		}
-		n := float64(tree.LevelBytes(l))
+		n := float64(bytes[l])
 		switch t := shape.MaxBytes[l]; {
 		case n == 0:
 		case t > 0:

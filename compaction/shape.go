@@ -101,8 +101,12 @@ type Shape struct {
 
 // ShapeOf returns tree's shape under o's targets.
 func ShapeOf[T Table](tree Tree[T], o Options) Shape {
-	var s Shape
-	var bytes [NumLevels]int64
+	s, _ := shapeOf(tree, o)
+	return s
+}
+
+// shapeOf is ShapeOf, with each level's bytes (level 0's left 0).
+func shapeOf[T Table](tree Tree[T], o Options) (s Shape, bytes [NumLevels]int64) {
 	for l := 1; l < NumLevels; l++ {
 		bytes[l] = tree.LevelBytes(l)
 		if len(tree.Level(l)) > 0 {
@@ -114,11 +118,11 @@ func ShapeOf[T Table](tree Tree[T], o Options) Shape {
 		for l := 1; l < NumLevels; l++ {
 			s.MaxBytes[l] = o.LevelMaxBytes(l)
 		}
-		return s
+		return s, bytes
 	}
 	if s.Last == 0 {
 		s.Base, s.L0Output = NumLevels-1, NumLevels-1
-		return s
+		return s, bytes
 	}
 	s.Base = s.Last
 	t := float64(bytes[s.Last])
@@ -137,7 +141,7 @@ func ShapeOf[T Table](tree Tree[T], o Options) Shape {
 			break
 		}
 	}
-	return s
+	return s, bytes
 }
 
 // OutputLevel returns the level a compaction of level writes: L0Output
