@@ -98,13 +98,14 @@ type Choice[T Table] struct {
 // rules above. pointers[level] is the largest user key of the last size
 // compaction of that level (round robin).
 func Choose[T Table](tree Tree[T], pointers map[int][]byte, o Options, t Triggers[T]) Choice[T] {
-	if c := Pick(tree, pointers, o); c != nil {
+	c, shape := pick(tree, pointers, o)
+	if c != nil {
 		return Choice[T]{Compaction: c, Reason: ReasonSize}
 	}
 	var ch Choice[T]
 	if t.IdleDue {
 		ch.IdleConsidered = true
-		c := PickRange(tree, o, 0, nil, nil)
+		c := pickRange(tree, shape, 0, nil, nil)
 		switch {
 		case c == nil:
 		case TotalSize(c.Inputs[1]) > IdleMaxRewrite*TotalSize(c.Inputs[0]):
@@ -116,7 +117,7 @@ func Choose[T Table](tree Tree[T], pointers map[int][]byte, o Options, t Trigger
 	}
 	if t.ReadsDue {
 		var c *Compaction[T]
-		c, ch.ReadQueueUsed = pickRead(tree, o, t.ReadQueue)
+		c, ch.ReadQueueUsed = pickRead(tree, shape, t.ReadQueue)
 		if c != nil {
 			ch.Compaction, ch.Reason = c, ReasonRead
 		}
@@ -126,14 +127,14 @@ func Choose[T Table](tree Tree[T], pointers map[int][]byte, o Options, t Trigger
 
 // pickRead returns the compaction of the first queued table still where it
 // was read into the level below, and how many queue entries it weighed.
-func pickRead[T Table](tree Tree[T], o Options, queue []ReadCandidate[T]) (*Compaction[T], int) {
+func pickRead[T Table](tree Tree[T], shape Shape, queue []ReadCandidate[T]) (*Compaction[T], int) {
 	for i, rc := range queue {
 		if !InLevel(tree, rc.Level, rc.File) {
 			continue
 		}
 		// Tables of levels >= 1 do not overlap: the range of rc.File picks
 		// exactly rc.File.
-		c := PickRange(tree, o, rc.Level, rc.File.SmallestUserKey(), rc.File.LargestUserKey())
+		c := pickRange(tree, shape, rc.Level, rc.File.SmallestUserKey(), rc.File.LargestUserKey())
 		if c == nil || TotalSize(c.Inputs[1]) > ReadMaxRewrite*TotalSize(c.Inputs[0]) {
 			continue
 		}

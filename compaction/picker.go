@@ -181,6 +181,12 @@ func scores[T Table](tree Tree[T], o Options) ([NumLevels]float64, Shape) {
 // due. pointers[level] is the largest user key of the last compaction of
 // that level; the next one starts after it (round robin).
 func Pick[T Table](tree Tree[T], pointers map[int][]byte, o Options) *Compaction[T] {
+	c, _ := pick(tree, pointers, o)
+	return c
+}
+
+// pick is Pick, also returning the tree's shape.
+func pick[T Table](tree Tree[T], pointers map[int][]byte, o Options) (*Compaction[T], Shape) {
 	scores, shape := scores(tree, o)
 	best := -1
 	for l := 0; l < NumLevels-1; l++ {
@@ -189,7 +195,7 @@ func Pick[T Table](tree Tree[T], pointers map[int][]byte, o Options) *Compaction
 		}
 	}
 	if best < 0 {
-		return nil
+		return nil, shape
 	}
 	c := &Compaction[T]{Level: best, OutputLevel: shape.OutputLevel(best), Base: shape.Base, Score: scores[best]}
 	files := tree.Level(best)
@@ -210,7 +216,7 @@ func Pick[T Table](tree Tree[T], pointers map[int][]byte, o Options) *Compaction
 		c.Inputs[0] = []T{pick}
 	}
 	c.fill(tree)
-	return c
+	return c, shape
 }
 
 // PickRange returns a compaction of every file of level overlapping the
@@ -218,6 +224,11 @@ func Pick[T Table](tree Tree[T], pointers map[int][]byte, o Options) *Compaction
 // into Shape.L0Output, where a size compaction of level 0 writes), or nil
 // when level holds none or is level NumLevels-1 (nothing lies below it).
 func PickRange[T Table](tree Tree[T], o Options, level int, start, end []byte) *Compaction[T] {
+	return pickRange(tree, ShapeOf(tree, o), level, start, end)
+}
+
+// pickRange is PickRange for a tree of the given shape.
+func pickRange[T Table](tree Tree[T], shape Shape, level int, start, end []byte) *Compaction[T] {
 	if level < 0 || level >= NumLevels-1 {
 		return nil
 	}
@@ -229,7 +240,6 @@ func PickRange[T Table](tree Tree[T], o Options, level int, start, end []byte) *
 		// Take the transitive overlap closure within level 0.
 		in = expandL0(tree.Level(0), in...)
 	}
-	shape := ShapeOf(tree, o)
 	c := &Compaction[T]{Level: level, OutputLevel: shape.OutputLevel(level), Base: shape.Base, Inputs: [2][]T{in}}
 	c.fill(tree)
 	return c
