@@ -38,6 +38,7 @@ func (db *DB) compactionOptions() compaction.Options {
 		L0CompactionThreshold:    db.opts.L0CompactionThreshold,
 		LBaseMaxBytes:            db.opts.LBaseMaxBytes,
 		LevelMultiplier:          db.opts.LevelMultiplier,
+		DynamicLevelBytes:        db.opts.DynamicLevelBytes,
 		TargetFileSize:           db.opts.TargetFileSize,
 		TargetFileSizeMultiplier: db.opts.TargetFileSizeMultiplier,
 	}
@@ -155,7 +156,8 @@ func (db *DB) compactionLoop() {
 // range has a filter and a compression per the current Options.
 // Compact(nil, nil) leaves one sorted run, in the shallowest level at or
 // below the deepest non-empty one whose size target holds it, so background
-// compaction leaves it alone.
+// compaction leaves it alone (under DynamicLevelBytes: in the deepest
+// non-empty level, or level 6 for a tree with only level-0 tables).
 func (db *DB) Compact(start, end []byte) error {
 	if db.closed.Load() {
 		return ErrClosed
@@ -175,20 +177,24 @@ func (db *DB) Compact(start, end []byte) error {
 	db.mu.Lock()
 	cur := db.versions.Current()
 	db.mu.Unlock()
-	maxLevel := 1
+	o := db.compactionOptions()
+	// At least the level level 0 compacts into (level 1, or the base level
+	// under DynamicLevelBytes).
+	maxLevel := compaction.ShapeOf(cur, o).L0Output
 	for l := 1; l < manifest.NumLevels; l++ {
 		if len(cur.Overlaps(l, start, end)) > 0 {
-			maxLevel = l
+			maxLevel = max(maxLevel, l)
 		}
 	}
-	o := db.compactionOptions()
 	for level := 0; level <= maxLevel; level++ {
 		db.mu.Lock()
 		v := db.versions.Current()
 		v.Ref()
 		db.mu.Unlock()
+		// (Under DynamicLevelBytes the deepest level is never over its
+		// target, which is its size: the run stays there.)
 		if level == maxLevel && start == nil && end == nil && level < manifest.NumLevels-1 &&
-			float64(v.LevelBytes(level)) >= o.LevelMaxBytes(level) {
+			compaction.Scores(v, o)[level] >= 1 {
 			// Everything now sits in one level that is over its size
 			// target: background compaction would start splitting the run
 			// again at once. Push it down to a level that holds it.
@@ -196,11 +202,11 @@ func (db *DB) Compact(start, end []byte) error {
 		}
 		var cs []*tableCompaction
 		if level < maxLevel {
-			if c := compaction.PickRange(v, level, start, end); c != nil {
+			if c := compaction.PickRange(v, o, level, start, end); c != nil {
 				cs = append(cs, c)
 			}
 		} else {
-			cs = compaction.PickStale(v, level, start, end, func(f *manifest.FileMetadata) bool {
+			cs = compaction.PickStale(v, o, level, start, end, func(f *manifest.FileMetadata) bool {
 				return db.filterIsStale(v, level, f) || db.tableCompression(f) != db.opts.compressionAt(level)
 			})
 		}
@@ -280,6 +286,11 @@ func (db *DB) tableCompression(f *manifest.FileMetadata) Compression {
 // new tables of c.OutputLevel; then it installs the result.
 func (db *DB) runCompaction(c *tableCompaction, v *manifest.Version, cause compactionCause) (err error) {
 	manual := cause.manual
+	if invariantChecks {
+		if err := checkCompactionLevels(c, v); err != nil {
+			panic(fmt.Sprintf("bloomkv: invariant violated by a compaction: %v", err))
+		}
+	}
 	trivial := !manual && c.IsTrivialMove(db.compactionOptions()) && !db.filterIsStale(v, c.OutputLevel, c.Inputs[0][0]) &&
 		db.tableCompression(c.Inputs[0][0]) == db.opts.compressionAt(c.OutputLevel)
 	info := compactionInfo(c, manual, trivial)
@@ -516,9 +527,10 @@ func (db *DB) RebuildFilters() error {
 		// probes, stay as they were. (A table larger than its level's
 		// target size now is split, at a point between two of its keys.)
 		var cs []*tableCompaction
+		base := compaction.ShapeOf(v, db.compactionOptions()).Base
 		for _, f := range v.Levels[level] {
 			if db.filterIsStale(v, level, f) {
-				cs = append(cs, &tableCompaction{Level: level, OutputLevel: level, Inputs: [2][]*manifest.FileMetadata{{f}}})
+				cs = append(cs, &tableCompaction{Level: level, OutputLevel: level, Base: base, Inputs: [2][]*manifest.FileMetadata{{f}}})
 			}
 		}
 		err := db.runManualCompactions(cs, v)

@@ -53,7 +53,7 @@ func (out *compactionOutputs) add(ikey, value []byte) error {
 	ukey := base.UserKey(ikey)
 	newKey := out.lastUkey == nil || !bytes.Equal(ukey, out.lastUkey)
 	if out.w != nil && newKey &&
-		(int64(out.w.EstimatedSize()) >= out.o.TargetFileSizeAt(out.c.OutputLevel) || out.stopBefore(ukey)) {
+		(int64(out.w.EstimatedSize()) >= out.c.TargetFileSize(out.o) || out.stopBefore(ukey)) {
 		if err := out.finishTable(); err != nil {
 			return err
 		}
@@ -120,7 +120,7 @@ func (out *compactionOutputs) stopBefore(ukey []byte) bool {
 		out.gpIndex++
 	}
 	out.seenKey = true
-	if out.gpOverlap > out.o.MaxGrandparentOverlapBytes(out.c.OutputLevel) {
+	if out.gpOverlap > out.c.MaxGrandparentOverlapBytes(out.o) {
 		out.gpOverlap = 0
 		return true
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
 
@@ -81,4 +82,25 @@ func (db *DB) maybeCheckInvariants(edit *manifest.VersionEdit) {
 	if err := db.checkTableInvariants(added); errors.Is(err, errInvariant) || errors.Is(err, ErrCorruption) {
 		panic(fmt.Sprintf("bloomkv: invariant violated after a version change: %v", err))
 	}
+}
+
+// checkCompactionLevels verifies that compaction c, picked from v, skips
+// no level holding a table it overlaps: a level-0 compaction may write
+// below level 1 (into the base level under DynamicLevelBytes), and newer
+// versions would then sit below older ones in the levels it passed over.
+// It reads only the version, so it is cheap; runCompaction calls it under
+// invariantChecks.
+func checkCompactionLevels(c *tableCompaction, v *manifest.Version) error {
+	if c.OutputLevel <= c.Level+1 {
+		return nil
+	}
+	all := append(append([]*manifest.FileMetadata{}, c.Inputs[0]...), c.Inputs[1]...)
+	lo, hi := compaction.KeyRange(all)
+	for l := c.Level + 1; l < c.OutputLevel; l++ {
+		if over := v.Overlaps(l, lo, hi); len(over) > 0 {
+			return fmt.Errorf("%w: compaction L%d -> L%d passes over level %d, which holds %s in its range [%q, %q]",
+				errInvariant, c.Level, c.OutputLevel, l, over[0], lo, hi)
+		}
+	}
+	return nil
 }

@@ -348,7 +348,7 @@ func TestRandomizedAgainstModel(t *testing.T) {
 	}
 }
 
-// randomizeOptions picks table, filter and cache settings, including a
+// randomizeOptions picks table, filter, cache and level-target settings, including a
 // ROW-style extractor over the keys' first three bytes under one of two
 // names (tables written under the other name must be read without their
 // filter).
@@ -371,6 +371,9 @@ func randomizeOptions(rng *rand.Rand, o *Options) {
 	// data block), held or in the block cache.
 	o.IndexPartitionSize = []int{-1, 1, 48, 4096}[rng.IntN(4)]
 	o.CacheFilterBlocks = o.BlockCacheSize > 0 && rng.IntN(2) == 0
+	// Issue 25: level targets from the bottom up, switched on and off
+	// across reopens (a static tree then drains toward its last level).
+	o.DynamicLevelBytes = rng.IntN(2) == 0
 }
 
 func slicesDelete(s []string, k string) []string {

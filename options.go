@@ -226,13 +226,29 @@ type Options struct {
 	// for a flush before writes wait (default 2).
 	MaxImmutableMemtables int
 	// LBaseMaxBytes is the size target of level 1 (default 10 MiB); each
-	// deeper level's target is LevelMultiplier times the one above.
+	// deeper level's target is LevelMultiplier times the one above. Under
+	// DynamicLevelBytes it is the least target of the base level.
 	LBaseMaxBytes int64
 	// LevelMultiplier is the growth factor between level targets (default 10).
 	LevelMultiplier int
+	// DynamicLevelBytes sizes the levels from the bottom up (RocksDB's
+	// level_compaction_dynamic_level_bytes, Pebble's only mode): the
+	// deepest level holding a table is as large as it is, each level above
+	// it LevelMultiplier times smaller, and level 0 compacts into the base
+	// level, the shallowest whose target is still at least LBaseMaxBytes;
+	// the levels above the base stay empty. About 90% of the data then
+	// sits in the last level (with the default multiplier), which bounds
+	// what older versions above it can take, and the tree has no more
+	// levels than its size needs. Table sizes (TargetFileSizeMultiplier)
+	// count from the base level. A new tree's first tables go to level 6.
+	// Default false (the static targets above) until measurements favor
+	// it (docs/design-notes.md); the rule and its corner cases are in
+	// package compaction's shape.go.
+	DynamicLevelBytes bool
 	// TargetFileSize is the size at which compaction outputs into level 1
-	// are split (default 2 MiB); deeper levels' tables are
-	// TargetFileSizeMultiplier times larger per level.
+	// (under DynamicLevelBytes, the base level) are split (default 2 MiB);
+	// deeper levels' tables are TargetFileSizeMultiplier times larger per
+	// level.
 	TargetFileSize int64
 	// TargetFileSizeMultiplier is the growth of table sizes per level below
 	// level 1 (default 2, as Pebble's per-level sizes; 1 keeps every level
@@ -511,7 +527,7 @@ func (o *Options) fractionalFilterBits() bool {
 // deepestTargetFileSize is the target file size of the last level.
 func (o *Options) deepestTargetFileSize() int64 {
 	return compaction.Options{TargetFileSize: o.TargetFileSize, TargetFileSizeMultiplier: o.TargetFileSizeMultiplier}.
-		TargetFileSizeAt(manifest.NumLevels - 1)
+		TargetFileSizeAt(manifest.NumLevels-1, 1)
 }
 
 // The default MaxOpenFiles follows the process's descriptor limit.

@@ -14,9 +14,10 @@ import (
 //     compacted first, the most urgent level first (Pick). Writes stall
 //     behind these, so nothing else goes ahead of them.
 //  2. Idle: once writes have paused (Triggers.IdleDue), all of level 0
-//     moves into level 1, unless that would rewrite more than
-//     IdleMaxRewrite bytes of level 1 per byte of level 0 (a small flush
-//     overlapping all of level 1 then waits for the threshold).
+//     moves into level 1 (under dynamic targets, Shape.L0Output), unless
+//     that would rewrite more than IdleMaxRewrite bytes of that level per
+//     byte of level 0 (a small flush overlapping all of it then waits for
+//     the threshold).
 //  3. Read-triggered: a table that reads kept passing on their way to a
 //     deeper level's table (Triggers.ReadQueue, oldest first) is merged
 //     into the level below when Triggers.ReadsDue, unless its overlap
@@ -97,13 +98,14 @@ type Choice[T Table] struct {
 // rules above. pointers[level] is the largest user key of the last size
 // compaction of that level (round robin).
 func Choose[T Table](tree Tree[T], pointers map[int][]byte, o Options, t Triggers[T]) Choice[T] {
-	if c := Pick(tree, pointers, o); c != nil {
+	c, shape := pick(tree, pointers, o)
+	if c != nil {
 		return Choice[T]{Compaction: c, Reason: ReasonSize}
 	}
 	var ch Choice[T]
 	if t.IdleDue {
 		ch.IdleConsidered = true
-		c := PickRange(tree, 0, nil, nil)
+		c := pickRange(tree, shape, 0, nil, nil)
 		switch {
 		case c == nil:
 		case TotalSize(c.Inputs[1]) > IdleMaxRewrite*TotalSize(c.Inputs[0]):
@@ -115,7 +117,7 @@ func Choose[T Table](tree Tree[T], pointers map[int][]byte, o Options, t Trigger
 	}
 	if t.ReadsDue {
 		var c *Compaction[T]
-		c, ch.ReadQueueUsed = pickRead(tree, t.ReadQueue)
+		c, ch.ReadQueueUsed = pickRead(tree, shape, t.ReadQueue)
 		if c != nil {
 			ch.Compaction, ch.Reason = c, ReasonRead
 		}
@@ -125,14 +127,14 @@ func Choose[T Table](tree Tree[T], pointers map[int][]byte, o Options, t Trigger
 
 // pickRead returns the compaction of the first queued table still where it
 // was read into the level below, and how many queue entries it weighed.
-func pickRead[T Table](tree Tree[T], queue []ReadCandidate[T]) (*Compaction[T], int) {
+func pickRead[T Table](tree Tree[T], shape Shape, queue []ReadCandidate[T]) (*Compaction[T], int) {
 	for i, rc := range queue {
 		if !InLevel(tree, rc.Level, rc.File) {
 			continue
 		}
 		// Tables of levels >= 1 do not overlap: the range of rc.File picks
 		// exactly rc.File.
-		c := PickRange(tree, rc.Level, rc.File.SmallestUserKey(), rc.File.LargestUserKey())
+		c := pickRange(tree, shape, rc.Level, rc.File.SmallestUserKey(), rc.File.LargestUserKey())
 		if c == nil || TotalSize(c.Inputs[1]) > ReadMaxRewrite*TotalSize(c.Inputs[0]) {
 			continue
 		}
@@ -161,12 +163,13 @@ func InLevel[T Table](tree Tree[T], level int, f T) bool {
 // (their filters or compression were written with other settings): one per
 // run of adjacent stale files, so that no output can overlap a file left
 // alone between two stale ones.
-func PickStale[T Table](tree Tree[T], level int, start, end []byte, stale func(T) bool) []*Compaction[T] {
+func PickStale[T Table](tree Tree[T], o Options, level int, start, end []byte, stale func(T) bool) []*Compaction[T] {
+	base := ShapeOf(tree, o).Base
 	var out []*Compaction[T]
 	var run []T
 	flush := func() {
 		if len(run) > 0 {
-			out = append(out, &Compaction[T]{Level: level, OutputLevel: level, Inputs: [2][]T{run}})
+			out = append(out, &Compaction[T]{Level: level, OutputLevel: level, Base: base, Inputs: [2][]T{run}})
 			run = nil
 		}
 	}

@@ -23,8 +23,12 @@
 //
 // Leveled compaction: level 0 holds flushed memtables, which may overlap;
 // every deeper level is one sorted run whose size target is LBaseMaxBytes
-// for level 1 and LevelMultiplier times the level above for each one below.
-// Scores says how far each level is over its trigger (level 0: its table
+// for level 1 and LevelMultiplier times the level above for each one below
+// (static targets), or, with Options.DynamicLevelBytes, the last level's
+// size divided by LevelMultiplier once per level above it, with level 0
+// compacting into the base level, the shallowest level whose target is at
+// least LBaseMaxBytes (dynamic targets: shape.go has the rule and what it
+// means for every kind of compaction). Scores says how far each level is over its trigger (level 0: its table
 // count against L0CompactionThreshold; others: bytes against the target);
 // Pick takes the level with the highest score of at least 1:
 //
@@ -34,13 +38,14 @@
 //   - from a deeper level, the first table after that level's compact
 //     pointer (round robin over the key space);
 //
-// plus every table of the next level overlapping the inputs, and, for
+// plus every table of the output level (the next level; for level 0 the
+// base level, Shape.L0Output) overlapping the inputs, and, for
 // splitting outputs, the overlapping tables two levels down
 // (grandparents). A single input with nothing to merge below it and little
 // grandparent overlap is a trivial move: the table changes level unchanged.
 // PickRange builds the compaction Compact(start, end) runs level by level,
 // and the one the DB runs when writes pause (every level-0 table into
-// level 1, below the threshold: see Options.IdleCompactionDelay).
+// the base level, below the threshold: see Options.IdleCompactionDelay).
 //
 // # The merge filter (iter.go)
 //

@@ -69,25 +69,32 @@ type Options struct {
 	// tables.
 	L0CompactionThreshold int
 	// LBaseMaxBytes is level 1's size target; level n's is
-	// LBaseMaxBytes * LevelMultiplier^(n-1).
+	// LBaseMaxBytes * LevelMultiplier^(n-1). Under DynamicLevelBytes it is
+	// the least target of the base level.
 	LBaseMaxBytes   int64
 	LevelMultiplier int
-	// TargetFileSize is where outputs into level 1 (and level 0) are
-	// split; level n's outputs are split at TargetFileSize *
-	// TargetFileSizeMultiplier^(n-1) (a multiplier of 0 counts as 1).
+	// DynamicLevelBytes sizes the levels from the last one up instead of
+	// from level 1 down (shape.go).
+	DynamicLevelBytes bool
+	// TargetFileSize is where outputs into the base level (level 1 under
+	// static targets) and level 0 are split; level n's outputs are split
+	// at TargetFileSize * TargetFileSizeMultiplier^(n-base) (a multiplier
+	// of 0 counts as 1).
 	TargetFileSize           int64
 	TargetFileSizeMultiplier int
 }
 
-// TargetFileSizeAt returns where outputs into level are split. Tables grow
-// with depth so that a large tree holds a few thousand tables, not tens of
-// thousands (every open table holds a descriptor, an index and a filter):
-// each level is LevelMultiplier times the one above, and its tables
+// TargetFileSizeAt returns where outputs into level are split when level 0
+// compacts into base (Shape.Base: 1 under static targets; a base below 1
+// counts as 1). Tables grow with depth below the base so that a large tree
+// holds a few thousand tables, not tens of thousands (every open table
+// holds a descriptor, an index and a filter): each level is
+// LevelMultiplier times the one above, and its tables
 // TargetFileSizeMultiplier times larger, so deep levels do not multiply
 // the table count by LevelMultiplier each.
-func (o Options) TargetFileSizeAt(level int) int64 {
+func (o Options) TargetFileSizeAt(level, base int) int64 {
 	t := o.TargetFileSize
-	for l := 1; l < level && o.TargetFileSizeMultiplier > 1; l++ {
+	for l := max(base, 1); l < level && o.TargetFileSizeMultiplier > 1; l++ {
 		t *= int64(o.TargetFileSizeMultiplier)
 	}
 	return t
@@ -95,10 +102,13 @@ func (o Options) TargetFileSizeAt(level int) int64 {
 
 // MaxGrandparentOverlapBytes bounds how much of the level after the output
 // level one output table into level may overlap, so that a later
-// compaction of that table stays small.
-func (o Options) MaxGrandparentOverlapBytes(level int) int64 { return 10 * o.TargetFileSizeAt(level) }
+// compaction of that table stays small. base is as for TargetFileSizeAt.
+func (o Options) MaxGrandparentOverlapBytes(level, base int) int64 {
+	return 10 * o.TargetFileSizeAt(level, base)
+}
 
-// LevelMaxBytes returns the size target of level (>= 1).
+// LevelMaxBytes returns the static size target of level (>= 1); ShapeOf
+// gives the targets of a tree under either rule.
 func (o Options) LevelMaxBytes(level int) float64 {
 	t := float64(o.LBaseMaxBytes)
 	for l := 1; l < level; l++ {
@@ -108,32 +118,76 @@ func (o Options) LevelMaxBytes(level int) float64 {
 }
 
 // Compaction describes one merge: Inputs[0] from Level and Inputs[1], their
-// overlap, from OutputLevel = Level+1 (or, for PickStale, Level itself).
+// overlap, from OutputLevel: Level+1, or for level 0 the tree's
+// Shape.L0Output (level 1 under static targets), or for PickStale Level
+// itself.
 type Compaction[T Table] struct {
 	Level, OutputLevel int
-	Inputs             [2][]T
+	// Base is the tree's base level when the compaction was picked
+	// (Shape.Base): output table sizes count from it (TargetFileSize). 0
+	// counts as 1.
+	Base   int
+	Inputs [2][]T
 	// Grandparents are the tables of OutputLevel+1 overlapping the inputs.
 	Grandparents []T
 	Score        float64
 }
 
+// TargetFileSize returns where c's outputs are split.
+func (c *Compaction[T]) TargetFileSize(o Options) int64 {
+	return o.TargetFileSizeAt(c.OutputLevel, c.Base)
+}
+
+// MaxGrandparentOverlapBytes returns how much of the level below its
+// output level one of c's outputs may overlap.
+func (c *Compaction[T]) MaxGrandparentOverlapBytes(o Options) int64 {
+	return o.MaxGrandparentOverlapBytes(c.OutputLevel, c.Base)
+}
+
 // Scores returns each level's compaction score: level 0 by table count over
 // the threshold, deeper levels by bytes over their target. A score >= 1
-// means the level is due. The last level is never scored.
+// means the level is due. Level NumLevels-1 is never scored, nor under
+// dynamic targets the last level holding a table; a level above the
+// dynamic base level that holds tables scores at least 1 (shape.go).
 func Scores[T Table](tree Tree[T], o Options) [NumLevels]float64 {
+	s, _ := scores(tree, o)
+	return s
+}
+
+func scores[T Table](tree Tree[T], o Options) ([NumLevels]float64, Shape) {
 	var s [NumLevels]float64
+	shape, bytes := shapeOf(tree, o)
 	s[0] = float64(len(tree.Level(0))) / float64(o.L0CompactionThreshold)
 	for l := 1; l < NumLevels-1; l++ {
-		s[l] = float64(tree.LevelBytes(l)) / o.LevelMaxBytes(l)
+		if o.DynamicLevelBytes && l >= shape.Last {
+			break // the last level and the empty ones below it
+		}
+		n := float64(bytes[l])
+		switch t := shape.MaxBytes[l]; {
+		case n == 0:
+		case t > 0:
+			s[l] = n / t
+		default:
+			s[l] = 1 // only hand-made tables of size 0 lead here
+		}
+		if o.DynamicLevelBytes && l < shape.Base && n > 0 {
+			s[l] = max(s[l], 1) // drain a level above the base
+		}
 	}
-	return s
+	return s, shape
 }
 
 // Pick returns the compaction the tree needs most, or nil when no level is
 // due. pointers[level] is the largest user key of the last compaction of
 // that level; the next one starts after it (round robin).
 func Pick[T Table](tree Tree[T], pointers map[int][]byte, o Options) *Compaction[T] {
-	scores := Scores(tree, o)
+	c, _ := pick(tree, pointers, o)
+	return c
+}
+
+// pick is Pick, also returning the tree's shape.
+func pick[T Table](tree Tree[T], pointers map[int][]byte, o Options) (*Compaction[T], Shape) {
+	scores, shape := scores(tree, o)
 	best := -1
 	for l := 0; l < NumLevels-1; l++ {
 		if scores[l] >= 1 && (best < 0 || scores[l] > scores[best]) {
@@ -141,9 +195,9 @@ func Pick[T Table](tree Tree[T], pointers map[int][]byte, o Options) *Compaction
 		}
 	}
 	if best < 0 {
-		return nil
+		return nil, shape
 	}
-	c := &Compaction[T]{Level: best, OutputLevel: best + 1, Score: scores[best]}
+	c := &Compaction[T]{Level: best, OutputLevel: shape.OutputLevel(best), Base: shape.Base, Score: scores[best]}
 	files := tree.Level(best)
 	if best == 0 {
 		// The oldest table, with every level-0 table overlapping it (so that
@@ -162,13 +216,19 @@ func Pick[T Table](tree Tree[T], pointers map[int][]byte, o Options) *Compaction
 		c.Inputs[0] = []T{pick}
 	}
 	c.fill(tree)
-	return c
+	return c, shape
 }
 
 // PickRange returns a compaction of every file of level overlapping the
-// user-key range [start, end] (nil = unbounded) into level+1, or nil when
-// level holds none or is the last level (nothing lies below it).
-func PickRange[T Table](tree Tree[T], level int, start, end []byte) *Compaction[T] {
+// user-key range [start, end] (nil = unbounded) into level+1 (level 0:
+// into Shape.L0Output, where a size compaction of level 0 writes), or nil
+// when level holds none or is level NumLevels-1 (nothing lies below it).
+func PickRange[T Table](tree Tree[T], o Options, level int, start, end []byte) *Compaction[T] {
+	return pickRange(tree, ShapeOf(tree, o), level, start, end)
+}
+
+// pickRange is PickRange for a tree of the given shape.
+func pickRange[T Table](tree Tree[T], shape Shape, level int, start, end []byte) *Compaction[T] {
 	if level < 0 || level >= NumLevels-1 {
 		return nil
 	}
@@ -180,7 +240,7 @@ func PickRange[T Table](tree Tree[T], level int, start, end []byte) *Compaction[
 		// Take the transitive overlap closure within level 0.
 		in = expandL0(tree.Level(0), in...)
 	}
-	c := &Compaction[T]{Level: level, OutputLevel: level + 1, Inputs: [2][]T{in}}
+	c := &Compaction[T]{Level: level, OutputLevel: shape.OutputLevel(level), Base: shape.Base, Inputs: [2][]T{in}}
 	c.fill(tree)
 	return c
 }
@@ -301,5 +361,5 @@ func TotalSize[T Table](files []T) int64 {
 // old filter, so it is not used when filters must be rebuilt.
 func (c *Compaction[T]) IsTrivialMove(o Options) bool {
 	return len(c.Inputs[0]) == 1 && len(c.Inputs[1]) == 0 &&
-		TotalSize(c.Grandparents) <= o.MaxGrandparentOverlapBytes(c.OutputLevel)
+		TotalSize(c.Grandparents) <= c.MaxGrandparentOverlapBytes(o)
 }

@@ -32,6 +32,7 @@ func TestPickerDataDriven(t *testing.T) {
 			d.MaybeScanArgs(t, "multiplier", &opts.LevelMultiplier)
 			d.MaybeScanArgs(t, "target-file-size", &opts.TargetFileSize)
 			d.MaybeScanArgs(t, "file-size-multiplier", &opts.TargetFileSizeMultiplier)
+			opts.DynamicLevelBytes = d.HasArg("dynamic")
 			pointers = map[int][]byte{}
 			nv, err := parseVersion(d.Input)
 			if err != nil {
@@ -43,21 +44,40 @@ func TestPickerDataDriven(t *testing.T) {
 
 		case "scores":
 			s := Scores(v, opts)
+			shape := ShapeOf(v, opts)
 			var b strings.Builder
+			if opts.DynamicLevelBytes {
+				fmt.Fprintf(&b, "dynamic: base L%d, level 0 into L%d, last L%d\n", shape.Base, shape.L0Output, shape.Last)
+			}
 			fmt.Fprintf(&b, "L0: %.3f (%d files, threshold %d)\n", s[0], v.NumFiles(0), opts.L0CompactionThreshold)
 			for l := 1; l < manifest.NumLevels; l++ {
-				if l == manifest.NumLevels-1 {
+				switch {
+				case !opts.DynamicLevelBytes && l == manifest.NumLevels-1:
 					fmt.Fprintf(&b, "L%d: %.3f (last level: not scored)\n", l, s[l])
-					continue
+				case !opts.DynamicLevelBytes:
+					fmt.Fprintf(&b, "L%d: %.3f (%d bytes, target %.0f)\n", l, s[l], v.LevelBytes(l), shape.MaxBytes[l])
+				case shape.Last == 0 || l > shape.Last:
+					fmt.Fprintf(&b, "L%d: %.3f (empty, no target)\n", l, s[l])
+				case l == shape.Last:
+					fmt.Fprintf(&b, "L%d: %.3f (%d bytes, last level: target its size, not scored)\n", l, s[l], v.LevelBytes(l))
+				case l < shape.Base && v.LevelBytes(l) == 0:
+					fmt.Fprintf(&b, "L%d: %.3f (empty, above the base)\n", l, s[l])
+				case l < shape.Base:
+					fmt.Fprintf(&b, "L%d: %.3f (%d bytes, above the base: target %.0f, drained when not empty)\n", l, s[l], v.LevelBytes(l), shape.MaxBytes[l])
+				default:
+					fmt.Fprintf(&b, "L%d: %.3f (%d bytes, target %.0f)\n", l, s[l], v.LevelBytes(l), shape.MaxBytes[l])
 				}
-				fmt.Fprintf(&b, "L%d: %.3f (%d bytes, target %.0f)\n", l, s[l], v.LevelBytes(l), opts.LevelMaxBytes(l))
 			}
 			return b.String()
 
 		case "targets":
 			var b strings.Builder
+			base := ShapeOf(v, opts).Base
+			if opts.DynamicLevelBytes {
+				fmt.Fprintf(&b, "dynamic: base L%d\n", base)
+			}
 			for l := 1; l < manifest.NumLevels; l++ {
-				fmt.Fprintf(&b, "L%d: split at %d, grandparent overlap at most %d\n", l, opts.TargetFileSizeAt(l), opts.MaxGrandparentOverlapBytes(l))
+				fmt.Fprintf(&b, "L%d: split at %d, grandparent overlap at most %d\n", l, opts.TargetFileSizeAt(l, base), opts.MaxGrandparentOverlapBytes(l, base))
 			}
 			return b.String()
 
@@ -98,7 +118,7 @@ func TestPickerDataDriven(t *testing.T) {
 			if arg, ok := d.Arg("end"); ok {
 				end = []byte(arg.SingleVal(t))
 			}
-			c := PickRange(v, level, start, end)
+			c := PickRange(v, opts, level, start, end)
 			if c == nil {
 				return "no compaction"
 			}
@@ -294,6 +314,9 @@ func formatCompaction(c *Compaction[*manifest.FileMetadata], o Options) string {
 		fmt.Fprintf(&b, "  grandparents: %s (output is the last level)\n", fileNums(c.Grandparents))
 	}
 	fmt.Fprintf(&b, "  trivial move: %t\n", c.IsTrivialMove(o))
+	if o.DynamicLevelBytes {
+		fmt.Fprintf(&b, "  base L%d: outputs split at %d\n", c.Base, c.TargetFileSize(o))
+	}
 	return b.String()
 }
 

@@ -52,6 +52,7 @@ type config struct {
 	targetFileSize   int64          // -target_file_size_base
 	fileSizeMult     int            // -target_file_size_multiplier
 	levelBaseBytes   int64          // -max_bytes_for_level_base
+	dynamicLevels    bool           // -dynamic_level_bytes
 	l0Trigger        int            // -level0_file_num_compaction_trigger
 	idleDelay        time.Duration  // -idle_compaction_delay
 	readCompactions  bool           // -read_compactions
@@ -139,6 +140,7 @@ func parseConfigPreset(args []string, stderr io.Writer, preset func(*flag.FlagSe
 	fs.Int64Var(&c.targetFileSize, "target_file_size_base", 0, "compaction output table size in level 1, in bytes (0 = engine default, 2 MiB)")
 	fs.IntVar(&c.fileSizeMult, "target_file_size_multiplier", 0, "growth of table sizes per level below level 1 (Options.TargetFileSizeMultiplier; 0 = engine default, 2; 1 = every level alike)")
 	fs.Int64Var(&c.levelBaseBytes, "max_bytes_for_level_base", 0, "size target of level 1 in bytes (0 = engine default, 10 MiB); small values give small data sets a deep tree")
+	fs.BoolVar(&c.dynamicLevels, "dynamic_level_bytes", false, "size the levels from the last one up (Options.DynamicLevelBytes): the last level holds about 90% of the data, level 0 compacts into the base level, the shallowest with a target of at least -max_bytes_for_level_base")
 	fs.IntVar(&c.l0Trigger, "level0_file_num_compaction_trigger", 0, "level-0 tables that trigger a compaction (0 = engine default, 4)")
 	fs.BoolVar(&c.readCompactions, "read_compactions", false, "let reads trigger compactions (Options.DisableReadCompactions false, the engine default); off by default so that every workload reads the tree the fill left and the filter settings compared read the same tree")
 	fs.DurationVar(&c.idleDelay, "idle_compaction_delay", 0, "compact level 0 into level 1 once writes have paused this long (Options.IdleCompactionDelay; 0 = engine default, 1s; negative = never, to study trees that keep level-0 tables); the settle step waits for it")

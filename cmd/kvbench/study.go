@@ -192,6 +192,7 @@ func (s *study) options(bits int, ignoreFilters bool) *bloomkv.Options {
 		TargetFileSize:           s.cfg.targetFileSize,
 		TargetFileSizeMultiplier: s.cfg.fileSizeMult,
 		LBaseMaxBytes:            s.cfg.levelBaseBytes,
+		DynamicLevelBytes:        s.cfg.dynamicLevels,
 		L0CompactionThreshold:    s.cfg.l0Trigger,
 		IdleCompactionDelay:      s.cfg.idleDelay,
 		// Studies compare filter settings on the tree the fill left:
