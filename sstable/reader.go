@@ -576,9 +576,12 @@ func (r *Reader) OpenBytes() uint64 { return r.openRead }
 // partitions the Reader holds (without CacheFilters; with it they live in
 // the block cache).
 func (r *Reader) IndexMemory() int {
-	n := len(r.index.data) + r.index.prefixesMemory() + len(r.parts)*int(partitionOverhead)
-	for i, b := range r.residentIndex {
-		n += len(b.data) + b.prefixesMemory() + len(r.parts[i].key)
+	n := len(r.index.data) + r.index.prefixesMemory()
+	for i := range r.parts {
+		n += int(partitionOverhead) + len(r.parts[i].key)
+	}
+	for _, b := range r.residentIndex {
+		n += len(b.data) + b.prefixesMemory()
 	}
 	return n
 }
