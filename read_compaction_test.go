@@ -254,20 +254,13 @@ func TestReadCompactionWaitsForQuiet(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
-	// A write every 25 ms, to a key outside the tree's range: far more
-	// often than the 300 ms pause, yet too few bytes to fill the 32 KiB
-	// memtable in the test's few seconds. (At one write per millisecond the
-	// memtable flushed, level 0 spilled into level 1, and the size
-	// compactions that followed could merge away the very tables the
-	// reads had queued, leaving nothing to compact once writes paused: 1
-	// run in 15-30 with GOMAXPROCS=1.)
-	go func() {
+	go func() { // a write every millisecond, to a key outside the tree's range
 		defer wg.Done()
 		for i := 0; ; i++ {
 			select {
 			case <-stop:
 				return
-			case <-time.After(25 * time.Millisecond):
+			case <-time.After(time.Millisecond):
 			}
 			if err := db.Put(fmt.Appendf(nil, "zz%d", i%10), []byte("v")); err != nil {
 				t.Error(err)
