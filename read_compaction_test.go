@@ -32,11 +32,23 @@ func readCompactionTree(t *testing.T, disable bool, n int) (*DB, func() []Compac
 		}
 	}}
 	db := writeLevelsTree(t, o, n)
-	deep := 0 // of 100 keys spread over the range, those in 2+ levels
-	for i := range 100 {
-		if levelsCovering(db, levelsKey(i*n/100)) >= 2 {
-			deep++
+	// How much of the tree lies in two levels depends on when background
+	// compactions ran (23 to 99 keys of 100 in runs of the same test), so
+	// a tree with too little overlap gets another pass over part of its
+	// keys, which lands in the shallow levels above the deep ones.
+	deep := 0
+	for round := 0; ; round++ {
+		deep = deepKeys(db, n)
+		t.Logf("%d of 100 keys lie in two levels or more", deep)
+		if deep >= 10 || round == 3 {
+			break
 		}
+		for i := 0; i < n; i += 3 {
+			if err := db.Put(levelsKey(i), []byte("value")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		settle(t, db)
 	}
 	if deep < 10 {
 		t.Fatalf("%d of 100 keys lie in two levels or more, want 10 for the test: %v", deep, tableFiles(db))
@@ -46,6 +58,18 @@ func readCompactionTree(t *testing.T, disable bool, n int) (*DB, func() []Compac
 		defer mu.Unlock()
 		return append([]CompactionInfo(nil), infos...)
 	}
+}
+
+// deepKeys counts, of 100 keys spread over writeLevelsTree's n, those in
+// two levels or more.
+func deepKeys(db *DB, n int) int {
+	deep := 0
+	for i := range 100 {
+		if levelsCovering(db, levelsKey(i*n/100)) >= 2 {
+			deep++
+		}
+	}
+	return deep
 }
 
 // levelsKey is key i of writeLevelsTree (present for i < n).
@@ -251,6 +275,15 @@ func TestReadCompactionWaitsForQuiet(t *testing.T) {
 	db, infos := readCompactionTree(t, false, n)
 	defer db.Close()
 	readCompactionQuiet = 300 * time.Millisecond
+	// The test's writes must not change the tree: with the tree's 32 KiB
+	// memtable they would fill it within a second, and the flushes and
+	// size compactions that follow could merge away the very tables the
+	// seeks queue (then nothing is left to merge once writes pause). A
+	// memtable that outgrows anything the test writes keeps them in
+	// memory; the write path reads the size under db.mu at each write.
+	db.mu.Lock()
+	db.opts.MemtableSize = 64 << 20
+	db.mu.Unlock()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -326,7 +359,18 @@ func TestReadCompactionBudget(t *testing.T) {
 	db.mu.readQuiet.notBefore = time.Time{}
 	db.mu.bgCond.Broadcast()
 	db.mu.Unlock()
-	waitFor(t, "a second read-triggered compaction once the budget allows", func() bool { return len(infos()) > 1 })
+	// The queued tables may all have been merged away by the first
+	// compaction (a queued table of the level it wrote into is dropped
+	// from the queue) or declined by the picker, so reads go on queueing
+	// tables while the test waits.
+	deadline := time.Now().Add(time.Minute)
+	for len(infos()) < 2 && time.Now().Before(deadline) {
+		seekRandomly(t, db, n, 10_000, func() bool { return len(infos()) > 1 })
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(infos()) < 2 {
+		t.Fatalf("no second read-triggered compaction within a minute of reads once the budget allowed it (%d tables queued before)", queued)
+	}
 	if err := db.WaitForCompactions(); err != nil {
 		t.Fatal(err)
 	}
