@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bloomkv/bloomkv/internal/lru"
 	"github.com/bloomkv/bloomkv/kv"
 )
 
@@ -78,7 +79,11 @@ func TestBlockCacheConcurrent(t *testing.T) {
 					if b := c.get(file, off); b == nil {
 						b = fakeBlock(4096 + rng.IntN(8192))
 						b.data[0] = byte(file)
-						c.set(file, off, b)
+						if rng.IntN(3) == 0 { // metadata and data blocks share the cache
+							c.setIndex(file, off, b)
+						} else {
+							c.set(file, off, b)
+						}
 					} else if b.data[0] != byte(file) {
 						t.Errorf("block of file %d returned for file %d", b.data[0], file)
 					}
@@ -91,16 +96,25 @@ func TestBlockCacheConcurrent(t *testing.T) {
 	for i := range c.shards {
 		s := &c.shards[i]
 		var n int
+		var protected int64
 		tab := s.table.Load()
-		for e := s.list.Front(); e != nil; e = e.Next() {
-			sum += e.Value.charge
-			n++
-			if tab.find(e.Value.key, hashKey(e.Value.key)) != e.Value {
-				t.Fatalf("shard %d: listed block (%d, %d) not in the table", i, e.Value.key.fileNum, e.Value.key.offset)
+		for _, l := range []*lru.List[*cacheEntry]{&s.shared, &s.protected} {
+			for e := l.Front(); e != nil; e = e.Next() {
+				sum += e.Value.charge
+				n++
+				if e.Value.protected != (l == &s.protected) || e.Value.protected && !e.Value.meta {
+					t.Fatalf("shard %d: block (%d, %d) in the wrong list", i, e.Value.key.fileNum, e.Value.key.offset)
+				}
+				if e.Value.protected {
+					protected += e.Value.charge
+				}
+				if tab.find(e.Value.key, hashKey(e.Value.key)) != e.Value {
+					t.Fatalf("shard %d: listed block (%d, %d) not in the table", i, e.Value.key.fileNum, e.Value.key.offset)
+				}
 			}
 		}
-		if n != tab.live || n != s.list.Len() || s.used > s.capacity {
-			t.Fatalf("shard %d: list %d, table %d, used %d of %d", i, n, tab.live, s.used, s.capacity)
+		if n != tab.live || n != s.shared.Len()+s.protected.Len() || s.used > s.capacity || protected != s.protectedUsed {
+			t.Fatalf("shard %d: lists %d, table %d, used %d of %d, protected %d counted %d", i, n, tab.live, s.used, s.capacity, protected, s.protectedUsed)
 		}
 	}
 	if sum != c.Size() || c.Size() > capacity {
@@ -149,5 +163,75 @@ func TestConcurrentGetsWithEviction(t *testing.T) {
 	}
 	if st.DataBlockReads.Load() != st.BlockCacheHits.Load()+st.BlockCacheMisses.Load() {
 		t.Fatal("block reads != hits + misses")
+	}
+}
+
+// TestBlockCacheMetadataShare: data blocks do not push metadata out while
+// it holds no more than its share; metadata beyond its share, and stale
+// metadata, give way to data blocks as in one CLOCK list; either kind
+// fills the cache when the other is absent; share 0 is one CLOCK list.
+func TestBlockCacheMetadataShare(t *testing.T) {
+	const capacity, size = 200_000, 4_000 // one shard, 50 blocks
+	cached := func(c *BlockCache, meta bool) (n int) {
+		s := &c.shards[0]
+		for _, l := range []*lru.List[*cacheEntry]{&s.shared, &s.protected} {
+			for e := l.Front(); e != nil; e = e.Next() {
+				if e.Value.meta == meta {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	c := NewBlockCache(capacity)
+	if len(c.shards) != 1 {
+		t.Fatalf("%d shards, want 1", len(c.shards))
+	}
+	share := int(capacity * c.metaShare / 1024 / size) // 44 blocks at 0.9
+	for i := range 30 {
+		c.setIndex(1, uint64(i), fakeBlock(size))
+	}
+	for i := range 1000 { // a stream of data blocks, never read again
+		c.set(2, uint64(i), fakeBlock(size))
+	}
+	if m, d := cached(c, true), cached(c, false); m != 30 || d != 50-30 {
+		t.Fatalf("after a stream of data blocks: %d metadata blocks (want all 30), %d data blocks (want 20)", m, d)
+	}
+	for i := range 100 { // metadata beyond its share, read once
+		c.setIndex(3, uint64(i), fakeBlock(size))
+	}
+	for i := range 1000 {
+		c.set(4, uint64(i), fakeBlock(size))
+	}
+	if m, d := cached(c, true), cached(c, false); m != share || d != 50-share {
+		t.Fatalf("metadata beyond its share, then data: %d metadata and %d data blocks, want %d and %d", m, d, share, 50-share)
+	}
+	for i := range 1000 { // then metadata alone: stale data blocks go
+		c.setIndex(5, uint64(i), fakeBlock(size))
+	}
+	if m := cached(c, true); m != 50 || c.shards[0].used > capacity {
+		t.Fatalf("a stream of metadata: %d metadata blocks cached, want all 50 (used %d of %d)", m, c.shards[0].used, capacity)
+	}
+
+	c = NewBlockCache(capacity)
+	for i := range 100 {
+		c.set(1, uint64(i), fakeBlock(size))
+	}
+	if d := cached(c, false); d != 50 {
+		t.Fatalf("data alone: %d blocks cached, want 50", d)
+	}
+
+	// With no share, a stream of data blocks evicts metadata as one
+	// CLOCK list would.
+	c = NewBlockCache(capacity)
+	c.SetMetadataShare(0)
+	for i := range 30 {
+		c.setIndex(1, uint64(i), fakeBlock(size))
+	}
+	for i := range 1000 {
+		c.set(2, uint64(i), fakeBlock(size))
+	}
+	if m := cached(c, true); m != 0 {
+		t.Fatalf("share 0: %d metadata blocks survived a stream of data blocks", m)
 	}
 }

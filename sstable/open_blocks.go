@@ -53,7 +53,7 @@ func (c *BlockCache) putOpenBlocks(fileNum uint64, b *openBlocks) {
 	if b == nil || len(b.blocks) == 0 {
 		return
 	}
-	c.insert(&cacheEntry{key: cacheKey{fileNum, openBlocksOffset}, open: b, charge: b.size})
+	c.insert(&cacheEntry{key: cacheKey{fileNum, openBlocksOffset}, open: b, charge: b.size, meta: true})
 }
 
 // takeOpenBlocks removes and returns the cached open blocks of table

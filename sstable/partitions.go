@@ -266,7 +266,7 @@ func (r *Reader) indexPartition(i int, fill bool, stats *ReadStats) (*block, err
 		return nil, err
 	}
 	if fill {
-		r.cache.set(r.fileNum, h.offset, b)
+		r.cache.setIndex(r.fileNum, h.offset, b)
 	}
 	return b, nil
 }
