@@ -110,7 +110,7 @@ type cacheShard struct {
 	// protected and shared hold the entries of table, newest (or
 	// second-chanced) first.
 	protected, shared lru.List[*cacheEntry]
-	_    [64]byte              // keep neighbouring shards' lines apart
+	_                 [64]byte // keep neighbouring shards' lines apart
 }
 
 // NewBlockCache returns a cache holding up to capacity bytes of blocks.
