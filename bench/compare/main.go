@@ -39,17 +39,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if cfg.cpuProfile != "" && !cfg.isolate { // isolated: each child profiles itself
-		f, err := os.Create(cfg.cpuProfile)
+		stop, err := startCPUProfile(cfg.cpuProfile)
 		if err != nil {
 			fmt.Fprintln(stderr, "compare:", err)
 			return 1
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintln(stderr, "compare:", err)
-			return 1
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	rep, err := compare(cfg, stderr)
 	if err != nil {
@@ -314,4 +309,22 @@ func checkCount(st store, ks *keySpace) error {
 		return fmt.Errorf("the database holds %d keys, the fill wrote %d", n, ks.num)
 	}
 	return nil
+}
+
+// startCPUProfile profiles this process into path until the returned stop
+// is called. The harness and each isolated child (isolate.go) use it, each
+// for its own process.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
