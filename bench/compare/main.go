@@ -35,6 +35,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "compare:", err)
 			return 1
 		}
+		if cfg.summary {
+			writeSummaryHeader(stdout)
+			writeSummary(stdout, rep, cfg.reportPath)
+			return 0
+		}
 		writeText(stdout, rep)
 		return 0
 	}
