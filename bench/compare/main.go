@@ -99,6 +99,7 @@ func compare(cfg *config, progress io.Writer) (*report, error) {
 	}
 	rep.finish()
 	rep.Seconds = time.Since(begin).Seconds()
+	rep.LoadEnd = loadAverage()
 	return rep, nil
 }
 

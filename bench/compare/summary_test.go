@@ -9,24 +9,37 @@ import (
 	"testing"
 )
 
-// TestREADMEFromJSON ties README.md's bench/compare figures to the JSON
-// reports committed in docs/benchmarks/, as TestPublishedReports does for
-// docs/benchmarks.md's tables. A comment
+// TestREADMEFromJSON and TestBenchmarksFromJSON tie the bench/compare
+// figures of README.md and docs/benchmarks.md to the JSON reports
+// committed in docs/benchmarks/ (TestPublishedReports checks the other
+// way: every table line a report prints is in docs/benchmarks.md). A
+// comment
 //
 //	<!-- bench/compare: docs/benchmarks/a.json [docs/benchmarks/b.json ...] -->
 //
-// opens a block that the next heading or HTML comment closes. In it, every
-// table line is a line `go run . -report FILE -summary` prints for one of
-// the files (rows may be left out, not changed), and every figure of the
-// prose is in one of those lines. Outside every block, no line names
-// Pebble or goleveldb beside a ratio: a hand-written comparison fails.
+// opens a block that the next HTML comment or heading closes (<!--
+// bench/compare: end --> closes it without opening another), but for the
+// headings of the pasted report text itself. In it, every
+// table line is a line that `go run . -report FILE -summary` (the README's
+// rows) or `go run . -report FILE` prints for one of the files (rows may
+// be left out, not changed), and every figure of the prose is in that
+// output. Outside every block, no line names Pebble or goleveldb beside a
+// ratio: a hand-written comparison fails.
 func TestREADMEFromJSON(t *testing.T) {
-	doc, err := os.ReadFile("../../README.md")
+	checkDoc(t, "README.md")
+}
+
+func TestBenchmarksFromJSON(t *testing.T) {
+	checkDoc(t, "docs/benchmarks.md")
+}
+
+func checkDoc(t *testing.T, name string) {
+	doc, err := os.ReadFile(filepath.Join("../..", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := checkSummaryBlocks(t, "README.md", string(doc)); n == 0 {
-		t.Error("README.md: no <!-- bench/compare: FILE.json --> block")
+	if n := checkSummaryBlocks(t, name, string(doc)); n == 0 {
+		t.Errorf("%s: no <!-- bench/compare: FILE.json --> block", name)
 	}
 }
 
@@ -44,7 +57,7 @@ var (
 func checkSummaryBlocks(t *testing.T, name, doc string) int {
 	t.Helper()
 	blocks := 0
-	var printed map[string]bool // lines -summary prints for the open block's files
+	var printed map[string]bool // lines -report [-summary] prints for the open block's files
 	var printedText string
 	var files string
 	inFence := false
@@ -57,7 +70,7 @@ func checkSummaryBlocks(t *testing.T, name, doc string) int {
 		if inFence {
 			continue
 		}
-		if m := summaryMarker.FindStringSubmatch(line); m != nil {
+		if m := summaryMarker.FindStringSubmatch(line); m != nil && m[1] != "end" {
 			blocks++
 			files = m[1]
 			printed = map[string]bool{}
@@ -70,6 +83,7 @@ func checkSummaryBlocks(t *testing.T, name, doc string) int {
 				}
 				writeSummaryHeader(&all)
 				writeSummary(&all, rep, filepath.Join("../..", f))
+				writeText(&all, rep)
 			}
 			printedText = all.String()
 			for _, l := range strings.Split(printedText, "\n") {
@@ -77,7 +91,7 @@ func checkSummaryBlocks(t *testing.T, name, doc string) int {
 			}
 			continue
 		}
-		if strings.HasPrefix(line, "#") || strings.HasPrefix(line, "<!--") {
+		if strings.HasPrefix(line, "<!--") || strings.HasPrefix(line, "#") && !printedHeading(printedText, line) {
 			printed = nil
 		}
 		if printed == nil {
@@ -88,15 +102,34 @@ func checkSummaryBlocks(t *testing.T, name, doc string) int {
 		}
 		if strings.HasPrefix(line, "|") {
 			if !printed[line] {
-				t.Errorf("%s line %d: the row\n%s\nis not a line of `go run . -report FILE -summary` for %s (regenerate it)", name, i+1, line, files)
+				t.Errorf("%s line %d: the row\n%s\nis not a line of `go run . -report FILE [-summary]` for %s (regenerate it)", name, i+1, line, files)
 			}
 			continue
 		}
 		for _, m := range docFigure.FindAllStringSubmatch(inlineCode.ReplaceAllString(line, ""), -1) {
-			if !strings.Contains(printedText, m[2]) {
-				t.Errorf("%s line %d: the figure %s is in no row -summary prints for %s", name, i+1, m[2], files)
+			if !containsFigure(printedText, m[2]) {
+				t.Errorf("%s line %d: the figure %s is in nothing `go run . -report FILE [-summary]` prints for %s", name, i+1, m[2], files)
 			}
 		}
 	}
 	return blocks
+}
+
+// printedHeading reports whether the heading line is one the report text
+// prints, at any level (a document nests the pasted text under its own
+// headings).
+func printedHeading(printed, line string) bool {
+	text := strings.TrimLeft(line, "#")
+	for _, l := range strings.Split(printed, "\n") {
+		if strings.HasPrefix(l, "#") && strings.TrimLeft(l, "#") == text {
+			return true
+		}
+	}
+	return false
+}
+
+// containsFigure reports whether fig is in text as a whole figure: 1.2 is
+// not in 1.25, nor 25 in 125.
+func containsFigure(text, fig string) bool {
+	return regexp.MustCompile(`(^|[^\d.,])` + regexp.QuoteMeta(fig) + `($|[^\d]|\.\D|\.$)`).MatchString(text)
 }
