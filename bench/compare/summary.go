@@ -1,11 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"path"
 	"path/filepath"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -45,7 +48,7 @@ func writeSummary(w io.Writer, rep *report, jsonPath string) {
 	if rep.Params.Runs > 1 {
 		runs = fmt.Sprintf("medians of %d", rep.Params.Runs)
 	}
-	source := fmt.Sprintf("%s, bloomkv %s, %s ([%s](%s))", runs, bloomkvCommit(rep), dateOf(rep.Date), path.Base(link), link)
+	source := fmt.Sprintf("`%s`: %s, bloomkv %s, %s ([%s](%s))", rerunCommand(rep), runs, bloomkvCommit(rep), dateOf(rep.Date), path.Base(link), link)
 	for _, p := range rep.Pairings {
 		if !slices.Contains(p.Engines, bloomkvEngine.name) {
 			continue
@@ -148,4 +151,60 @@ func bloomkvCommit(rep *report) string {
 func dateOf(t string) string {
 	d, _, _ := strings.Cut(t, "T")
 	return d
+}
+
+// outputFlags only say where a run's output goes or annotate it: a rerun
+// needs none of them.
+var outputFlags = []string{"json", "note", "cpuprofile", "dir", "report", "summary", "child"}
+
+// rerunCommand is the command that measures what rep did again, from its
+// flags (every flag's value) rather than its command line, whose -note can
+// run to a paragraph and whose -json names a scratch path: the flags set
+// to other than today's defaults, in name order.
+func rerunCommand(rep *report) string {
+	args := []string{"go run ."}
+	defaults, err := parseConfig(nil, io.Discard)
+	if err != nil {
+		return "?"
+	}
+	def, got := viaJSON(defaults.flags), viaJSON(rep.Flags)
+	names := make([]string, 0, len(got))
+	for name := range got {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		v := got[name]
+		if slices.Contains(outputFlags, name) || reflect.DeepEqual(v, def[name]) {
+			continue
+		}
+		switch v := v.(type) {
+		case bool:
+			if v {
+				args = append(args, "-"+name)
+			} else {
+				args = append(args, "-"+name+"=false")
+			}
+		case float64:
+			args = append(args, "-"+name, strconv.FormatFloat(v, 'f', -1, 64))
+		default:
+			args = append(args, "-"+name, fmt.Sprint(v))
+		}
+	}
+	return strings.Join(args, " ")
+}
+
+// viaJSON gives flag values the types they have when read back from a
+// report (numbers as float64), so that a fresh run's values and a
+// committed report's compare alike.
+func viaJSON(flags map[string]any) map[string]any {
+	data, err := json.Marshal(flags)
+	if err != nil {
+		return nil
+	}
+	var out map[string]any
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil
+	}
+	return out
 }
