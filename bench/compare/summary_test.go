@@ -2,9 +2,13 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -132,4 +136,54 @@ func printedHeading(printed, line string) bool {
 // not in 1.25, nor 25 in 125.
 func containsFigure(text, fig string) bool {
 	return regexp.MustCompile(`(^|[^\d.,])` + regexp.QuoteMeta(fig) + `($|[^\d]|\.\D|\.$)`).MatchString(text)
+}
+
+// TestSummaryRows: each -summary row of a committed sample holds the
+// report's own ratios, in the columns' order, and a command that sets
+// every flag the run set (output flags aside) to the run's value.
+func TestSummaryRows(t *testing.T) {
+	rep, err := readReport("testdata/sample-report.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	writeSummary(&out, rep, "../../docs/benchmarks/sample.json")
+	rows := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	var want []string
+	for _, p := range rep.Pairings {
+		for _, peer := range p.Engines[1:] {
+			cells := []string{}
+			for _, wl := range summaryWorkloads {
+				cells = append(cells, fmt.Sprintf("%.2fx", p.Ratios[wl][peer]))
+			}
+			want = append(want, strings.Join(cells, " | "))
+		}
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want one per peer, %d:\n%s", len(rows), len(want), out.String())
+	}
+	for i, row := range rows {
+		if !strings.Contains(row, " | "+want[i]+" | ") {
+			t.Errorf("row %d\n%s\nlacks the ratios %s", i, row, want[i])
+		}
+		if !strings.Contains(row, "([sample.json](docs/benchmarks/sample.json))") {
+			t.Errorf("row %d links no docs/benchmarks/sample.json:\n%s", i, row)
+		}
+	}
+
+	cmd := rerunCommand(rep)
+	args, ok := strings.CutPrefix(cmd, "go run . ")
+	if !ok {
+		t.Fatalf("rerun command %q", cmd)
+	}
+	cfg, err := parseConfig(strings.Fields(args), io.Discard)
+	if err != nil {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+	got, was := viaJSON(cfg.flags), viaJSON(rep.Flags)
+	for name, v := range was {
+		if !slices.Contains(outputFlags, name) && !reflect.DeepEqual(got[name], v) {
+			t.Errorf("%s sets -%s to %v; the run had %v", cmd, name, got[name], v)
+		}
+	}
 }
