@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -168,12 +169,7 @@ func rerunCommand(rep *report) string {
 		return "?"
 	}
 	def, got := viaJSON(defaults.flags), viaJSON(rep.Flags)
-	names := make([]string, 0, len(got))
-	for name := range got {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(got)) {
 		v := got[name]
 		if slices.Contains(outputFlags, name) || reflect.DeepEqual(v, def[name]) {
 			continue
