@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -35,6 +36,8 @@ type config struct {
 	args []string
 	// reportPath: render the report in this JSON file instead of running.
 	reportPath string
+	// summary: with reportPath, print the README's rows instead (summary.go).
+	summary bool
 	// isolate runs each engine run in a child process; child names the run
 	// a child process is to do (isolate.go).
 	isolate bool
@@ -101,6 +104,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.child, "child", "", "internal: the engine run a child process does (durability,engine,run), set by the harness for -isolate")
 	fs.DurationVar(&settleQuiet, "settle_quiet", 2*time.Second, "the settle rule's quiet period: no background work for this long before the reads (keep it above bloomkv's 1 s IdleCompactionDelay; the tests shorten it)")
 	fs.StringVar(&c.reportPath, "report", "", "print the tables of the report in this JSON file (written by -json) instead of running: the published tables are regenerated this way")
+	fs.BoolVar(&c.summary, "summary", false, "with -report: print the README's table rows for the report instead of its tables (bloomkv's ops/s over each peer's, read memory, the run)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: go run . [flags]\n\nRuns the same workloads against bloomkv, Pebble and goleveldb with equal settings and equal durability.\n\n")
 		fs.PrintDefaults()
@@ -110,6 +114,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))
+	}
+	if c.summary && c.reportPath == "" {
+		return nil, errors.New("-summary prints the README's rows of a committed report: it needs -report FILE.json")
 	}
 	c.seed = uint64(seed)
 	c.args = args

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -75,17 +74,12 @@ func runChild(cfg *config, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if cfg.cpuProfile != "" {
-		f, err := os.Create(childProfilePath(cfg.cpuProfile, spec))
+		stop, err := startCPUProfile(childProfilePath(cfg.cpuProfile, spec))
 		if err != nil {
 			fmt.Fprintln(stderr, "compare:", err)
 			return 1
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintln(stderr, "compare:", err)
-			return 1
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	er, err := runEngine(cfg, newRunKeySpace(cfg), spec.engine, spec.durability, spec.run, stderr)
 	if err != nil {

@@ -35,21 +35,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "compare:", err)
 			return 1
 		}
+		if cfg.summary {
+			writeSummaryHeader(stdout)
+			writeSummary(stdout, rep, cfg.reportPath)
+			return 0
+		}
 		writeText(stdout, rep)
 		return 0
 	}
 	if cfg.cpuProfile != "" && !cfg.isolate { // isolated: each child profiles itself
-		f, err := os.Create(cfg.cpuProfile)
+		stop, err := startCPUProfile(cfg.cpuProfile)
 		if err != nil {
 			fmt.Fprintln(stderr, "compare:", err)
 			return 1
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintln(stderr, "compare:", err)
-			return 1
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	rep, err := compare(cfg, stderr)
 	if err != nil {
@@ -99,6 +99,7 @@ func compare(cfg *config, progress io.Writer) (*report, error) {
 	}
 	rep.finish()
 	rep.Seconds = time.Since(begin).Seconds()
+	rep.LoadEnd = loadAverage()
 	return rep, nil
 }
 
@@ -314,4 +315,22 @@ func checkCount(st store, ks *keySpace) error {
 		return fmt.Errorf("the database holds %d keys, the fill wrote %d", n, ks.num)
 	}
 	return nil
+}
+
+// startCPUProfile profiles this process into path until the returned stop
+// is called. The harness and each isolated child (isolate.go) use it, each
+// for its own process.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

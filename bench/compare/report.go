@@ -30,6 +30,12 @@ type report struct {
 	SettingNotes []string        `json:"setting_notes"`
 	Pairings     []pairingReport `json:"pairings"`
 	Seconds      float64         `json:"seconds"`
+	// LoadStart and LoadEnd are the 1-minute load averages when the run
+	// began and ended (absent outside Linux, and in reports made before
+	// these fields). The machine is shared: they say how much other work
+	// the timings met, which the published runs used to note by hand.
+	LoadStart *float64 `json:"load_average_start,omitempty"`
+	LoadEnd   *float64 `json:"load_average_end,omitempty"`
 }
 
 // params is what the text report needs of the configuration, so that it
@@ -93,9 +99,10 @@ type pairingReport struct {
 func newReport(cfg *config) *report {
 	s := cfg.settings
 	rep := &report{
-		Date:    time.Now().UTC().Format(time.RFC3339),
-		Note:    cfg.note,
-		Command: commandLine(cfg.args),
+		Date:      time.Now().UTC().Format(time.RFC3339),
+		Note:      cfg.note,
+		Command:   commandLine(cfg.args),
+		LoadStart: loadAverage(),
 		Params: params{
 			Num: cfg.num, KeySize: cfg.keySize, ValueSize: cfg.valueSize, CompressionRatio: cfg.compressionRatio,
 			Reads: cfg.reads, ScanLength: cfg.scanLength, Threads: cfg.threads, Runs: cfg.runs,
@@ -406,4 +413,18 @@ func readReport(path string) (*report, error) {
 		return nil, fmt.Errorf("%s: no params.workloads: written before -report existed (2026-12-04), or not by bench/compare", path)
 	}
 	return &rep, nil
+}
+
+// loadAverage is the 1-minute load average, the first figure of
+// /proc/loadavg; nil where there is none.
+func loadAverage() *float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return nil
+	}
+	var load float64
+	if _, err := fmt.Sscan(string(data), &load); err != nil {
+		return nil
+	}
+	return &load
 }

@@ -20,6 +20,9 @@ func writeText(w io.Writer, rep *report) {
 	if rep.Machine.CPU != "" {
 		fmt.Fprintf(w, ", %s", rep.Machine.CPU)
 	}
+	if rep.LoadStart != nil && rep.LoadEnd != nil {
+		fmt.Fprintf(w, ", load average %.2f -> %.2f", *rep.LoadStart, *rep.LoadEnd)
+	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "command: `%s`\n", rep.Command)
 	if rep.Note != "" {

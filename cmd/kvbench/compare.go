@@ -38,26 +38,37 @@ func ptr(v float64) *float64 { return &v }
 // compareResults pairs each "ignore_filters" result with the result of
 // the same workload and round that consulted the filters: the "filters"
 // pass of -compare_filters (whose rounds alternate filters, ignored,
-// filters, ignored) or the "read" pass of the default run (round 0).
-// Workload names are unique within a pass and round.
+// filters, ignored) or the "read" pass of the default run (round 0). A
+// workload listed twice in -benchmarks runs twice in each pass, so results
+// are paired by their place among the runs of that workload and round:
+// the second run without filters beside the second run with them.
 func compareResults(results []*result) []comparison {
 	type key struct {
 		benchmark string
 		round     int
+		nth       int // 0 for a workload's first run in its pass and round, 1 for its second, ...
 	}
 	with := map[key]*result{}
 	var without []*result
+	var withoutKeys []key
+	runsWith, runsWithout := map[key]int{}, map[key]int{} // runs so far, by key with nth 0
 	for _, r := range results {
+		k := key{r.Benchmark, r.Round, 0}
 		switch r.Pass {
 		case "filters", "read":
-			with[key{r.Benchmark, r.Round}] = r
+			k.nth = runsWith[k]
+			runsWith[key{r.Benchmark, r.Round, 0}]++
+			with[k] = r
 		case "ignore_filters":
+			k.nth = runsWithout[k]
+			runsWithout[key{r.Benchmark, r.Round, 0}]++
 			without = append(without, r)
+			withoutKeys = append(withoutKeys, k)
 		}
 	}
 	var out []comparison
-	for _, wo := range without {
-		w := with[key{wo.Benchmark, wo.Round}]
+	for i, wo := range without {
+		w := with[withoutKeys[i]]
 		if w == nil {
 			continue
 		}

@@ -118,31 +118,48 @@ func (s *study) filterSweep() error {
 	for i, fs := range s.cfg.filterSweep {
 		s.setting = fs
 		s.dir = filepath.Join(base, fmt.Sprintf("filter-sweep-%d", i))
-		run := filterSweepRun{Setting: fs.Name, Variant: fs.Variant.String(), Policy: fs.policyName()}
-		start := time.Now()
-		first := len(s.rep.Results)
-		err := s.withDB(s.cfg.bloomBits, false, func(db *bloomkv.DB) error {
-			if err := s.load(db); err != nil {
-				return err
-			}
-			run.LoadSeconds = time.Since(start).Seconds()
-			run.Shape = shapeOf(db.Metrics())
-			return s.readPass(db, "filter_sweep", s.cfg.bloomBits, true)
-		})
-		if rerr := os.RemoveAll(s.dir); err == nil && rerr != nil {
-			err = rerr
+		dir := s.dir
+		if err := s.sweepSetting(fs, s.load, func() error { return os.RemoveAll(dir) }); err != nil {
+			return err
 		}
-		if err != nil {
-			return fmt.Errorf("-filter_sweep %s: %w", fs.Name, err)
-		}
-		for _, r := range s.rep.Results[first:] {
-			r.FilterSetting, r.FilterPolicy = fs.Name, fs.policyName()
-		}
-		if run.BuildNsPerKey, run.ProbeNs, run.ProbeFPRate, err = filterCost(s.r.ks, fs.Variant, s.budgetBits(), s.cfg.seed); err != nil {
-			return fmt.Errorf("-filter_sweep %s: %w", fs.Name, err)
-		}
-		s.rep.FilterSweep = append(s.rep.FilterSweep, run)
 	}
+	return nil
+}
+
+// sweepSetting runs one -filter_sweep entry on a database opened under
+// it: prepare gives the tables the setting (a load into a new database, or
+// the filters of the loaded one rebuilt), then the read workloads run;
+// their results are labelled with the setting, and the setting's filter
+// costs and tree go into the report. cleanup (may be nil) runs once the
+// database is closed. Both kinds of sweep share this so that their entries
+// are measured and labelled alike.
+func (s *study) sweepSetting(fs filterSetting, prepare func(*bloomkv.DB) error, cleanup func() error) error {
+	run := filterSweepRun{Setting: fs.Name, Variant: fs.Variant.String(), Policy: fs.policyName()}
+	first := len(s.rep.Results)
+	err := s.withDB(s.cfg.bloomBits, false, func(db *bloomkv.DB) error {
+		start := time.Now()
+		if err := prepare(db); err != nil {
+			return err
+		}
+		run.LoadSeconds = time.Since(start).Seconds()
+		run.Shape = shapeOf(db.Metrics())
+		return s.readPass(db, "filter_sweep", s.cfg.bloomBits, true)
+	})
+	if cleanup != nil {
+		if cerr := cleanup(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("-filter_sweep %s: %w", fs.Name, err)
+	}
+	for _, r := range s.rep.Results[first:] {
+		r.FilterSetting, r.FilterPolicy = fs.Name, fs.policyName()
+	}
+	if run.BuildNsPerKey, run.ProbeNs, run.ProbeFPRate, err = filterCost(s.r.ks, fs.Variant, s.budgetBits(), s.cfg.seed); err != nil {
+		return fmt.Errorf("-filter_sweep %s: %w", fs.Name, err)
+	}
+	s.rep.FilterSweep = append(s.rep.FilterSweep, run)
 	return nil
 }
 

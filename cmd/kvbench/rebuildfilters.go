@@ -56,27 +56,10 @@ func (s *study) filterSweepSameTree() error {
 	}
 	for _, fs := range s.cfg.filterSweep {
 		s.setting = fs
-		run := filterSweepRun{Setting: fs.Name, Variant: fs.Variant.String(), Policy: fs.policyName()}
-		first := len(s.rep.Results)
-		err := s.withDB(s.cfg.bloomBits, false, func(db *bloomkv.DB) error {
-			start := time.Now()
-			if err := s.rebuildFilters(db, fs.Name); err != nil {
-				return err
-			}
-			run.LoadSeconds = time.Since(start).Seconds()
-			run.Shape = shapeOf(db.Metrics())
-			return s.readPass(db, "filter_sweep", s.cfg.bloomBits, true)
-		})
-		if err != nil {
-			return fmt.Errorf("-filter_sweep %s: %w", fs.Name, err)
+		rebuild := func(db *bloomkv.DB) error { return s.rebuildFilters(db, fs.Name) }
+		if err := s.sweepSetting(fs, rebuild, nil); err != nil {
+			return err
 		}
-		for _, r := range s.rep.Results[first:] {
-			r.FilterSetting, r.FilterPolicy = fs.Name, fs.policyName()
-		}
-		if run.BuildNsPerKey, run.ProbeNs, run.ProbeFPRate, err = filterCost(s.r.ks, fs.Variant, s.budgetBits(), s.cfg.seed); err != nil {
-			return fmt.Errorf("-filter_sweep %s: %w", fs.Name, err)
-		}
-		s.rep.FilterSweep = append(s.rep.FilterSweep, run)
 	}
 	return nil
 }
