@@ -35,8 +35,10 @@
 //   - from level 0, the oldest table and every level-0 table overlapping it,
 //     transitively (so a newer version of a key never stays above an older
 //     one that moved down);
-//   - from a deeper level, the first table after that level's compact
-//     pointer (round robin over the key space);
+//   - from a deeper level, the table with the least overlap in the output
+//     level for its own size (it moves its bytes down most cheaply), the
+//     first after that level's compact pointer among equals (round robin
+//     over the key space);
 //
 // plus every table of the output level (the next level; for level 0 the
 // base level, Shape.L0Output) overlapping the inputs, and, for

@@ -44,9 +44,10 @@ func Example() {
 	scores := compaction.Scores(tree, opts)
 	fmt.Printf("scores: L0 %.2f, L1 %.2f, L2 %.2f\n", scores[0], scores[1], scores[2])
 
-	// Level 1 holds 9 MiB against a target of 8: it is due. Its first
-	// table after the compact pointer ("d", the end of the last one) goes
-	// down, with what it overlaps in level 2.
+	// Level 1 holds 9 MiB against a target of 8: it is due. The table
+	// with the least overlap in level 2 for its size goes down (6: 20 MiB
+	// below its 3, where 5 has 40), with what it overlaps; among equals,
+	// the first after the compact pointer ("d", the end of the last one).
 	c := compaction.Pick(tree, map[int][]byte{1: []byte("d")}, opts)
 	fmt.Printf("pick: L%d %v + L%d %v, score %.3f\n",
 		c.Level, nums(c.Inputs[0]), c.OutputLevel, nums(c.Inputs[1]), c.Score)
@@ -59,6 +60,6 @@ func Example() {
 		ch.Reason, ch.Level, nums(ch.Inputs[0]), ch.OutputLevel, nums(ch.Inputs[1]))
 	// Output:
 	// scores: L0 0.75, L1 1.12, L2 0.50
-	// pick: L1 [5] + L2 [2 3], score 1.125
+	// pick: L1 [6] + L2 [3], score 1.125
 	// choose: idle, L0 [9 8 7] + L1 [4 5]
 }
