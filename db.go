@@ -17,8 +17,9 @@ import (
 	"github.com/bloomkv/bloomkv/wal"
 )
 
-// The DB: its state and locks, memtables, snapshots, Close, background
-// errors, and the causes the engine names for the files it writes.
+// The DB: its state, locks and counters, new memtables, writing one table
+// (flushes and compactions share it), snapshots, Close, and the causes the
+// engine names for the files it writes.
 
 // DB is an open database. All methods are safe for concurrent use.
 type DB struct {
@@ -443,4 +444,18 @@ func (db *DB) hookBeforeEdit(cause writeCause) {
 	if h := db.opts.testHooks; h != nil && h.beforeEdit != nil {
 		h.beforeEdit(cause)
 	}
+}
+
+// dbCounters are the DB's own atomics (the SSTable reader keeps the
+// per-block ones in sstable.ReadStats).
+type dbCounters struct {
+	flushes, compactions, idleCompactions        atomic.Uint64
+	readCompactions                              atomic.Uint64
+	writeStalls, writeStallNanos, writeSlowdowns atomic.Uint64
+	userBytes, walBytes, flushBytes              atomic.Uint64
+	walRecords, walSyncs                         atomic.Uint64
+	walRecoveryDroppedBytes                      atomic.Uint64
+	rangeDeletions                               atomic.Uint64
+	levelCompIn, levelCompOut, levelCompactions  [manifest.NumLevels]atomic.Uint64
+	lastFlushKeys                                atomic.Uint64 // entries of the last level-0 table written
 }

@@ -60,7 +60,7 @@ type Iterator struct {
 	boundsErr error
 	closed    bool
 	// scan is the bounds the levels see, to skip the tables that cannot
-	// hold keys in them (rangefilter_iter.go).
+	// hold keys in them (level_iter.go).
 	scan *scanBounds
 }
 
