@@ -52,7 +52,7 @@ type DB struct {
 	// readState is the published read state (see loadReadState); replaced
 	// under mu, loaded without any lock.
 	readState atomic.Pointer[readState]
-	// reads spread the point-lookup counters over cache lines (readshards.go).
+	// reads spread the point-lookup counters over cache lines (get.go).
 	reads readShards
 	// tf is the tree-wide filter's state (treefilter.go).
 	tf treeFilterState
@@ -110,10 +110,10 @@ type DB struct {
 		// flushPaused (a test hook) keeps immutable memtables unflushed.
 		flushPaused bool
 		// idle: the timer that compacts level 0 once writes pause
-		// (idle_compaction.go).
+		// (compaction_triggers.go).
 		idle idleState
 		// readCompactions: tables reads paid for often enough to merge
-		// into the level below, oldest first (read_compaction.go).
+		// into the level below, oldest first (compaction_triggers.go).
 		readCompactions []readCandidate
 		readQuiet       readQuietState
 	}

@@ -43,7 +43,7 @@ type levelIter struct {
 	ignoreFilters bool
 	// seekFile is the table whose key range held the target of the last
 	// SeekGE, nil when the target fell between tables or outside them
-	// (read_compaction.go charges it when a deeper level held it too).
+	// (compaction_triggers.go charges it when a deeper level held it too).
 	seekFile *manifest.FileMetadata
 	// scan holds the iterator's bounds (nil: seeks ignore them); skipped
 	// says the last SeekGE or SeekLT left the level exhausted without
