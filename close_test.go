@@ -1,6 +1,7 @@
 package bloomkv
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -98,5 +99,50 @@ func TestCloseWaitsForManualCompact(t *testing.T) {
 		t.Errorf("BUG: Compact racing with Close panicked: %v", r.panic)
 	case closedEarly:
 		t.Errorf("BUG: Close returned before the running Compact finished (Compact returned %v)", r.err)
+	}
+}
+
+func TestClosedDB(t *testing.T) {
+	db := mustOpen(t, "/db", &Options{FS: vfs.NewMem()})
+	db.Put([]byte("a"), []byte("1"))
+	db.Put([]byte("b"), []byte("2"))
+	snap := db.NewSnapshot()
+	open := db.NewIterator(nil)
+	if !open.First() {
+		t.Fatal("iterator before Close is empty")
+	}
+	// Close closes, and reports what was left open.
+	if err := db.Close(); !errors.Is(err, ErrLeaked) || !strings.Contains(err.Error(), "1 iterator and 1 snapshot left open") {
+		t.Fatalf("Close with an iterator and a snapshot open: %v", err)
+	}
+	if open.Next() || !errors.Is(open.Error(), ErrClosed) {
+		t.Errorf("iterator opened before Close: Next after Close gave error %v, want ErrClosed", open.Error())
+	}
+	if err := db.Close(); !errors.Is(err, ErrClosed) {
+		t.Errorf("second Close: %v", err)
+	}
+	if err := db.Put([]byte("a"), nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("Put: %v", err)
+	}
+	if _, err := db.Get([]byte("a")); !errors.Is(err, ErrClosed) {
+		t.Errorf("Get: %v", err)
+	}
+	if err := db.Flush(); !errors.Is(err, ErrClosed) {
+		t.Errorf("Flush: %v", err)
+	}
+	if err := db.Compact(nil, nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("Compact: %v", err)
+	}
+	if err := db.WaitForCompactions(); !errors.Is(err, ErrClosed) {
+		t.Errorf("WaitForCompactions: %v", err)
+	}
+	if it := db.NewIterator(nil); it.First() || !errors.Is(it.Error(), ErrClosed) {
+		t.Errorf("iterator after close: %v", it.Error())
+	}
+	if _, err := db.NewSnapshot().Get([]byte("a")); !errors.Is(err, ErrClosed) {
+		t.Errorf("new snapshot Get: %v", err)
+	}
+	if _, err := snap.Get([]byte("a")); !errors.Is(err, ErrClosed) {
+		t.Errorf("old snapshot Get: %v", err)
 	}
 }

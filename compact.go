@@ -8,14 +8,13 @@ import (
 
 	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/internal/base"
-	"github.com/bloomkv/bloomkv/internal/iterator"
 	"github.com/bloomkv/bloomkv/internal/manifest"
-	"github.com/bloomkv/bloomkv/rangedel"
 )
 
 // Compaction: the background loop running what compaction.Choose picks,
-// manual Compact and RebuildFilters, and one compaction (a trivial move or
-// a merge) through to its version edit.
+// manual Compact and RebuildFilters (asking Choose too), and one
+// compaction (a trivial move or a merge, compaction_outputs.go) through to
+// its installed version edit.
 
 // errCompactionAborted stops a compaction when the DB closes; it is not a
 // background error.
@@ -200,23 +199,26 @@ func (db *DB) Compact(start, end []byte) error {
 			// again at once. Push it down to a level that holds it.
 			maxLevel++
 		}
-		var cs []*tableCompaction
-		if level < maxLevel {
-			if c := compaction.PickRange(v, o, level, start, end); c != nil {
-				cs = append(cs, c)
-			}
-		} else {
-			cs = compaction.PickStale(v, o, level, start, end, func(f *manifest.FileMetadata) bool {
+		m := &compaction.Manual[*manifest.FileMetadata]{Level: level, Start: start, End: end}
+		if level == maxLevel {
+			// The last level of the range stays where it is: rewrite
+			// what current Options would write otherwise.
+			m.Stale = func(f *manifest.FileMetadata) bool {
 				return db.filterIsStale(v, level, f) || db.tableCompression(f) != db.opts.compressionAt(level)
-			})
+			}
 		}
-		err := db.runManualCompactions(cs, v)
+		err := db.runManualCompactions(db.chooseManual(v, m), v)
 		v.Unref()
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// chooseManual asks the picker for the compactions that carry out m on v.
+func (db *DB) chooseManual(v *manifest.Version, m *compaction.Manual[*manifest.FileMetadata]) []*tableCompaction {
+	return compaction.Choose(v, nil, db.compactionOptions(), compaction.Triggers[*manifest.FileMetadata]{Manual: m}).All()
 }
 
 // claimManualCompaction waits for the compaction slot and takes it for a
@@ -359,102 +361,6 @@ func trivialMoveEdit(c *tableCompaction) *manifest.VersionEdit {
 	}
 }
 
-// executeCompaction merges c's inputs, dropping what no snapshot can see,
-// into new tables. It returns the outputs (the caller cleans them up) and
-// the bytes read.
-func (db *DB) executeCompaction(c *tableCompaction, v *manifest.Version) (*compactionOutputs, uint64, error) {
-	out := &compactionOutputs{db: db, c: c, o: db.compactionOptions(), filterBits: db.compactionFilterBits(c, v)}
-	var iters []base.InternalIterator
-	var rds []*rangedel.List
-	var bytesIn uint64
-	var taps map[uint64]*tfTap // the inputs' keys for the tree filter (treefilter_update.go)
-	if db.capturingTreeFilter() {
-		taps = map[uint64]*tfTap{}
-	}
-	for _, files := range c.Inputs {
-		for _, f := range files {
-			r, release, err := findTable(db.tableCache, f)
-			if err != nil {
-				for _, it := range iters {
-					_ = it.Close()
-				}
-				return out, 0, fmt.Errorf("bloomkv: compaction: %w", err)
-			}
-			var it base.InternalIterator = &releasingIter{InternalIterator: r.NewCompactionIter(), release: release}
-			if taps != nil {
-				tap := &tfTap{InternalIterator: it}
-				tap.c.keys.hashes = make([]uint64, 0, r.Properties().NumEntries)
-				taps[f.FileNum], it = tap, tap
-			}
-			iters = append(iters, it)
-			rds = append(rds, r.RangeDels())
-			bytesIn += f.Size
-		}
-	}
-	merged := iterator.NewMerging(iters...)
-	defer merged.Close()
-	bottommost := func(ukey []byte) bool {
-		for l := c.OutputLevel + 1; l < manifest.NumLevels; l++ {
-			if len(v.Overlaps(l, ukey, ukey)) > 0 {
-				return false
-			}
-		}
-		return true
-	}
-	snaps := db.snapshotSeqs()
-	var in compaction.Input = merged
-	if all := rangedel.Merge(rds...); !all.Empty() {
-		in = compaction.NewRangeDelFilter(merged, all, snaps)
-		out.rangeDels = compaction.KeptRangeDels(all, snaps, v, c.OutputLevel)
-	}
-	ci := compaction.NewIter(in, snaps, bottommost)
-	n := 0
-	for ok := ci.First(); ok; ok = ci.Next() {
-		if n++; n%1024 == 0 && db.closing.Load() {
-			return out, 0, errCompactionAborted
-		}
-		if err := out.add(ci.Key(), ci.Value()); err != nil {
-			return out, 0, err
-		}
-	}
-	if err := ci.Error(); err != nil {
-		return out, 0, fmt.Errorf("bloomkv: compaction: %w", err)
-	}
-	if taps != nil {
-		out.tfRemoved = make(map[uint64]*tfKeys, len(taps))
-		for n, tap := range taps {
-			out.tfRemoved[n] = tap.keys() // nil: read it back
-		}
-	}
-	return out, bytesIn, out.finishLastTable()
-}
-
-// compactionEdit replaces c's inputs with the output tables metas and
-// advances the round-robin pointer of c's level. It returns the edit and
-// the bytes written.
-func compactionEdit(c *tableCompaction, metas []*manifest.FileMetadata) (*manifest.VersionEdit, uint64) {
-	edit := &manifest.VersionEdit{}
-	for i, files := range c.Inputs {
-		level := c.Level
-		if i == 1 {
-			level = c.OutputLevel
-		}
-		for _, f := range files {
-			edit.DeletedFiles = append(edit.DeletedFiles, manifest.DeletedFileEntry{Level: level, FileNum: f.FileNum})
-		}
-	}
-	var bytesOut uint64
-	for _, m := range metas {
-		edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: c.OutputLevel, Meta: m})
-		bytesOut += m.Size
-	}
-	if c.Level > 0 && c.Level != c.OutputLevel {
-		_, hi := compaction.KeyRange(c.Inputs[0])
-		edit.CompactPointers = []manifest.CompactPointer{{Level: c.Level, Key: append([]byte(nil), hi...)}}
-	}
-	return edit, bytesOut
-}
-
 // installCompaction records edit and counts the compaction. tfAdded and
 // tfRemoved are the keys of its outputs and inputs for the tree filter
 // (treefilter_update.go), staged with the install.
@@ -473,21 +379,6 @@ func (db *DB) installCompaction(c *tableCompaction, edit *manifest.VersionEdit, 
 	db.counters.levelCompIn[c.OutputLevel].Add(bytesIn)
 	db.counters.levelCompOut[c.OutputLevel].Add(bytesOut)
 	return nil
-}
-
-// releasingIter releases a table-cache reference when closed.
-type releasingIter struct {
-	base.InternalIterator
-	release func()
-}
-
-func (it *releasingIter) Close() error {
-	err := it.InternalIterator.Close()
-	if it.release != nil {
-		it.release()
-		it.release = nil
-	}
-	return err
 }
 
 // RebuildFilters rewrites, each in its own level, every table of levels 1
@@ -521,19 +412,15 @@ func (db *DB) RebuildFilters() error {
 		v := db.versions.Current()
 		v.Ref()
 		db.mu.Unlock()
-		// One compaction per table, not per run of stale tables (as
-		// PickStale would): a table rewritten alone keeps its bounds, so
+		// One compaction per table (Alone), not per run of stale tables
+		// (as Compact's): a table rewritten alone keeps its bounds, so
 		// the key ranges an absent Get falls in, and the tables it
 		// probes, stay as they were. (A table larger than its level's
 		// target size now is split, at a point between two of its keys.)
-		var cs []*tableCompaction
-		base := compaction.ShapeOf(v, db.compactionOptions()).Base
-		for _, f := range v.Levels[level] {
-			if db.filterIsStale(v, level, f) {
-				cs = append(cs, &tableCompaction{Level: level, OutputLevel: level, Base: base, Inputs: [2][]*manifest.FileMetadata{{f}}})
-			}
-		}
-		err := db.runManualCompactions(cs, v)
+		err := db.runManualCompactions(db.chooseManual(v, &compaction.Manual[*manifest.FileMetadata]{
+			Level: level, Alone: true,
+			Stale: func(f *manifest.FileMetadata) bool { return db.filterIsStale(v, level, f) },
+		}), v)
 		v.Unref()
 		if err != nil {
 			return err

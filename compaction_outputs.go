@@ -6,13 +6,16 @@ import (
 
 	"github.com/bloomkv/bloomkv/compaction"
 	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/iterator"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/rangedel"
 	"github.com/bloomkv/bloomkv/sstable"
 )
 
-// A compaction's output tables: where they split, and the range
-// tombstones each keeps.
+// A compaction's merge: reading its inputs through package compaction's
+// merge rule, the output tables it writes (where they split, and the range
+// tombstones each keeps), and the version edit that replaces the inputs
+// with them. compact.go decides what runs and installs the result.
 
 // compactionOutputs writes a compaction's output tables, splitting them at
 // the output level's target file size and where one would overlap too much of the grandparent
@@ -199,4 +202,115 @@ func (out *compactionOutputs) cleanup() {
 // keySuccessor returns the smallest key after k: k followed by a zero byte.
 func keySuccessor(k []byte) []byte {
 	return append(bytes.Clone(k), 0)
+}
+
+// executeCompaction merges c's inputs, dropping what no snapshot can see,
+// into new tables. It returns the outputs (the caller cleans them up) and
+// the bytes read.
+func (db *DB) executeCompaction(c *tableCompaction, v *manifest.Version) (*compactionOutputs, uint64, error) {
+	out := &compactionOutputs{db: db, c: c, o: db.compactionOptions(), filterBits: db.compactionFilterBits(c, v)}
+	var iters []base.InternalIterator
+	var rds []*rangedel.List
+	var bytesIn uint64
+	var taps map[uint64]*tfTap // the inputs' keys for the tree filter (treefilter_update.go)
+	if db.capturingTreeFilter() {
+		taps = map[uint64]*tfTap{}
+	}
+	for _, files := range c.Inputs {
+		for _, f := range files {
+			r, release, err := findTable(db.tableCache, f)
+			if err != nil {
+				for _, it := range iters {
+					_ = it.Close()
+				}
+				return out, 0, fmt.Errorf("bloomkv: compaction: %w", err)
+			}
+			var it base.InternalIterator = &releasingIter{InternalIterator: r.NewCompactionIter(), release: release}
+			if taps != nil {
+				tap := &tfTap{InternalIterator: it}
+				tap.c.keys.hashes = make([]uint64, 0, r.Properties().NumEntries)
+				taps[f.FileNum], it = tap, tap
+			}
+			iters = append(iters, it)
+			rds = append(rds, r.RangeDels())
+			bytesIn += f.Size
+		}
+	}
+	merged := iterator.NewMerging(iters...)
+	defer merged.Close()
+	bottommost := func(ukey []byte) bool {
+		for l := c.OutputLevel + 1; l < manifest.NumLevels; l++ {
+			if len(v.Overlaps(l, ukey, ukey)) > 0 {
+				return false
+			}
+		}
+		return true
+	}
+	snaps := db.snapshotSeqs()
+	var in compaction.Input = merged
+	if all := rangedel.Merge(rds...); !all.Empty() {
+		in = compaction.NewRangeDelFilter(merged, all, snaps)
+		out.rangeDels = compaction.KeptRangeDels(all, snaps, v, c.OutputLevel)
+	}
+	ci := compaction.NewIter(in, snaps, bottommost)
+	n := 0
+	for ok := ci.First(); ok; ok = ci.Next() {
+		if n++; n%1024 == 0 && db.closing.Load() {
+			return out, 0, errCompactionAborted
+		}
+		if err := out.add(ci.Key(), ci.Value()); err != nil {
+			return out, 0, err
+		}
+	}
+	if err := ci.Error(); err != nil {
+		return out, 0, fmt.Errorf("bloomkv: compaction: %w", err)
+	}
+	if taps != nil {
+		out.tfRemoved = make(map[uint64]*tfKeys, len(taps))
+		for n, tap := range taps {
+			out.tfRemoved[n] = tap.keys() // nil: read it back
+		}
+	}
+	return out, bytesIn, out.finishLastTable()
+}
+
+// compactionEdit replaces c's inputs with the output tables metas and
+// advances the round-robin pointer of c's level. It returns the edit and
+// the bytes written.
+func compactionEdit(c *tableCompaction, metas []*manifest.FileMetadata) (*manifest.VersionEdit, uint64) {
+	edit := &manifest.VersionEdit{}
+	for i, files := range c.Inputs {
+		level := c.Level
+		if i == 1 {
+			level = c.OutputLevel
+		}
+		for _, f := range files {
+			edit.DeletedFiles = append(edit.DeletedFiles, manifest.DeletedFileEntry{Level: level, FileNum: f.FileNum})
+		}
+	}
+	var bytesOut uint64
+	for _, m := range metas {
+		edit.NewFiles = append(edit.NewFiles, manifest.NewFileEntry{Level: c.OutputLevel, Meta: m})
+		bytesOut += m.Size
+	}
+	if c.Level > 0 && c.Level != c.OutputLevel {
+		_, hi := compaction.KeyRange(c.Inputs[0])
+		edit.CompactPointers = []manifest.CompactPointer{{Level: c.Level, Key: append([]byte(nil), hi...)}}
+	}
+	return edit, bytesOut
+}
+
+// releasingIter releases a table-cache reference when closed.
+type releasingIter struct {
+	base.InternalIterator
+	release func()
+}
+
+func (it *releasingIter) Close() error {
+	err := it.InternalIterator.Close()
+	if it.release != nil {
+		it.release()
+		it.release = nil
+	}
+	return err
 }

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/bloomkv/bloomkv/internal/base"
-	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
@@ -270,90 +268,6 @@ func (db *DB) manifestNum() uint64 {
 	db.manifestMu.Lock()
 	defer db.manifestMu.Unlock()
 	return db.versions.ManifestNum()
-}
-
-// TestManifestRewrittenWhenLarge checks that the manifest is replaced by a
-// fresh snapshot past MaxManifestFileSize and that old ones are deleted.
-func TestManifestRewrittenWhenLarge(t *testing.T) {
-	fs := vfs.NewMem()
-	o := tinyOptions(fs)
-	o.MaxManifestFileSize = 1 << 10
-	db := mustOpen(t, "/db", o)
-	first := db.manifestNum()
-	for i := 0; i < 30; i++ {
-		putRange(t, db, i*50, i*50+50, "v")
-		db.Flush()
-	}
-	db.WaitForCompactions()
-	if db.manifestNum() == first {
-		t.Fatal("manifest never rewritten")
-	}
-	db.Close()
-	names, _ := fs.List("/db")
-	manifests := 0
-	for _, n := range names {
-		if ty, _, ok := base.ParseFilename(n); ok && ty == base.FileTypeManifest {
-			manifests++
-		}
-	}
-	if manifests != 1 {
-		t.Fatalf("%d manifests left: %v", manifests, names)
-	}
-	db = mustOpen(t, "/db", o)
-	defer db.Close()
-	if v, err := db.Get([]byte("key001400")); err != nil || string(v) != "v" {
-		t.Fatalf("after reopen: %q %v", v, err)
-	}
-}
-
-// TestOrphansRemovedAtOpen leaves files a crash could leave (numbers the
-// manifest reserved, not live) and foreign files (numbers the engine never
-// handed out) and checks that Open deletes the former only, and keeps the
-// foreign ones across later opens too.
-func TestOrphansRemovedAtOpen(t *testing.T) {
-	fs := vfs.NewMem()
-	db := mustOpen(t, "/db", tinyOptions(fs))
-	putRange(t, db, 0, 100, "v")
-	db.Close()
-	name, err := manifest.ReadCurrent(fs, "/db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := manifest.ReadManifest(fs, "/db/"+name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reserved := st.NextFileNum - 1 // reserved by the manifest, never used yet
-	orphans := []string{base.MakeFilename(base.FileTypeTable, reserved), base.MakeFilename(base.FileTypeTemp, reserved-1)}
-	// Foreign files just past the reservation: the engine's numbers soon
-	// pass theirs, and it must skip them rather than reuse or delete them.
-	foreign := []string{"999999.sst", "999998.tmp", "MANIFEST-999997", "999996.log",
-		base.MakeFilename(base.FileTypeTable, st.NextFileNum+2),
-		base.MakeFilename(base.FileTypeTemp, st.NextFileNum+3),
-		base.MakeFilename(base.FileTypeLog, st.NextFileNum+5)}
-	for _, name := range append(append([]string(nil), orphans...), foreign...) {
-		f, _ := fs.Create("/db/" + name)
-		f.Write([]byte("junk"))
-		f.Close()
-	}
-	for round := 0; round < 3; round++ {
-		db = mustOpen(t, "/db", tinyOptions(fs))
-		putRange(t, db, 100, 200, "w")
-		if err := db.Compact(nil, nil); err != nil {
-			t.Fatal(err)
-		}
-		db.Close()
-		for _, name := range orphans {
-			if _, err := fs.Stat("/db/" + name); err == nil {
-				t.Errorf("round %d: orphan %s survived Open", round, name)
-			}
-		}
-		for _, name := range foreign {
-			if _, err := fs.Stat("/db/" + name); err != nil {
-				t.Errorf("round %d: foreign file %s was removed: %v", round, name, err)
-			}
-		}
-	}
 }
 
 // TestWritesStallWhenLevel0IsFull drives writes faster than compaction

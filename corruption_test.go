@@ -20,6 +20,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -322,5 +324,44 @@ func TestCorruptionCurrent(t *testing.T) {
 	_, err := Open("/db", &Options{FS: img})
 	if !errors.Is(err, ErrCorruption) {
 		t.Fatalf("Open without CURRENT: %v", err)
+	}
+}
+
+func TestFlippedByteInTableIsCorruption(t *testing.T) {
+	dir := t.TempDir()
+	o := &Options{Compression: NoCompression, BlockCacheSize: -1}
+	db := mustOpen(t, dir, o)
+	for i := 0; i < 500; i++ {
+		db.Put([]byte(fmt.Sprintf("key%04d", i)), bytes.Repeat([]byte{'v'}, 50))
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if len(tables) != 1 {
+		t.Fatalf("tables: %v", tables)
+	}
+	data, _ := os.ReadFile(tables[0])
+	data[100] ^= 0x40 // inside the first data block
+	os.WriteFile(tables[0], data, 0o644)
+	db = mustOpen(t, dir, o)
+	defer db.Close()
+	sawCorruption := false
+	for i := 0; i < 500; i++ {
+		v, err := db.Get([]byte(fmt.Sprintf("key%04d", i)))
+		if err != nil {
+			if !errors.Is(err, ErrCorruption) {
+				t.Fatalf("key%04d: error %v does not wrap ErrCorruption", i, err)
+			}
+			sawCorruption = true
+			continue
+		}
+		if !bytes.Equal(v, bytes.Repeat([]byte{'v'}, 50)) {
+			t.Fatalf("key%04d: wrong data %q", i, v)
+		}
+	}
+	if !sawCorruption {
+		t.Fatal("no Get reported the damaged block")
 	}
 }

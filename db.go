@@ -17,8 +17,9 @@ import (
 	"github.com/bloomkv/bloomkv/wal"
 )
 
-// The DB: its state and locks, memtables, snapshots, Close, background
-// errors, and the causes the engine names for the files it writes.
+// The DB: its state, locks and counters, new memtables, writing one table
+// (flushes and compactions share it), snapshots, Close, and the causes the
+// engine names for the files it writes.
 
 // DB is an open database. All methods are safe for concurrent use.
 type DB struct {
@@ -51,7 +52,7 @@ type DB struct {
 	// readState is the published read state (see loadReadState); replaced
 	// under mu, loaded without any lock.
 	readState atomic.Pointer[readState]
-	// reads spread the point-lookup counters over cache lines (readshards.go).
+	// reads spread the point-lookup counters over cache lines (get.go).
 	reads readShards
 	// tf is the tree-wide filter's state (treefilter.go).
 	tf treeFilterState
@@ -109,10 +110,10 @@ type DB struct {
 		// flushPaused (a test hook) keeps immutable memtables unflushed.
 		flushPaused bool
 		// idle: the timer that compacts level 0 once writes pause
-		// (idle_compaction.go).
+		// (compaction_triggers.go).
 		idle idleState
 		// readCompactions: tables reads paid for often enough to merge
-		// into the level below, oldest first (read_compaction.go).
+		// into the level below, oldest first (compaction_triggers.go).
 		readCompactions []readCandidate
 		readQuiet       readQuietState
 	}
@@ -443,4 +444,18 @@ func (db *DB) hookBeforeEdit(cause writeCause) {
 	if h := db.opts.testHooks; h != nil && h.beforeEdit != nil {
 		h.beforeEdit(cause)
 	}
+}
+
+// dbCounters are the DB's own atomics (the SSTable reader keeps the
+// per-block ones in sstable.ReadStats).
+type dbCounters struct {
+	flushes, compactions, idleCompactions        atomic.Uint64
+	readCompactions                              atomic.Uint64
+	writeStalls, writeStallNanos, writeSlowdowns atomic.Uint64
+	userBytes, walBytes, flushBytes              atomic.Uint64
+	walRecords, walSyncs                         atomic.Uint64
+	walRecoveryDroppedBytes                      atomic.Uint64
+	rangeDeletions                               atomic.Uint64
+	levelCompIn, levelCompOut, levelCompactions  [manifest.NumLevels]atomic.Uint64
+	lastFlushKeys                                atomic.Uint64 // entries of the last level-0 table written
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
 	"github.com/bloomkv/bloomkv/vfs"
 )
 
@@ -76,6 +78,56 @@ func TestOpenKeepsUnrelatedFiles(t *testing.T) {
 	for _, f := range []string{"README", "notes.txt", "x.log.bak", "MANIFEST"} {
 		if got := string(readMemFile(t, fs, "/db/"+f)); got != f {
 			t.Fatalf("%s changed to %q", f, got)
+		}
+	}
+}
+
+// TestOrphansRemovedAtOpen leaves files a crash could leave (numbers the
+// manifest reserved, not live) and foreign files (numbers the engine never
+// handed out) and checks that Open deletes the former only, and keeps the
+// foreign ones across later opens too.
+func TestOrphansRemovedAtOpen(t *testing.T) {
+	fs := vfs.NewMem()
+	db := mustOpen(t, "/db", tinyOptions(fs))
+	putRange(t, db, 0, 100, "v")
+	db.Close()
+	name, err := manifest.ReadCurrent(fs, "/db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := manifest.ReadManifest(fs, "/db/"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reserved := st.NextFileNum - 1 // reserved by the manifest, never used yet
+	orphans := []string{base.MakeFilename(base.FileTypeTable, reserved), base.MakeFilename(base.FileTypeTemp, reserved-1)}
+	// Foreign files just past the reservation: the engine's numbers soon
+	// pass theirs, and it must skip them rather than reuse or delete them.
+	foreign := []string{"999999.sst", "999998.tmp", "MANIFEST-999997", "999996.log",
+		base.MakeFilename(base.FileTypeTable, st.NextFileNum+2),
+		base.MakeFilename(base.FileTypeTemp, st.NextFileNum+3),
+		base.MakeFilename(base.FileTypeLog, st.NextFileNum+5)}
+	for _, name := range append(append([]string(nil), orphans...), foreign...) {
+		f, _ := fs.Create("/db/" + name)
+		f.Write([]byte("junk"))
+		f.Close()
+	}
+	for round := 0; round < 3; round++ {
+		db = mustOpen(t, "/db", tinyOptions(fs))
+		putRange(t, db, 100, 200, "w")
+		if err := db.Compact(nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		db.Close()
+		for _, name := range orphans {
+			if _, err := fs.Stat("/db/" + name); err == nil {
+				t.Errorf("round %d: orphan %s survived Open", round, name)
+			}
+		}
+		for _, name := range foreign {
+			if _, err := fs.Stat("/db/" + name); err != nil {
+				t.Errorf("round %d: foreign file %s was removed: %v", round, name, err)
+			}
 		}
 	}
 }

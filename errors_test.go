@@ -1,6 +1,7 @@
 package bloomkv
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -167,4 +168,76 @@ func TestCloseReportsLeaks(t *testing.T) {
 		}
 		db2.Close()
 	}
+}
+
+func TestBadInputRejected(t *testing.T) {
+	db := mustOpen(t, "/db", &Options{FS: vfs.NewMem()})
+	defer db.Close()
+	big := make([]byte, MaxKeySize+1)
+	for name, err := range map[string]error{
+		"empty key put":    db.Put(nil, []byte("v")),
+		"empty key delete": db.Delete([]byte{}),
+		"huge key":         db.Put(big, nil),
+		"huge value":       db.Put([]byte("k"), make([]byte, MaxValueSize+1)),
+	} {
+		if !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%s: err=%v, want ErrInvalidArgument", name, err)
+		}
+	}
+	if _, err := db.Get(nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("Get(nil): %v", err)
+	}
+	b := NewBatch()
+	b.Put([]byte("good"), []byte("1"))
+	b.Put(nil, []byte("bad"))
+	if err := db.Write(b); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("bad batch: %v", err)
+	}
+	if _, err := db.Get([]byte("good")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a rejected batch changed the database: %v", err)
+	}
+	for _, o := range []*Options{{MemtableSize: 10}, {BlockSize: -1}, {Compression: 7}, {BloomBitsPerKey: 1000}} {
+		o.FS = vfs.NewMem()
+		if _, err := Open("/x", o); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("Open(%+v): %v, want ErrInvalidArgument", o, err)
+		}
+	}
+}
+
+// TestLargestKeyAndValue writes a key and a value of the maximum sizes the
+// API allows, through the log, a flush, a reopen and a compaction.
+func TestLargestKeyAndValue(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves 128 MiB through log, table and compaction")
+	}
+	fs := vfs.NewMem()
+	db := mustOpen(t, "/db", &Options{FS: fs})
+	key := bytes.Repeat([]byte{'k'}, MaxKeySize)
+	value := bytes.Repeat([]byte("0123456789abcdef"), MaxValueSize/16)
+	if err := db.Put(key, value); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Put([]byte("small"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		got, err := db.Get(key)
+		if err != nil || !bytes.Equal(got, value) {
+			t.Fatalf("%s: Get of the largest value: %d bytes, %v", when, len(got), err)
+		}
+	}
+	check("in the memtable")
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	check("in a table")
+	db.Close()
+	db = mustOpen(t, "/db", &Options{FS: fs})
+	defer db.Close()
+	check("after reopen")
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	check("after compaction")
 }

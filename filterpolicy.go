@@ -12,7 +12,8 @@ import (
 // memory, and with FilterSkipLastLevel none in the last level), whether a
 // table's filter is stale, and which filters stay pinned. This file
 // adapts the engine to it: a *manifest.Version is the policy's tree as it
-// is, and the cached filter stats (metrics.go) are its key counts. Tables
+// is, and the cached filter stats (filterStats, below; Metrics reads them
+// too) are its key counts. Tables
 // keep what they were written with, and compactions converge the tree.
 
 // tablePolicy is the filter policy over the engine's versions.
@@ -147,4 +148,36 @@ func (p FilterPinning) String() string {
 		return "none"
 	}
 	return "unknown"
+}
+
+// filterStats is what a table's filter costs: tables are immutable, so it
+// is read once per table (Metrics is called often, e.g. by kvbench's
+// progress display, and must not open every table each time).
+type filterStats struct {
+	bytes      int64
+	rangeBytes int64 // the range filter's memory (Reader.RangeFilterMemory)
+	keys       uint64
+	entries    uint64  // the table's entries (Properties.NumEntries)
+	bits       float64 // the bits per key it was written with (0: no filter)
+	fprTheory  float64 // the filter block's TheoreticalFPR (0 without one)
+}
+
+func (db *DB) tableFilterStats(f *manifest.FileMetadata) (filterStats, bool) {
+	fileNum := f.FileNum
+	if v, ok := db.filterStats.Load(fileNum); ok {
+		return v.(filterStats), true
+	}
+	r, release, err := findTable(db.tableCache, f)
+	if err != nil {
+		return filterStats{}, false
+	}
+	defer release()
+	p := r.Properties()
+	fs := filterStats{bytes: int64(r.FilterSize()), rangeBytes: int64(r.RangeFilterMemory()), entries: p.NumEntries, bits: p.BitsPerKey()}
+	if sum, ok, err := r.FilterSummary(); err == nil && ok {
+		fs.keys = sum.Keys
+		fs.fprTheory = sum.TheoreticalFPR
+	}
+	db.filterStats.Store(fileNum, fs)
+	return fs, true
 }

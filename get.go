@@ -99,7 +99,7 @@ func (db *DB) getFrom(sh *readShard, slot int, s *readState, key []byte, seq uin
 		}
 	}
 	// passed is the first table of levels >= 1 that did not answer, to be
-	// charged a read when a deeper one is consulted (read_compaction.go).
+	// charged a read when a deeper one is consulted (compaction_triggers.go).
 	var passed *manifest.FileMetadata
 	passedLevel, charged := 0, false
 	for level := 1; level < manifest.NumLevels; level++ {

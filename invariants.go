@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/bloomkv/bloomkv/compaction"
+	"github.com/bloomkv/bloomkv/internal/invariants"
 	"github.com/bloomkv/bloomkv/internal/manifest"
 )
 
@@ -64,10 +65,10 @@ func (db *DB) checkTableInvariants(only map[uint64]bool) error {
 // invariantChecks makes every version change (flush, compaction, move)
 // verify the version's shape and the tables it added, and panic on a
 // violation. Tests turn it on in TestMain, and so does building with
-// -tags invariants (invariants_tag.go); it reads every new table, so
+// -tags invariants (internal/invariants); it reads every new table, so
 // production builds leave it off. (Tables are immutable: checking each once,
 // when it joins the tree, covers them all.)
-var invariantChecks = false
+var invariantChecks = invariants.Enabled
 
 func (db *DB) maybeCheckInvariants(edit *manifest.VersionEdit) {
 	if !invariantChecks {

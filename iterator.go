@@ -53,14 +53,14 @@ type Iterator struct {
 	filterPrefix []byte
 	err          error
 	// levels are the iterators of levels 1 and deeper, shallowest first,
-	// whose seeks read_compaction.go looks at.
+	// whose seeks compaction_triggers.go looks at.
 	levels []*levelIter
 	// boundsErr: the bounds are inverted; the iterator holds no position
 	// until SetBounds gives it valid ones.
 	boundsErr error
 	closed    bool
 	// scan is the bounds the levels see, to skip the tables that cannot
-	// hold keys in them (rangefilter_iter.go).
+	// hold keys in them (level_iter.go).
 	scan *scanBounds
 }
 

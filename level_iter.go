@@ -12,6 +12,10 @@ import (
 	"github.com/bloomkv/bloomkv/sstable"
 )
 
+// Level iterators: a sorted level's tables walked as one iterator, opening
+// each only when the walk reaches it; bounded seeks that skip tables on
+// their range filters (below), and the metrics counting what those did.
+
 // levelIter walks the tables of one sorted, non-overlapping level as one
 // base.InternalIterator, opening a table only when the walk reaches it and
 // keeping at most one open.
@@ -39,12 +43,12 @@ type levelIter struct {
 	ignoreFilters bool
 	// seekFile is the table whose key range held the target of the last
 	// SeekGE, nil when the target fell between tables or outside them
-	// (read_compaction.go charges it when a deeper level held it too).
+	// (compaction_triggers.go charges it when a deeper level held it too).
 	seekFile *manifest.FileMetadata
 	// scan holds the iterator's bounds (nil: seeks ignore them); skipped
 	// says the last SeekGE or SeekLT left the level exhausted without
 	// positioning on entries it holds beyond the bounds or on tables its
-	// range filters skipped (rangefilter_iter.go).
+	// range filters skipped (below).
 	scan    *scanBounds
 	skipped bool
 }
@@ -255,4 +259,166 @@ func (l *levelIter) Close() error {
 	l.closeCurrent()
 	l.spare = nil
 	return l.err
+}
+
+// Range filters on the read path (Options.RangeFilterBitsPerKey), and
+// the metrics that count what they did (RangeFilterMetrics).
+//
+// A bounded seek asks each candidate table's range filter whether the
+// table holds any entry in the range the seek can show -- [key, UpperBound)
+// for SeekGE, [LowerBound, key] for SeekLT -- and skips it, unread, on a
+// "no". What makes that safe:
+//
+//   - The filters hold the user key of every point entry, tombstones and
+//     every version included, so a skipped table holds nothing the seek
+//     could show or that could hide something shown (a point tombstone in
+//     range keeps its table). Range tombstones are not in the filters and
+//     need not be: the iterator takes them from every table its bounds
+//     overlap (Iterator.setRangeDels), skipped or not. Snapshots change
+//     nothing: a table with no key in range has none at any sequence.
+//   - Memtables are never skipped.
+//   - A level left exhausted by skipping (l.skipped) is not where the
+//     merging iterator's direction switch expects an exhausted child to
+//     be: it may hold keys beyond the bounds, or before the seek key. The
+//     merging iterator therefore re-seeks every child when it turns around
+//     after such a seek (internal/iterator, SeekSkipped), as it does after
+//     prefix seeks; and Visible never shows a key outside its bounds.
+//
+// A table that the filter let through but that holds no entry in the
+// range is a range-filter false positive, counted per level.
+
+// scanBounds are an iterator's bounds as its levels see them: shared by
+// the Iterator and its levelIters, replaced by SetBounds. nil: unbounded.
+// filters is false with Options.IgnoreRangeFilters: the levels then stop
+// at the bounds but never ask a range filter, so the two modes differ
+// only in what the filters do.
+type scanBounds struct {
+	lower, upper []byte
+	filters      bool
+	scratch      []byte // SeekLT's inclusive end
+}
+
+// SeekSkipped reports whether the last SeekGE or SeekLT left the level
+// exhausted while it holds entries it did not position on: tables skipped
+// on their range filter, or a table beyond the bounds.
+func (l *levelIter) SeekSkipped() bool { return l.skipped }
+
+// seekGEBounded is SeekGE(ikey) from file i on, for an iterator with an
+// upper bound: the tables that cannot hold [UserKey(ikey), upper) -- that
+// start at or after upper, or whose range filter rules the range out --
+// are not read. When none is left the level is exhausted (skipped), with
+// no block read.
+func (l *levelIter) seekGEBounded(i int, ikey []byte) bool {
+	lo, hi := base.UserKey(ikey), l.scan.upper
+	for ; i < len(l.files) && bytes.Compare(lo, hi) < 0 && bytes.Compare(l.files[i].SmallestUserKey(), hi) < 0; i++ {
+		r, release := l.find(i)
+		if r == nil {
+			return false
+		}
+		may, filtered := true, false
+		if l.scan.filters {
+			may, filtered = r.RangeMayMatch(lo, hi, l.stats)
+		}
+		if may {
+			l.iter, l.close = r.ReuseIterReleasing(l.spare, true, l.stats), release
+			l.spare = nil
+			ok := l.iter.SeekGE(ikey)
+			if filtered && l.stats != nil && (!ok || bytes.Compare(base.UserKey(l.iter.Key()), hi) >= 0) {
+				l.stats.RangeFilterFalsePositives.Add(1)
+			}
+			return l.skipForward(ok)
+		}
+		release()
+		if l.files[i] == l.seekFile {
+			l.seekFile = nil // the seek read nothing there
+		}
+	}
+	// Nothing of this level lies in range; it may hold entries beyond it
+	// (or in skipped tables) that a turn must not miss.
+	l.closeCurrent()
+	l.index, l.skipped = len(l.files), true
+	return false
+}
+
+// seekLTBounded is SeekGE's mirror for an iterator with a lower bound:
+// entries before ikey have user keys up to UserKey(ikey) (newer versions
+// of it sort before it), so the range is [lower, UserKey(ikey)].
+func (l *levelIter) seekLTBounded(i int, ikey []byte) bool {
+	lower := l.scan.lower
+	u := base.UserKey(ikey)
+	hi := append(append(l.scan.scratch[:0], u...), 0)
+	l.scan.scratch = hi
+	for ; i >= 0 && bytes.Compare(lower, hi) < 0 && bytes.Compare(l.files[i].LargestUserKey(), lower) >= 0; i-- {
+		r, release := l.find(i)
+		if r == nil {
+			return false
+		}
+		may, filtered := true, false
+		if l.scan.filters {
+			may, filtered = r.RangeMayMatch(lower, hi, l.stats)
+		}
+		if may {
+			l.iter, l.close = r.ReuseIterReleasing(l.spare, true, l.stats), release
+			l.spare = nil
+			ok := l.iter.SeekLT(ikey)
+			if filtered && l.stats != nil && (!ok || bytes.Compare(base.UserKey(l.iter.Key()), lower) < 0) {
+				l.stats.RangeFilterFalsePositives.Add(1)
+			}
+			return l.skipBackward(ok)
+		}
+		release()
+	}
+	l.closeCurrent()
+	l.index, l.skipped = -1, true
+	return false
+}
+
+// RangeFilterMetrics count what range filters did for bounded seeks
+// (Options.RangeFilterBitsPerKey), per level in LevelMetrics and summed
+// in Metrics. Measured in the level iterators where the tables are
+// skipped or read.
+type RangeFilterMetrics struct {
+	// Probes counts the tables whose range filter a bounded seek asked.
+	Probes uint64
+	// Negatives counts those skipped: the filter said the range was
+	// empty, and no index or data block of the table was read.
+	Negatives uint64
+	// FalsePositives counts tables the filter let through that held no
+	// entry in the range (the seek read a block for nothing).
+	FalsePositives uint64
+}
+
+func (a RangeFilterMetrics) sub(b RangeFilterMetrics) RangeFilterMetrics {
+	return RangeFilterMetrics{a.Probes - b.Probes, a.Negatives - b.Negatives, a.FalsePositives - b.FalsePositives}
+}
+
+func (a *RangeFilterMetrics) add(b RangeFilterMetrics) {
+	a.Probes += b.Probes
+	a.Negatives += b.Negatives
+	a.FalsePositives += b.FalsePositives
+}
+
+// FPR returns FalsePositives / (FalsePositives + Negatives): of the
+// tables that held nothing in range (as far as the filter was asked),
+// the share it let through. 0 without any.
+func (a RangeFilterMetrics) FPR() float64 {
+	if a.FalsePositives+a.Negatives == 0 {
+		return 0
+	}
+	return float64(a.FalsePositives) / float64(a.FalsePositives+a.Negatives)
+}
+
+// rangeFilterMetrics fills m's range-filter counters from the read shards.
+func (db *DB) rangeFilterMetrics(m *Metrics) {
+	for l := range m.Levels {
+		var lm RangeFilterMetrics
+		for i := range db.reads {
+			is := &db.reads[i].iterLevels[l]
+			lm.Probes += is.RangeFilterProbes.Load()
+			lm.Negatives += is.RangeFilterNegatives.Load()
+			lm.FalsePositives += is.RangeFilterFalsePositives.Load()
+		}
+		m.Levels[l].RangeFilter = lm
+		m.RangeFilter.add(lm)
+	}
 }

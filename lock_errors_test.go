@@ -102,3 +102,14 @@ func TestOpenLockReadOnlyDirectory(t *testing.T) {
 		t.Fatalf("Open of a read-only directory: err = %v, want fs.ErrPermission", err)
 	}
 }
+
+func TestSecondOpenFails(t *testing.T) {
+	dir := t.TempDir()
+	db := mustOpen(t, dir, nil)
+	if _, err := Open(dir, nil); err == nil {
+		t.Fatal("second Open of the same directory succeeded")
+	}
+	db.Close()
+	db = mustOpen(t, dir, nil)
+	db.Close()
+}

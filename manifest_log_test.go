@@ -127,3 +127,37 @@ func TestFreshManifestKeepsDurableLogNum(t *testing.T) {
 		}
 	}
 }
+
+// TestManifestRewrittenWhenLarge checks that the manifest is replaced by a
+// fresh snapshot past MaxManifestFileSize and that old ones are deleted.
+func TestManifestRewrittenWhenLarge(t *testing.T) {
+	fs := vfs.NewMem()
+	o := tinyOptions(fs)
+	o.MaxManifestFileSize = 1 << 10
+	db := mustOpen(t, "/db", o)
+	first := db.manifestNum()
+	for i := 0; i < 30; i++ {
+		putRange(t, db, i*50, i*50+50, "v")
+		db.Flush()
+	}
+	db.WaitForCompactions()
+	if db.manifestNum() == first {
+		t.Fatal("manifest never rewritten")
+	}
+	db.Close()
+	names, _ := fs.List("/db")
+	manifests := 0
+	for _, n := range names {
+		if ty, _, ok := base.ParseFilename(n); ok && ty == base.FileTypeManifest {
+			manifests++
+		}
+	}
+	if manifests != 1 {
+		t.Fatalf("%d manifests left: %v", manifests, names)
+	}
+	db = mustOpen(t, "/db", o)
+	defer db.Close()
+	if v, err := db.Get([]byte("key001400")); err != nil || string(v) != "v" {
+		t.Fatalf("after reopen: %q %v", v, err)
+	}
+}

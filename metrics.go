@@ -3,7 +3,6 @@ package bloomkv
 import (
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/bloomkv/bloomkv/internal/manifest"
@@ -43,7 +42,7 @@ type Metrics struct {
 	IterFilterFalsePositives uint64
 	IterDataBlockReads       uint64 // data blocks iterators read, from cache or file
 	IterBytesRead            uint64 // bytes iterators read from table files
-	// RangeFilter: bounded seeks and range filters (metrics_rangefilter.go).
+	// RangeFilter: bounded seeks and range filters (level_iter.go).
 	RangeFilter RangeFilterMetrics
 
 	// Background work.
@@ -338,20 +337,6 @@ func (m Metrics) String() string {
 	return sb.String()
 }
 
-// dbCounters are the DB's own atomics (the SSTable reader keeps the
-// per-block ones in sstable.ReadStats).
-type dbCounters struct {
-	flushes, compactions, idleCompactions        atomic.Uint64
-	readCompactions                              atomic.Uint64
-	writeStalls, writeStallNanos, writeSlowdowns atomic.Uint64
-	userBytes, walBytes, flushBytes              atomic.Uint64
-	walRecords, walSyncs                         atomic.Uint64
-	walRecoveryDroppedBytes                      atomic.Uint64
-	rangeDeletions                               atomic.Uint64
-	levelCompIn, levelCompOut, levelCompactions  [manifest.NumLevels]atomic.Uint64
-	lastFlushKeys                                atomic.Uint64 // entries of the last level-0 table written
-}
-
 // Metrics returns the counters since Open and the current shape of the tree.
 func (db *DB) Metrics() Metrics {
 	var m Metrics
@@ -493,36 +478,4 @@ func (db *DB) Metrics() Metrics {
 		m.TableReopensCached = db.blockCache.OpenBlockHits()
 	}
 	return m
-}
-
-// filterStats is what a table's filter costs: tables are immutable, so it
-// is read once per table (Metrics is called often, e.g. by kvbench's
-// progress display, and must not open every table each time).
-type filterStats struct {
-	bytes      int64
-	rangeBytes int64 // the range filter's memory (Reader.RangeFilterMemory)
-	keys       uint64
-	entries    uint64  // the table's entries (Properties.NumEntries)
-	bits       float64 // the bits per key it was written with (0: no filter)
-	fprTheory  float64 // the filter block's TheoreticalFPR (0 without one)
-}
-
-func (db *DB) tableFilterStats(f *manifest.FileMetadata) (filterStats, bool) {
-	fileNum := f.FileNum
-	if v, ok := db.filterStats.Load(fileNum); ok {
-		return v.(filterStats), true
-	}
-	r, release, err := findTable(db.tableCache, f)
-	if err != nil {
-		return filterStats{}, false
-	}
-	defer release()
-	p := r.Properties()
-	fs := filterStats{bytes: int64(r.FilterSize()), rangeBytes: int64(r.RangeFilterMemory()), entries: p.NumEntries, bits: p.BitsPerKey()}
-	if sum, ok, err := r.FilterSummary(); err == nil && ok {
-		fs.keys = sum.Keys
-		fs.fprTheory = sum.TheoreticalFPR
-	}
-	db.filterStats.Store(fileNum, fs)
-	return fs, true
 }

@@ -12,8 +12,8 @@ import (
 )
 
 // Writes: the write queue and group commit (with the brief wait that gathers
-// synced writers into fewer fsyncs), the log and its WAL modes, memtable switches
-// and write stalls.
+// synced writers into fewer fsyncs), and the log and its WAL modes. Making
+// room in the memtable (switches and write stalls) is flush.go's.
 
 // writer is one caller waiting in the write queue. The writer at the head
 // of the queue is the leader: it gathers the batches queued behind it into
@@ -348,149 +348,7 @@ func (db *DB) buildGroupLocked() ([]byte, int, bool) {
 	return rep, n, sync
 }
 
-// makeRoomForWriteLocked makes sure the memtable can take a write, switching
-// to a new memtable and log when it is full (or when force is set and it is
-// not empty), and making writes wait while flushes or compactions lag behind.
-// REQUIRES: db.mu held by the write leader. It may release and retake it.
-func (db *DB) makeRoomForWriteLocked(force bool) error {
-	allowDelay := !force
-	var stallStart time.Time // zero: not stalled
-	defer func() {
-		if !stallStart.IsZero() {
-			db.events.writeStallEnd(WriteStallEndInfo{Duration: time.Since(stallStart)})
-		}
-	}()
-	for {
-		if db.mu.bgErr != nil {
-			return db.mu.bgErr
-		}
-		if db.closing.Load() {
-			return ErrClosed
-		}
-		l0 := len(db.versions.Current().Levels[0])
-		if db.opts.DisableAutomaticCompactions {
-			l0 = 0 // nothing would ever reduce level 0: never wait for it
-		}
-		switch {
-		case allowDelay && l0 >= db.opts.L0SlowdownWritesThreshold:
-			// Give compaction a moment instead of stalling hard later.
-			db.counters.writeSlowdowns.Add(1)
-			db.mu.Unlock()
-			time.Sleep(time.Millisecond)
-			db.mu.Lock()
-			allowDelay = false
-			continue
-		case !force && db.mu.mem.ApproximateSize() < int64(db.opts.MemtableSize):
-			return nil
-		case force && db.mu.mem.Empty():
-			return nil
-		case len(db.mu.imm) >= db.opts.MaxImmutableMemtables || l0 >= db.opts.L0StopWritesThreshold:
-			db.counters.writeStalls.Add(1)
-			start := time.Now()
-			if stallStart.IsZero() {
-				stallStart = start
-				reason := WriteStallMemtables
-				if len(db.mu.imm) < db.opts.MaxImmutableMemtables {
-					reason = WriteStallL0
-				}
-				db.events.writeStallBegin(WriteStallBeginInfo{Reason: reason})
-			}
-			db.mu.bgCond.Broadcast()
-			db.mu.bgCond.Wait()
-			db.counters.writeStallNanos.Add(uint64(time.Since(start)))
-			continue
-		}
-		if err := db.switchMemtableLocked(); err != nil {
-			return err
-		}
-		force = false
-	}
-}
-
-// switchMemtableLocked makes the memtable immutable, starts a new log and
-// memtable, and wakes the flusher.
-//
-// The old log is synced before the new one takes a write, so that only the
-// newest log can ever have a torn tail: recovery treats damage anywhere in
-// an older log as corruption, never as a crash artefact.
-// REQUIRES: db.mu held by the write leader.
-func (db *DB) switchMemtableLocked() error {
-	oldLog := db.mu.log
-	sealedSeq := db.versions.LastSeq() // no write is in flight: we are the leader
-	db.mu.Unlock()
-	var name string
-	num, err := db.allocFileNum(false, causeLogSwitch)
-	if err == nil {
-		name = db.path(base.FileTypeLog, num)
-		// Seal: sync it, and cut a mapped log back to its records, so
-		// that it ends exactly after its last record as recovery
-		// requires of every log but the newest.
-		if err = oldLog.Seal(); err != nil {
-			err = fmt.Errorf("bloomkv: seal write-ahead log before switching: %w", err)
-			db.mu.Lock()
-			// After a failed fsync the kernel may have dropped the dirty
-			// pages: the log's contents are unknown. Stop writes.
-			db.setBgErrLocked(err)
-			return err
-		}
-	}
-	var f vfs.File
-	var newLog *wal.Writer
-	if err == nil {
-		f, err = db.fs.Create(name)
-		if err == nil {
-			// The writer first: a mapped log reserves its space now,
-			// so a crash from here on finds the new log reserved.
-			newLog = wal.NewWriter(f, db.walWriterOptions())
-		}
-		if err == nil && db.opts.WALMode != WALDisabled {
-			// Make the new log's directory entry durable before a synced
-			// write (any write in WALSync, any with WriteOptions.Sync) is
-			// acknowledged in it.
-			err = db.syncDir()
-		}
-		if err != nil {
-			err = fmt.Errorf("bloomkv: create log %s: %w", name, err)
-		}
-	}
-	if err == nil {
-		// The old log's records were all written and synced, so a failed
-		// close loses nothing acknowledged.
-		_ = oldLog.Close()
-	}
-	db.mu.Lock()
-	if err != nil {
-		if newLog != nil {
-			_ = newLog.Close()
-			_ = db.fs.Remove(name)
-		}
-		return err
-	}
-	db.events.walCreated(WALCreateInfo{Path: name, FileNum: num})
-	if db.opts.WALMode != WALDisabled {
-		db.versions.MarkSynced(sealedSeq)
-	}
-	db.mu.mem.lastSeq = sealedSeq
-	db.mu.imm = append(db.mu.imm, db.mu.mem)
-	db.mu.mem = db.newMemTableLocked(num)
-	db.mu.log = newLog
-	db.updateReadStateLocked()
-	db.mu.bgCond.Broadcast()
-	return nil
-}
-
 func (db *DB) syncDir() error { return vfs.SyncDir(db.fs, db.dirname) }
-
-// setBgErrLocked records the first background or log error; from then on
-// writes fail with it while reads go on. REQUIRES: db.mu held.
-func (db *DB) setBgErrLocked(err error) {
-	if db.mu.bgErr == nil {
-		db.mu.bgErr = err
-		db.events.error("bloomkv: background error; writes are refused until the database is reopened", "error", err)
-		db.events.backgroundError(BackgroundErrorInfo{Err: err, WritesStopped: true})
-	}
-	db.mu.bgCond.Broadcast()
-}
 
 // WALMode says how far a write gets before Write returns: the durability
 // every write buys, and what it costs. WriteOptions.Sync asks for more, per

@@ -23,16 +23,22 @@ import (
 //     into the level below when Triggers.ReadsDue, unless its overlap
 //     there exceeds ReadMaxRewrite times its size.
 //
-// Manual compactions (PickRange, PickStale) are the engine's to ask for.
+// A manual request (Triggers.Manual: the engine's Compact and
+// RebuildFilters) goes ahead of all three: its caller holds the
+// compaction slot and waits, and the automatic rules are weighed again
+// once it is done. Choose is the one entry point: every compaction the
+// engine runs is one it returned.
 
 // Reason says which rule chose a compaction.
 type Reason int
 
 const (
-	ReasonNone Reason = iota // nothing to do
-	ReasonSize               // a level over its size target
-	ReasonIdle               // writes paused with tables in level 0
-	ReasonRead               // reads paid for a table above a deeper one
+	ReasonNone   Reason = iota // nothing to do
+	ReasonSize                 // a level over its size target
+	ReasonIdle                 // writes paused with tables in level 0
+	ReasonRead                 // reads paid for a table above a deeper one
+	ReasonManual               // a manual merge of a key range into the level below
+	ReasonStale                // a manual rewrite, in place, of stale tables
 )
 
 func (r Reason) String() string {
@@ -45,6 +51,10 @@ func (r Reason) String() string {
 		return "idle"
 	case ReasonRead:
 		return "read"
+	case ReasonManual:
+		return "manual"
+	case ReasonStale:
+		return "stale"
 	}
 	return "unknown"
 }
@@ -76,6 +86,30 @@ type Triggers[T Table] struct {
 	ReadsDue bool
 	// ReadQueue: the tables reads queued, oldest first.
 	ReadQueue []ReadCandidate[T]
+	// Manual, when set, is a compaction a caller asked for; Choose then
+	// answers it alone (the fields above are not weighed).
+	Manual *Manual[T]
+}
+
+// Manual is a compaction a caller asked for, of the tables of Level that
+// overlap the user-key range [Start, End] (nil = unbounded on that side).
+//
+// Without Stale, they merge into the level below (level 0: into
+// Shape.L0Output, where a size compaction of level 0 writes), with what
+// they overlap there: a Choice with Reason ReasonManual, or none when
+// Level holds no such table or is level NumLevels-1 (nothing lies below).
+//
+// With Stale, the tables for which it reports true (their filters or
+// compression were written with other settings) are rewritten in Level
+// itself (Level == OutputLevel): a Choice with Reason ReasonStale, one
+// compaction per run of adjacent stale tables, so that no output can
+// overlap a table left alone between two stale ones; with Alone, one per
+// stale table, so that each keeps its bounds.
+type Manual[T Table] struct {
+	Level      int
+	Start, End []byte
+	Stale      func(T) bool
+	Alone      bool
 }
 
 // Choice is Choose's answer.
@@ -92,12 +126,27 @@ type Choice[T Table] struct {
 	// ReadQueueUsed is how many entries at the head of the read queue were
 	// weighed (the chosen one included): the engine drops them.
 	ReadQueueUsed int
+	// Rest are the compactions to run after Compaction, in order: only a
+	// manual rewrite of stale tables (ReasonStale) has more than one.
+	Rest []*Compaction[T]
+}
+
+// All returns the chosen compactions in the order to run them: Compaction,
+// then Rest. It is empty when nothing is to be done.
+func (ch Choice[T]) All() []*Compaction[T] {
+	if ch.Compaction == nil {
+		return nil
+	}
+	return append([]*Compaction[T]{ch.Compaction}, ch.Rest...)
 }
 
 // Choose returns the compaction the automatic policy wants now, by the
 // rules above. pointers[level] is the largest user key of the last size
 // compaction of that level (round robin).
 func Choose[T Table](tree Tree[T], pointers map[int][]byte, o Options, t Triggers[T]) Choice[T] {
+	if m := t.Manual; m != nil {
+		return chooseManual(tree, ShapeOf(tree, o), m)
+	}
 	c, shape := pick(tree, pointers, o)
 	if c != nil {
 		return Choice[T]{Compaction: c, Reason: ReasonSize}
@@ -158,25 +207,40 @@ func InLevel[T Table](tree Tree[T], level int, f T) bool {
 	return i < len(files) && files[i] == f
 }
 
-// PickStale returns in-place compactions (Level == OutputLevel) of the
-// files of level overlapping [start, end] for which stale reports true
-// (their filters or compression were written with other settings): one per
-// run of adjacent stale files, so that no output can overlap a file left
-// alone between two stale ones.
-func PickStale[T Table](tree Tree[T], o Options, level int, start, end []byte, stale func(T) bool) []*Compaction[T] {
-	base := ShapeOf(tree, o).Base
+// chooseManual answers a manual request (see Manual).
+func chooseManual[T Table](tree Tree[T], shape Shape, m *Manual[T]) Choice[T] {
+	if m.Stale == nil {
+		if c := pickRange(tree, shape, m.Level, m.Start, m.End); c != nil {
+			return Choice[T]{Compaction: c, Reason: ReasonManual}
+		}
+		return Choice[T]{}
+	}
+	cs := pickStale(tree, shape, m)
+	if len(cs) == 0 {
+		return Choice[T]{}
+	}
+	return Choice[T]{Compaction: cs[0], Rest: cs[1:], Reason: ReasonStale}
+}
+
+// pickStale returns the in-place compactions of m.Level's stale tables in
+// [m.Start, m.End]: one per run of adjacent stale tables, or with m.Alone
+// one per table.
+func pickStale[T Table](tree Tree[T], shape Shape, m *Manual[T]) []*Compaction[T] {
 	var out []*Compaction[T]
 	var run []T
 	flush := func() {
 		if len(run) > 0 {
-			out = append(out, &Compaction[T]{Level: level, OutputLevel: level, Base: base, Inputs: [2][]T{run}})
+			out = append(out, &Compaction[T]{Level: m.Level, OutputLevel: m.Level, Base: shape.Base, Inputs: [2][]T{run}})
 			run = nil
 		}
 	}
-	for _, f := range overlaps(tree, level, start, end) {
-		if stale(f) {
-			run = append(run, f)
-		} else {
+	for _, f := range overlaps(tree, m.Level, m.Start, m.End) {
+		if !m.Stale(f) {
+			flush()
+			continue
+		}
+		run = append(run, f)
+		if m.Alone {
 			flush()
 		}
 	}

@@ -15,9 +15,10 @@
 // overlap; each deeper level is sorted by key and its tables' user-key
 // ranges are disjoint; a table's range covers every key it holds or
 // deletes; each table has one handle (== is identity); and the tree does
-// not change while the picker reads it. Pick, PickRange and Choose then
-// return compactions whose inputs are tables of the tree: Inputs[0] from
-// Level, Inputs[1] every table of OutputLevel that overlaps them.
+// not change while the picker reads it. Choose then returns compactions
+// whose inputs are tables of the tree: Inputs[0] from Level, Inputs[1]
+// every table of OutputLevel that overlaps them (none for a rewrite in
+// place, where OutputLevel is Level).
 //
 // # The picker (picker.go)
 //
@@ -30,7 +31,7 @@
 // least LBaseMaxBytes (dynamic targets: shape.go has the rule and what it
 // means for every kind of compaction). Scores says how far each level is over its trigger (level 0: its table
 // count against L0CompactionThreshold; others: bytes against the target);
-// Pick takes the level with the highest score of at least 1:
+// a size compaction takes the level with the highest score of at least 1:
 //
 //   - from level 0, the oldest table and every level-0 table overlapping it,
 //     transitively (so a newer version of a key never stays above an older
@@ -45,9 +46,13 @@
 // splitting outputs, the overlapping tables two levels down
 // (grandparents). A single input with nothing to merge below it and little
 // grandparent overlap is a trivial move: the table changes level unchanged.
-// PickRange builds the compaction Compact(start, end) runs level by level,
-// and the one the DB runs when writes pause (every level-0 table into
-// the base level, below the threshold: see Options.IdleCompactionDelay).
+// The same range compaction -- every table of a level overlapping a key
+// range, with its overlap below -- serves Compact(start, end), level by
+// level (Triggers.Manual), the idle rule (every level-0 table into the
+// base level, below the threshold: see Options.IdleCompactionDelay) and
+// the read-triggered one. Choose (choose.go) is the one entry point: it
+// weighs a manual request, then size, idle and read-triggered
+// compactions, in that order.
 //
 // # The merge filter (iter.go)
 //

@@ -48,18 +48,30 @@ func Example() {
 	// with the least overlap in level 2 for its size goes down (6: 20 MiB
 	// below its 3, where 5 has 40), with what it overlaps; among equals,
 	// the first after the compact pointer ("d", the end of the last one).
-	c := compaction.Pick(tree, map[int][]byte{1: []byte("d")}, opts)
-	fmt.Printf("pick: L%d %v + L%d %v, score %.3f\n",
-		c.Level, nums(c.Inputs[0]), c.OutputLevel, nums(c.Inputs[1]), c.Score)
+	ch := compaction.Choose(tree, map[int][]byte{1: []byte("d")}, opts, compaction.Triggers[*compaction.TableDesc]{})
+	fmt.Printf("choose: %s, L%d %v + L%d %v, score %.3f\n",
+		ch.Reason, ch.Level, nums(ch.Inputs[0]), ch.OutputLevel, nums(ch.Inputs[1]), ch.Score)
 
 	// Writes have paused: with level 1 below its target, Choose moves all
 	// of level 0 down (the oldest table brings the ones overlapping it).
 	tree[1] = tree[1][:2]
-	ch := compaction.Choose(tree, nil, opts, compaction.Triggers[*compaction.TableDesc]{IdleDue: true})
+	ch = compaction.Choose(tree, nil, opts, compaction.Triggers[*compaction.TableDesc]{IdleDue: true})
 	fmt.Printf("choose: %s, L%d %v + L%d %v\n",
 		ch.Reason, ch.Level, nums(ch.Inputs[0]), ch.OutputLevel, nums(ch.Inputs[1]))
+
+	// A caller asks for the range [a, c] of level 1 to be rewritten where
+	// it is (RebuildFilters does, for tables whose filters are stale):
+	// here table 4 is stale.
+	ch = compaction.Choose(tree, nil, opts, compaction.Triggers[*compaction.TableDesc]{
+		Manual: &compaction.Manual[*compaction.TableDesc]{
+			Level: 1, Start: []byte("a"), End: []byte("c"),
+			Stale: func(t *compaction.TableDesc) bool { return t.FileNum == 4 },
+		},
+	})
+	fmt.Printf("choose: %s, L%d %v -> L%d\n", ch.Reason, ch.Level, nums(ch.Inputs[0]), ch.OutputLevel)
 	// Output:
 	// scores: L0 0.75, L1 1.12, L2 0.50
-	// pick: L1 [6] + L2 [3], score 1.125
+	// choose: size, L1 [6] + L2 [3], score 1.125
 	// choose: idle, L0 [9 8 7] + L1 [4 5]
+	// choose: stale, L1 [4] -> L1
 }

@@ -119,8 +119,8 @@ func (o Options) LevelMaxBytes(level int) float64 {
 
 // Compaction describes one merge: Inputs[0] from Level and Inputs[1], their
 // overlap, from OutputLevel: Level+1, or for level 0 the tree's
-// Shape.L0Output (level 1 under static targets), or for PickStale Level
-// itself.
+// Shape.L0Output (level 1 under static targets), or for a rewrite of
+// stale tables (ReasonStale) Level itself.
 type Compaction[T Table] struct {
 	Level, OutputLevel int
 	// Base is the tree's base level when the compaction was picked
@@ -177,15 +177,10 @@ func scores[T Table](tree Tree[T], o Options) ([NumLevels]float64, Shape) {
 	return s, shape
 }
 
-// Pick returns the compaction the tree needs most, or nil when no level is
-// due. pointers[level] is the largest user key of the last compaction of
-// that level; the next one starts after it (round robin).
-func Pick[T Table](tree Tree[T], pointers map[int][]byte, o Options) *Compaction[T] {
-	c, _ := pick(tree, pointers, o)
-	return c
-}
-
-// pick is Pick, also returning the tree's shape.
+// pick returns the compaction the tree needs most, or nil when no level
+// is due, and the tree's shape. pointers[level] is the largest user key of
+// the last compaction of that level; the next one starts after it (round
+// robin).
 func pick[T Table](tree Tree[T], pointers map[int][]byte, o Options) (*Compaction[T], Shape) {
 	scores, shape := scores(tree, o)
 	best := -1
@@ -237,15 +232,10 @@ func leastOverlapping[T Table](tree Tree[T], files []T, start, out int) T {
 	return best
 }
 
-// PickRange returns a compaction of every file of level overlapping the
+// pickRange returns a compaction of every file of level overlapping the
 // user-key range [start, end] (nil = unbounded) into level+1 (level 0:
-// into Shape.L0Output, where a size compaction of level 0 writes), or nil
+// into shape.L0Output, where a size compaction of level 0 writes), or nil
 // when level holds none or is level NumLevels-1 (nothing lies below it).
-func PickRange[T Table](tree Tree[T], o Options, level int, start, end []byte) *Compaction[T] {
-	return pickRange(tree, ShapeOf(tree, o), level, start, end)
-}
-
-// pickRange is PickRange for a tree of the given shape.
 func pickRange[T Table](tree Tree[T], shape Shape, level int, start, end []byte) *Compaction[T] {
 	if level < 0 || level >= NumLevels-1 {
 		return nil

@@ -36,7 +36,7 @@ var benchOpts = Options{L0CompactionThreshold: 4, LBaseMaxBytes: 64 << 20, Level
 
 // BenchmarkChoose asks the picker what to do with a tree of 1000 tables
 // per level: a size compaction of level 0 (expand, overlaps below), and a
-// read-triggered one (InLevel, PickRange) when nothing is due.
+// read-triggered one (InLevel, pickRange) when nothing is due.
 func BenchmarkChoose(b *testing.B) {
 	v := benchVersion(1000)
 	b.Run("size", func(b *testing.B) {

@@ -94,7 +94,7 @@ func TestPickerDataDriven(t *testing.T) {
 			return formatPointers(pointers)
 
 		case "pick":
-			c := Pick(v, pointers, opts)
+			c, _ := pick(v, pointers, opts)
 			if c == nil {
 				return "no compaction"
 			}
@@ -118,7 +118,7 @@ func TestPickerDataDriven(t *testing.T) {
 			if arg, ok := d.Arg("end"); ok {
 				end = []byte(arg.SingleVal(t))
 			}
-			c := PickRange(v, opts, level, start, end)
+			c := pickRange(v, ShapeOf(v, opts), level, start, end)
 			if c == nil {
 				return "no compaction"
 			}
@@ -145,10 +145,45 @@ func TestPickerDataDriven(t *testing.T) {
 					tr.ReadQueue = append(tr.ReadQueue, ReadCandidate[*manifest.FileMetadata]{Level: level, File: f})
 				}
 			}
+			if arg, ok := d.Arg("manual"); ok {
+				m := &Manual[*manifest.FileMetadata]{Alone: d.HasArg("alone")}
+				var err error
+				if m.Level, err = strconv.Atoi(arg.SingleVal(t)); err != nil {
+					d.Fatalf(t, "manual=%s: want a level", arg.SingleVal(t))
+				}
+				if arg, ok := d.Arg("start"); ok {
+					m.Start = []byte(arg.SingleVal(t))
+				}
+				if arg, ok := d.Arg("end"); ok {
+					m.End = []byte(arg.SingleVal(t))
+				}
+				if arg, ok := d.Arg("stale"); ok {
+					nums := []uint64{} // stale=() lists none
+					for _, val := range arg.Vals {
+						if val == "" {
+							continue
+						}
+						n, err := strconv.ParseUint(val, 10, 64)
+						if err != nil {
+							d.Fatalf(t, "stale entry %q: want a file number", val)
+						}
+						nums = append(nums, n)
+					}
+					m.Stale = func(f *manifest.FileMetadata) bool { return slices.Contains(nums, f.FileNum) }
+				}
+				tr.Manual = m
+			}
 			ch := Choose(v, pointers, opts, tr)
 			out := fmt.Sprintf("reason: %s; idle considered %v, declined %v; read queue used %d of %d\n",
 				ch.Reason, ch.IdleConsidered, ch.IdleDeclined, ch.ReadQueueUsed, len(tr.ReadQueue))
-			if ch.Compaction != nil {
+			switch {
+			case ch.Reason == ReasonStale:
+				// Rewrites in place: no level below is merged, and the
+				// engine never moves them trivially.
+				for _, c := range ch.All() {
+					out += fmt.Sprintf("L%d -> L%d: %s\n", c.Level, c.OutputLevel, fileNums(c.Inputs[0]))
+				}
+			case ch.Compaction != nil:
 				out += fmt.Sprintf("L%d -> L%d\n", ch.Level, ch.OutputLevel) + formatCompaction(ch.Compaction, opts)
 			}
 			return out

@@ -1,0 +1,6 @@
+//go:build invariants
+
+package invariants
+
+// Enabled: built with -tags invariants.
+const Enabled = true
