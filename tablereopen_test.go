@@ -20,7 +20,7 @@ func TestTableReopensCounted(t *testing.T) {
 			o.MaxOpenFiles = 10
 			o.BlockCacheSize = 64 << 20 // every data block and every closed table's open blocks stay cached
 			if !bigCache {
-				o.BlockCacheSize = 64 << 10
+				o.BlockCacheSize = 16 << 10 // less than the closed tables' open blocks, even with the metadata share
 			}
 			const n = 60_000
 			db := writeLevelsTree(t, o, n)
