@@ -155,10 +155,12 @@ type Options struct {
 	FilterSkipLastLevel bool
 	// CacheFilterBlocks keeps tables' filter blocks (and the index and
 	// filter partitions of partitioned tables: IndexPartitionSize) in the
-	// block cache,
-	// charged at their size and evicted like data blocks, instead of
-	// holding each open table's filter in memory from its open (RocksDB's
-	// cache_index_and_filter_blocks): filter memory is then bounded by
+	// block cache, charged at their size, instead of holding each open
+	// table's filter in memory from its open (RocksDB's
+	// cache_index_and_filter_blocks). Up to 90% of the cache keeps them
+	// from data blocks, which may not evict them there
+	// (sstable.DefaultMetadataShare); beyond it they compete with data
+	// blocks by recency. Filter memory is then bounded by
 	// BlockCacheSize, at the cost of a cache lookup per filter probe and a
 	// read when an evicted filter is probed again (Metrics.FilterBlockReads).
 	// FilterPinning says which filters stay pinned. Needs a block cache.
