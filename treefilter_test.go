@@ -547,3 +547,86 @@ func TestTreeFilterUpdatesReadNoTable(t *testing.T) {
 		t.Fatalf("workload too small: %d trivial moves, %d merges", moves.Load(), merges.Load())
 	}
 }
+
+// TestTreeFilterGrowthStaysCompact loads keys in a random order, letting
+// the maintainer catch up every few hundred keys, and checks after each
+// step that the filter grown on the way spends at most 1.25x the bits per
+// entry of a compact one (a build at treefilter.OpenLoad, as Open makes):
+// the first rule, building at 55% load, left it 1.5-1.7x the compact size
+// after each growth and fails here. Then it deletes 80% of the keys:
+// the filter shrinks back (a build at GrowLoad) instead of keeping the
+// slots the keys left. The filter describes the tree exactly after every
+// step (checkTreeFilter: no key of any table without its entry), and
+// every Get agrees with a model at the end.
+func TestTreeFilterGrowthStaysCompact(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := tinyOptions(fs)
+	opts.TreeFilter = true
+	opts.MemtableSize = 32 << 10
+	opts.LBaseMaxBytes = 128 << 10
+	opts.TargetFileSize = 32 << 10
+	db := mustOpen(t, "/db", opts)
+	defer func() { db.Close() }()
+	const n = 24000
+	compactBits := 16 / treefilter.OpenLoad
+	rng := rand.New(rand.NewPCG(28, 8))
+	order := rng.Perm(n)
+	m := model{}
+	worst, worstAt, builds := 0.0, 0, db.Metrics().TreeFilter.Rebuilds
+	step := func(i int) treefilter.Filter {
+		t.Helper()
+		if err := db.WaitForCompactions(); err != nil {
+			t.Fatal(err)
+		}
+		checkTreeFilter(t, db)
+		db.manifestMu.Lock()
+		f := db.tf.latest.Filter
+		db.manifestMu.Unlock()
+		return f
+	}
+	for i, k := range order {
+		key := fmt.Sprintf("k%06d", k)
+		if err := db.Put([]byte(key), []byte(key)); err != nil {
+			t.Fatal(err)
+		}
+		m[key] = key
+		if i%300 != 299 {
+			continue
+		}
+		f := step(i)
+		if f.Entries() < 2000 {
+			continue // the smallest filter (64 buckets) is no growth
+		}
+		bits := 16 * float64(f.Capacity()) / float64(f.Entries())
+		if bits > worst {
+			worst, worstAt = bits, i+1
+		}
+	}
+	grown := db.Metrics().TreeFilter.Rebuilds - builds
+	t.Logf("%d keys: %d growth builds; worst %.2f bits per entry (after %d keys), compact %.2f: %.2fx", n, grown, worst, worstAt, compactBits, worst/compactBits)
+	if grown < 3 {
+		t.Fatalf("only %d growth builds: the load is too small to test growth", grown)
+	}
+	if worst > 1.25*compactBits {
+		t.Fatalf("the filter grown during the load spent %.2f bits per entry after %d keys, %.2fx a compact build's %.2f (at most 1.25x)", worst, worstAt, worst/compactBits, compactBits)
+	}
+
+	// Shrink: delete 80% of the keys and compact them away.
+	for _, k := range order[:n*4/5] {
+		key := fmt.Sprintf("k%06d", k)
+		if err := db.Delete([]byte(key)); err != nil {
+			t.Fatal(err)
+		}
+		delete(m, key)
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	f := step(n)
+	if load := float64(f.Entries()) / float64(f.Capacity()); f.Entries() > n/4 || load < 0.5 {
+		t.Fatalf("after deleting 80%% of %d keys: %d entries in %d slots (load %.2f): not shrunk", n, f.Entries(), f.Capacity(), load)
+	}
+	for k := range n + 100 {
+		checkGet(t, db.Get, m, fmt.Sprintf("k%06d", k), "after the shrink")
+	}
+}

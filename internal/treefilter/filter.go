@@ -17,20 +17,6 @@ const (
 	minBucket = 64
 )
 
-// The loads a filter is sized for.
-const (
-	// OpenLoad is the load a filter is built to from a settled tree
-	// (Open).
-	OpenLoad = 0.92
-	// GrowLoad is the load it is rebuilt to when the tree outgrows it,
-	// leaving room to grow before the next rebuild.
-	GrowLoad = 0.55
-	// MaxLoad is the load past which an update should rebuild instead (a
-	// 4-slot cuckoo table with maxKicks fills to ~96% before insertions
-	// start failing).
-	MaxLoad = 0.95
-)
-
 // Filter is one version's tree-wide filter. Immutable once published; a
 // copy of the value shares its contents (see the package doc).
 type Filter struct {

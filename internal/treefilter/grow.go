@@ -1,0 +1,50 @@
+package treefilter
+
+// The size rule: the loads a filter is built to, and when an update must
+// give way to a build from the tables (a growth, or a shrink).
+//
+// A cuckoo filter cannot be resized from its fingerprints (an entry's
+// bucket came from hash bits it does not keep), so a filter that outgrows
+// its table is rebuilt from every table of the tree, and what a growth
+// costs is the tables it reads. Growing by a factor g reads, over a load
+// from empty to n entries, about n·g/(g-1) keys, and leaves the filter
+// anywhere between GrowLoad and MaxLoad full, 16/load bits per entry. The
+// first rule (build at 0.55, rebuild past 0.95: g = 1.73) read 2.4n keys
+// and left a 10M-key fill's filter at 26.81 bits per entry (load 0.60),
+// 1.5x its compact size. Building at 0.80 (g = 1.19) reads about 6.3n
+// keys and keeps the filter within 1/0.80 = 1.25x of its size at MaxLoad,
+// 1.15x of a build at OpenLoad, at every point of a load.
+
+const (
+	// OpenLoad is the load a filter is built to from a settled tree
+	// (Open): a 4-slot cuckoo table with maxKicks fills to ~96% before
+	// insertions start failing.
+	OpenLoad = 0.92
+	// GrowLoad is the load a growth (or shrink) build sizes the filter
+	// for: the entries it holds at the build at this load, which leaves
+	// room for MaxLoad/GrowLoad = 1.19x as many before the next one.
+	GrowLoad = 0.80
+	// MaxLoad is the load past which an update gives way to a growth
+	// build.
+	MaxLoad = 0.95
+	// ShrinkLoad is the load below which an update gives way to a
+	// shrink build (the tree lost entries: deletions and overwrites
+	// merged away), so the filter comes back to GrowLoad. Far enough
+	// below GrowLoad (a loss of 37% of the entries) that an entry count
+	// that goes up and down does not make a build after each step.
+	ShrinkLoad = 0.50
+	// shrinkMinSlots: a filter this small is never shrunk (its memory
+	// is nothing beside a build's reads).
+	shrinkMinSlots = 1 << 12
+)
+
+// Fits reports whether a filter of capacity slots holding entries may
+// keep them (an update may apply), or must be rebuilt at GrowLoad: more
+// than MaxLoad full, or less than ShrinkLoad full and at least
+// shrinkMinSlots slots.
+func Fits(entries, capacity int) bool {
+	if float64(entries) > MaxLoad*float64(capacity) {
+		return false
+	}
+	return capacity < shrinkMinSlots || float64(entries) >= ShrinkLoad*float64(capacity)
+}
