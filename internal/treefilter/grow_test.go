@@ -13,7 +13,7 @@ func TestFits(t *testing.T) {
 	const c = 100_000
 	for _, tc := range []struct {
 		entries, capacity int
-		want               bool
+		want              bool
 	}{
 		{c * 95 / 100, c, true},
 		{c*95/100 + 1, c, false},
