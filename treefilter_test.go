@@ -2,9 +2,12 @@ package bloomkv
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/internal/treefilter"
 	"github.com/bloomkv/bloomkv/vfs"
+	"github.com/klauspost/crc32"
 )
 
 // waitTreeFilter waits until the maintainer has caught up with the
@@ -403,6 +407,34 @@ func TestTreeFilterSavedCopy(t *testing.T) {
 	checkAll(db)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
+	}
+
+	// A version-1 file (fixed 13-bit fingerprints and a 3-bit level, no
+	// tags), intact: rejected as corrupt (format version), counted, logged
+	// with a warning, and rebuilt; the next Close writes version 2.
+	v1 := bytes.Clone(data)
+	binary.LittleEndian.PutUint32(v1[8:], 1)
+	binary.LittleEndian.PutUint32(v1[len(v1)-4:], crc32.Checksum(v1[:len(v1)-4], crc32.MakeTable(crc32.Castagnoli)))
+	if _, _, err := treefilter.Decode(name, v1); !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), "format version 1") {
+		t.Fatalf("version-1 file: %v, want ErrCorruption naming the version", err)
+	}
+	replaceFile(t, fs, name, v1)
+	var logs bytes.Buffer
+	lopts := *opts
+	lopts.Logger = slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))
+	db = mustOpen(t, "/db", &lopts)
+	if tm := db.Metrics().TreeFilter; tm.Loaded != 0 || tm.Rejected != 1 || tm.Rebuilds != 1 {
+		t.Fatalf("version-1 copy not rejected and rebuilt: %+v", tm)
+	}
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "format version 1") {
+		t.Fatalf("no warning naming the version-1 copy in the log:\n%s", logs.String())
+	}
+	checkAll(db)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v := binary.LittleEndian.Uint32(readMemFile(t, fs, name)[8:]); v != 2 {
+		t.Fatalf("Close saved format version %d, want 2", v)
 	}
 
 	// Stale: the tables change while the option is off (nothing saved).
