@@ -340,6 +340,7 @@ func (db *DB) buildTreeFilter(v *manifest.Version, load float64) (*treeFilter, e
 			}
 		}
 		if ok {
+			t.MarkBuilt()
 			return t, nil
 		}
 		// The key estimate (the per-table filters' counts) was short:

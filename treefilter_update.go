@@ -143,8 +143,9 @@ func (db *DB) advanceTreeFilter(t *treeFilter, nv *manifest.Version, removed, ad
 }
 
 // treeFilterFits reports whether t, with the keys of removed taken out
-// and those of added inserted, may be updated (treefilter.Fits: no fuller
-// than MaxLoad, no emptier than ShrinkLoad). Keys handed over
+// and those of added inserted, may be updated (Filter.Fits: no fuller
+// than MaxLoad, and not shrunk below ShrinkLoad/GrowLoad of the entries it
+// was built with). Keys handed over
 // are counted as they are; other tables by their properties.
 func (db *DB) treeFilterFits(t *treeFilter, removed, added []treefilter.LevelFile, keys tfStepKeys) bool {
 	count := func(lf treefilter.LevelFile, m map[uint64]*tfKeys) int {
@@ -165,7 +166,7 @@ func (db *DB) treeFilterFits(t *treeFilter, removed, added []treefilter.LevelFil
 			expect += count(lf, keys.add)
 		}
 	}
-	return treefilter.Fits(expect, t.Capacity())
+	return t.Fits(expect)
 }
 
 // applyTreeFilterDiff removes the entries of removed from t and inserts

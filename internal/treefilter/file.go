@@ -109,7 +109,7 @@ func Decode(name string, data []byte) (*Filter, []Table, error) {
 	if entries > nb*slots {
 		return nil, nil, bad(32, fmt.Sprintf("%d entries in %d slots", entries, nb*slots))
 	}
-	t := &Filter{buckets: make([]uint64, nb), entries: int(entries), code: code, rangeDelFiles: map[uint64]int{}}
+	t := &Filter{buckets: make([]uint64, nb), entries: int(entries), built: int(entries), code: code, rangeDelFiles: map[uint64]int{}}
 	tables := make([]Table, nt)
 	off := headerLen
 	for i := range tables {

@@ -22,6 +22,7 @@ const (
 type Filter struct {
 	buckets []uint64
 	entries int
+	built   int                     // entries when built or loaded (MarkBuilt): the shrink rule's base
 	code    *Code                   // the level code, fixed at build
 	byTag   [manifest.NumLevels]int // entries per tag (level carried)
 	// rangeDelFiles maps the tables holding range tombstones to their

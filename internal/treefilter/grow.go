@@ -30,21 +30,32 @@ const (
 	// ShrinkLoad is the load below which an update gives way to a
 	// shrink build (the tree lost entries: deletions and overwrites
 	// merged away), so the filter comes back to GrowLoad. Far enough
-	// below GrowLoad (a loss of 37% of the entries) that an entry count
-	// that goes up and down does not make a build after each step.
+	// below GrowLoad (a loss of 37.5% of the entries) that an entry count
+	// that goes up and down does not make a build after each step. It is
+	// measured against the entries the filter was built (or loaded) with,
+	// not its slots: a build sizes the filter from the tables' key
+	// estimates (their filters' key counts, or their entries), which can
+	// be high (versions of a key, whole keys beside prefixes), and a
+	// filter left emptier than planned must not be rebuilt again and
+	// again.
 	ShrinkLoad = 0.50
 	// shrinkMinSlots: a filter this small is never shrunk (its memory
 	// is nothing beside a build's reads).
 	shrinkMinSlots = 1 << 12
 )
 
-// Fits reports whether a filter of capacity slots holding entries may
-// keep them (an update may apply), or must be rebuilt at GrowLoad: more
-// than MaxLoad full, or less than ShrinkLoad full and at least
-// shrinkMinSlots slots.
-func Fits(entries, capacity int) bool {
-	if float64(entries) > MaxLoad*float64(capacity) {
+// Fits reports whether t may be updated to hold entries (an update may
+// apply) or must be rebuilt at GrowLoad: more than MaxLoad of its slots,
+// or fewer than ShrinkLoad/GrowLoad of the entries it was built with
+// (MarkBuilt) when it has at least shrinkMinSlots slots.
+func (t *Filter) Fits(entries int) bool {
+	if float64(entries) > MaxLoad*float64(t.Capacity()) {
 		return false
 	}
-	return capacity < shrinkMinSlots || float64(entries) >= ShrinkLoad*float64(capacity)
+	return t.Capacity() < shrinkMinSlots || float64(entries) >= ShrinkLoad/GrowLoad*float64(t.built)
 }
+
+// MarkBuilt records the entries t holds as those it was built with, the
+// base of the shrink rule (Fits). Decode marks a loaded filter.
+// REQUIRES: t is not published.
+func (t *Filter) MarkBuilt() { t.built = t.entries }

@@ -8,22 +8,41 @@ import (
 )
 
 // TestFits pins the size rule's bounds: an update may take a filter up to
-// MaxLoad and down to ShrinkLoad (a small filter never shrinks).
+// MaxLoad of its slots and down to ShrinkLoad/GrowLoad of the entries it
+// was built with, whatever its load then (a small filter never shrinks).
 func TestFits(t *testing.T) {
-	const c = 100_000
+	seed := uint64(1)
+	fill := func(f *Filter, n int) *Filter {
+		for i := range n {
+			if !f.Insert(Hash(fmt.Appendf(nil, "k%d", i)), 1, &seed) {
+				t.Fatal("insert failed")
+			}
+		}
+		f.MarkBuilt()
+		return f
+	}
+	code := ChooseCode([manifest.NumLevels]float64{0, 1})
+	big := fill(New(80_000, GrowLoad, code), 80_000) // 100,000 slots
+	if big.Capacity() != 100_000 {
+		t.Fatalf("%d slots, want 100,000", big.Capacity())
+	}
+	over := fill(New(160_000, GrowLoad, code), 80_000) // sized from an estimate twice too high
+	small := fill(New(100, GrowLoad, code), 100)
 	for _, tc := range []struct {
-		entries, capacity int
-		want              bool
+		f       *Filter
+		entries int
+		want    bool
 	}{
-		{c * 95 / 100, c, true},
-		{c*95/100 + 1, c, false},
-		{c / 2, c, true},
-		{c/2 - 1, c, false},
-		{0, shrinkMinSlots - 1, true},
-		{0, shrinkMinSlots, false},
+		{big, 95_000, true},
+		{big, 95_001, false},
+		{big, 50_000, true},
+		{big, 49_999, false},
+		{over, 80_000, true}, // load 0.40, but as built: no rebuild after rebuild
+		{over, 49_999, false},
+		{small, 0, true},
 	} {
-		if got := Fits(tc.entries, tc.capacity); got != tc.want {
-			t.Errorf("Fits(%d, %d) = %v, want %v", tc.entries, tc.capacity, got, tc.want)
+		if got := tc.f.Fits(tc.entries); got != tc.want {
+			t.Errorf("Fits(%d) of %d slots built with %d = %v, want %v", tc.entries, tc.f.Capacity(), tc.f.built, got, tc.want)
 		}
 	}
 }
