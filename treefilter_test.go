@@ -588,8 +588,9 @@ func TestTreeFilterUpdatesReadNoTable(t *testing.T) {
 // after each growth and fails here. Then it deletes 80% of the keys:
 // the filter shrinks back (a build at GrowLoad) instead of keeping the
 // slots the keys left. The filter describes the tree exactly after every
-// step (checkTreeFilter: no key of any table without its entry), and
-// every Get agrees with a model at the end.
+// step (checkTreeFilter: no key of any table without its entry), a
+// concurrent reader finds every key written while the filter grows, and
+// every Get agrees with a model after the shrink and after a reopen.
 func TestTreeFilterGrowthStaysCompact(t *testing.T) {
 	fs := vfs.NewMem()
 	opts := tinyOptions(fs)
@@ -616,12 +617,38 @@ func TestTreeFilterGrowthStaysCompact(t *testing.T) {
 		db.manifestMu.Unlock()
 		return f
 	}
+	// A reader Gets written keys while the filter grows under it: a
+	// present key must never be reported absent.
+	var written atomic.Int64
+	stop := make(chan struct{})
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(readErr)
+		rng := rand.New(rand.NewPCG(8, 28))
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			w := written.Load()
+			if w == 0 {
+				continue
+			}
+			key := fmt.Sprintf("k%06d", order[rng.Int64N(w)])
+			if v, err := db.Get([]byte(key)); err != nil || string(v) != key {
+				readErr <- fmt.Errorf("Get(%s) during the load = %q, %v", key, v, err)
+				return
+			}
+		}
+	}()
 	for i, k := range order {
 		key := fmt.Sprintf("k%06d", k)
 		if err := db.Put([]byte(key), []byte(key)); err != nil {
 			t.Fatal(err)
 		}
 		m[key] = key
+		written.Store(int64(i + 1))
 		if i%300 != 299 {
 			continue
 		}
@@ -633,6 +660,10 @@ func TestTreeFilterGrowthStaysCompact(t *testing.T) {
 		if bits > worst {
 			worst, worstAt = bits, i+1
 		}
+	}
+	close(stop)
+	if err := <-readErr; err != nil {
+		t.Fatal(err)
 	}
 	grown := db.Metrics().TreeFilter.Rebuilds - builds
 	t.Logf("%d keys: %d growth builds; worst %.2f bits per entry (after %d keys), compact %.2f: %.2fx", n, grown, worst, worstAt, compactBits, worst/compactBits)
@@ -660,5 +691,17 @@ func TestTreeFilterGrowthStaysCompact(t *testing.T) {
 	}
 	for k := range n + 100 {
 		checkGet(t, db.Get, m, fmt.Sprintf("k%06d", k), "after the shrink")
+	}
+	// Reopen: the shrunk filter is saved, loaded, and still exact.
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = mustOpen(t, "/db", opts)
+	if tm := db.Metrics().TreeFilter; tm.Loaded != 1 || tm.Rebuilds != 0 {
+		t.Fatalf("the shrunk filter was not saved and loaded: %+v", tm)
+	}
+	step(n)
+	for k := range n + 100 {
+		checkGet(t, db.Get, m, fmt.Sprintf("k%06d", k), "after the reopen")
 	}
 }
