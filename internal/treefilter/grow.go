@@ -21,7 +21,7 @@ package treefilter
 // removal and an insertion (a compaction's churn) cost up to 1.4x as much
 // at 92% load as at 90%, and 4-8x at 95% (BenchmarkUpdates). Held between
 // 77% and 92%, a growth cycle's updates cost about what the first rule's
-// (55% to 95%) did, where 80% to 95% cost 2.5x as much.
+// (55% to 95%) did, where 80% to 95% cost 2-3x as much.
 
 const (
 	// OpenLoad is the load a filter is built to from a settled tree
