@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -237,7 +236,7 @@ func (db *DB) closeTreeFilter() {
 		db.mu.Lock()
 		cur := db.versions.Current()
 		db.mu.Unlock()
-		removed, added := versionDiff(st.base.v, cur)
+		removed, added := treefilter.Diff(st.base.v, cur)
 		keys := db.takeTreeFilterKeys(removed, added)
 		if db.treeFilterFits(st.base, removed, added, keys) {
 			c := st.base.clone(cur)
@@ -267,31 +266,9 @@ func (db *DB) saveTreeFilter(t *treeFilter) {
 		return
 	}
 	name := filepath.Join(db.dirname, treefilter.FileName)
-	if err := db.writeTreeFilterFile(name, t.Encode(t.v)); err != nil {
+	if err := treefilter.WriteFile(db.fs, name, t.Encode(t.v)); err != nil {
 		db.opts.Logger.Warn("bloomkv: could not save the tree filter; the next Open rebuilds it", "file", name, "error", err)
 	}
-}
-
-func (db *DB) writeTreeFilterFile(name string, data []byte) error {
-	tmp := name + ".tmp"
-	f, err := db.fs.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = db.fs.Rename(tmp, name)
-	}
-	if err != nil {
-		_ = db.fs.Remove(tmp)
-	}
-	return err
 }
 
 // loadTreeFilter returns the saved filter if it describes v, else nil: no
@@ -301,14 +278,9 @@ func (db *DB) writeTreeFilterFile(name string, data []byte) error {
 // (file numbers are never reused), and the next Close replaces it.
 func (db *DB) loadTreeFilter(v *manifest.Version) *treeFilter {
 	name := filepath.Join(db.dirname, treefilter.FileName)
-	f, err := db.fs.Open(name)
+	data, err := treefilter.ReadFile(db.fs, name)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
-	}
-	var data []byte
-	if err == nil {
-		data, err = io.ReadAll(f)
-		_ = f.Close()
 	}
 	if err != nil {
 		db.opts.Logger.Warn("bloomkv: could not read the saved tree filter; rebuilding it", "file", name, "error", err)
@@ -338,12 +310,12 @@ func (db *DB) buildTreeFilter(v *manifest.Version, load float64) (*treeFilter, e
 		db.tf.rebuilds.Add(1)
 		db.tf.rebuildTime.Add(int64(time.Since(start)))
 	}()
-	var added []levelFile
+	var added []treefilter.LevelFile
 	var perLevel [manifest.NumLevels]float64
 	expect := 0
 	for l := range v.Levels {
 		for _, f := range v.Levels[l] {
-			added = append(added, levelFile{l, f})
+			added = append(added, treefilter.LevelFile{Level: l, F: f})
 			n := db.tableKeys(f)
 			expect += int(n)
 			perLevel[l] += n
@@ -357,9 +329,9 @@ func (db *DB) buildTreeFilter(v *manifest.Version, load float64) (*treeFilter, e
 			if db.closing.Load() {
 				return nil, errTreeFilterClosing
 			}
-			err := db.scanTableKeys(lf.f, func(h uint64) {
-				ok = ok && t.Insert(h, lf.level, &rng)
-			}, func() { t.SetRangeDels(lf.f.FileNum, lf.level, true) })
+			err := db.scanTableKeys(lf.F, func(h uint64) {
+				ok = ok && t.Insert(h, lf.Level, &rng)
+			}, func() { t.SetRangeDels(lf.F.FileNum, lf.Level, true) })
 			if err != nil {
 				return nil, err
 			}
@@ -368,6 +340,7 @@ func (db *DB) buildTreeFilter(v *manifest.Version, load float64) (*treeFilter, e
 			}
 		}
 		if ok {
+			t.MarkBuilt()
 			return t, nil
 		}
 		// The key estimate (the per-table filters' counts) was short:
@@ -378,40 +351,6 @@ func (db *DB) buildTreeFilter(v *manifest.Version, load float64) (*treeFilter, e
 		}
 		expect = max(expect, t.Entries()) * 2
 	}
-}
-
-type levelFile struct {
-	level int
-	f     *manifest.FileMetadata
-}
-
-// versionDiff returns the tables of old that nv lacks (at their old
-// level) and those of nv that old lacks (at their new level); a table
-// that moved levels is in both.
-func versionDiff(old, nv *manifest.Version) (removed, added []levelFile) {
-	at := map[uint64]int{}
-	for l := range nv.Levels {
-		for _, f := range nv.Levels[l] {
-			at[f.FileNum] = l
-		}
-	}
-	was := map[uint64]int{}
-	for l := range old.Levels {
-		for _, f := range old.Levels[l] {
-			was[f.FileNum] = l
-			if nl, ok := at[f.FileNum]; !ok || nl != l {
-				removed = append(removed, levelFile{l, f})
-			}
-		}
-	}
-	for l := range nv.Levels {
-		for _, f := range nv.Levels[l] {
-			if ol, ok := was[f.FileNum]; !ok || ol != l {
-				added = append(added, levelFile{l, f})
-			}
-		}
-	}
-	return removed, added
 }
 
 // scanTableKeys calls fn with the hash of each distinct user key of a

@@ -2,9 +2,12 @@ package bloomkv
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/bloomkv/bloomkv/internal/treefilter"
 	"github.com/bloomkv/bloomkv/vfs"
+	"github.com/klauspost/crc32"
 )
 
 // waitTreeFilter waits until the maintainer has caught up with the
@@ -405,6 +409,34 @@ func TestTreeFilterSavedCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A version-1 file (fixed 13-bit fingerprints and a 3-bit level, no
+	// tags), intact: rejected as corrupt (format version), counted, logged
+	// with a warning, and rebuilt; the next Close writes version 2.
+	v1 := bytes.Clone(data)
+	binary.LittleEndian.PutUint32(v1[8:], 1)
+	binary.LittleEndian.PutUint32(v1[len(v1)-4:], crc32.Checksum(v1[:len(v1)-4], crc32.MakeTable(crc32.Castagnoli)))
+	if _, _, err := treefilter.Decode(name, v1); !errors.Is(err, ErrCorruption) || !strings.Contains(err.Error(), "format version 1") {
+		t.Fatalf("version-1 file: %v, want ErrCorruption naming the version", err)
+	}
+	replaceFile(t, fs, name, v1)
+	var logs bytes.Buffer
+	lopts := *opts
+	lopts.Logger = slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))
+	db = mustOpen(t, "/db", &lopts)
+	if tm := db.Metrics().TreeFilter; tm.Loaded != 0 || tm.Rejected != 1 || tm.Rebuilds != 1 {
+		t.Fatalf("version-1 copy not rejected and rebuilt: %+v", tm)
+	}
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "format version 1") {
+		t.Fatalf("no warning naming the version-1 copy in the log:\n%s", logs.String())
+	}
+	checkAll(db)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v := binary.LittleEndian.Uint32(readMemFile(t, fs, name)[8:]); v != 2 {
+		t.Fatalf("Close saved format version %d, want 2", v)
+	}
+
 	// Stale: the tables change while the option is off (nothing saved).
 	saved := readMemFile(t, fs, name)
 	opts.TreeFilter = false
@@ -545,5 +577,131 @@ func TestTreeFilterUpdatesReadNoTable(t *testing.T) {
 	t.Logf("%d trivial moves, %d merges; tree filter now %+v", moves.Load(), merges.Load(), tm)
 	if moves.Load() == 0 || merges.Load() == 0 {
 		t.Fatalf("workload too small: %d trivial moves, %d merges", moves.Load(), merges.Load())
+	}
+}
+
+// TestTreeFilterGrowthStaysCompact loads keys in a random order, letting
+// the maintainer catch up every few hundred keys, and checks after each
+// step that the filter grown on the way spends at most 1.25x the bits per
+// entry of a compact one (a build at treefilter.OpenLoad, as Open makes):
+// the first rule, building at 55% load, left it 1.5-1.7x the compact size
+// after each growth and fails here. Then it deletes 80% of the keys:
+// the filter shrinks back (a build at GrowLoad) instead of keeping the
+// slots the keys left. The filter describes the tree exactly after every
+// step (checkTreeFilter: no key of any table without its entry), a
+// concurrent reader finds every key written while the filter grows, and
+// every Get agrees with a model after the shrink and after a reopen.
+func TestTreeFilterGrowthStaysCompact(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := tinyOptions(fs)
+	opts.TreeFilter = true
+	opts.MemtableSize = 32 << 10
+	opts.LBaseMaxBytes = 128 << 10
+	opts.TargetFileSize = 32 << 10
+	db := mustOpen(t, "/db", opts)
+	defer func() { db.Close() }()
+	const n = 24000
+	compactBits := 16 / treefilter.OpenLoad
+	rng := rand.New(rand.NewPCG(28, 8))
+	order := rng.Perm(n)
+	m := model{}
+	worst, worstAt, builds := 0.0, 0, db.Metrics().TreeFilter.Rebuilds
+	step := func(i int) treefilter.Filter {
+		t.Helper()
+		if err := db.WaitForCompactions(); err != nil {
+			t.Fatal(err)
+		}
+		checkTreeFilter(t, db)
+		db.manifestMu.Lock()
+		f := db.tf.latest.Filter
+		db.manifestMu.Unlock()
+		return f
+	}
+	// A reader Gets written keys while the filter grows under it: a
+	// present key must never be reported absent.
+	var written atomic.Int64
+	stop := make(chan struct{})
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(readErr)
+		rng := rand.New(rand.NewPCG(8, 28))
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			w := written.Load()
+			if w == 0 {
+				continue
+			}
+			key := fmt.Sprintf("k%06d", order[rng.Int64N(w)])
+			if v, err := db.Get([]byte(key)); err != nil || string(v) != key {
+				readErr <- fmt.Errorf("Get(%s) during the load = %q, %v", key, v, err)
+				return
+			}
+		}
+	}()
+	for i, k := range order {
+		key := fmt.Sprintf("k%06d", k)
+		if err := db.Put([]byte(key), []byte(key)); err != nil {
+			t.Fatal(err)
+		}
+		m[key] = key
+		written.Store(int64(i + 1))
+		if i%300 != 299 {
+			continue
+		}
+		f := step(i)
+		if f.Entries() < 2000 {
+			continue // the smallest filter (64 buckets) is no growth
+		}
+		bits := 16 * float64(f.Capacity()) / float64(f.Entries())
+		if bits > worst {
+			worst, worstAt = bits, i+1
+		}
+	}
+	close(stop)
+	if err := <-readErr; err != nil {
+		t.Fatal(err)
+	}
+	grown := db.Metrics().TreeFilter.Rebuilds - builds
+	t.Logf("%d keys: %d growth builds; worst %.2f bits per entry (after %d keys), compact %.2f: %.2fx", n, grown, worst, worstAt, compactBits, worst/compactBits)
+	if grown < 3 {
+		t.Fatalf("only %d growth builds: the load is too small to test growth", grown)
+	}
+	if worst > 1.25*compactBits {
+		t.Fatalf("the filter grown during the load spent %.2f bits per entry after %d keys, %.2fx a compact build's %.2f (at most 1.25x)", worst, worstAt, worst/compactBits, compactBits)
+	}
+
+	// Shrink: delete 80% of the keys and compact them away.
+	for _, k := range order[:n*4/5] {
+		key := fmt.Sprintf("k%06d", k)
+		if err := db.Delete([]byte(key)); err != nil {
+			t.Fatal(err)
+		}
+		delete(m, key)
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	f := step(n)
+	if load := float64(f.Entries()) / float64(f.Capacity()); f.Entries() > n/4 || load < 0.5 {
+		t.Fatalf("after deleting 80%% of %d keys: %d entries in %d slots (load %.2f): not shrunk", n, f.Entries(), f.Capacity(), load)
+	}
+	for k := range n + 100 {
+		checkGet(t, db.Get, m, fmt.Sprintf("k%06d", k), "after the shrink")
+	}
+	// Reopen: the shrunk filter is saved, loaded, and still exact.
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = mustOpen(t, "/db", opts)
+	if tm := db.Metrics().TreeFilter; tm.Loaded != 1 || tm.Rebuilds != 0 {
+		t.Fatalf("the shrunk filter was not saved and loaded: %+v", tm)
+	}
+	step(n)
+	for k := range n + 100 {
+		checkGet(t, db.Get, m, fmt.Sprintf("k%06d", k), "after the reopen")
 	}
 }

@@ -1,15 +1,5 @@
 package bloomkv
 
-import (
-	"bytes"
-	"errors"
-	"time"
-
-	"github.com/bloomkv/bloomkv/internal/base"
-	"github.com/bloomkv/bloomkv/internal/manifest"
-	"github.com/bloomkv/bloomkv/internal/treefilter"
-)
-
 // Keeping the tree-wide filter (treefilter.go) up with the tree: a
 // background maintainer brings it to each new version, from the keys the
 // flushes and compactions that made the change hand over.
@@ -28,10 +18,21 @@ import (
 // back. A table moved down a level unchanged keeps its entries, which
 // carry the level they were inserted at (its tag; internal/treefilter). The
 // maintainer holds a reference on the version its filter describes. When
-// the filter would pass treefilter.MaxLoad it builds a bigger one from
-// all tables instead (the one case, beside Open, that reads every table). So
+// the filter would pass treefilter.MaxLoad (or fall below ShrinkLoad) it
+// builds one sized to GrowLoad from all tables instead (the one case,
+// beside Open, that reads every table; internal/treefilter/grow.go). So
 // flushes and compactions never wait for the filter: the price is a
 // window after each install in which Gets use the tables' filters.
+
+import (
+	"bytes"
+	"errors"
+	"time"
+
+	"github.com/bloomkv/bloomkv/internal/base"
+	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/internal/treefilter"
+)
 
 // nextTreeFilter returns the filter for nv, the version logAndApply is
 // about to install: the current version's when nv has the same tables,
@@ -43,7 +44,7 @@ func (db *DB) nextTreeFilter(nv *manifest.Version) *treeFilter {
 		return nil
 	}
 	if cur := st.latest; cur != nil {
-		if removed, added := versionDiff(cur.v, nv); len(removed) == 0 && len(added) == 0 {
+		if removed, added := treefilter.Diff(cur.v, nv); len(removed) == 0 && len(added) == 0 {
 			c := *cur // same tables: share the buckets
 			c.v = nv
 			st.latest = &c
@@ -78,7 +79,7 @@ func (db *DB) maintainTreeFilter() {
 			return
 		}
 		cur.Ref() // its tables stay while they are read
-		removed, added := versionDiff(st.base.v, cur)
+		removed, added := treefilter.Diff(st.base.v, cur)
 		keys := db.takeTreeFilterKeys(removed, added) // treefilter_update.go
 		db.manifestMu.Unlock()
 
@@ -123,10 +124,10 @@ type tfStepKeys struct{ rem, add map[uint64]*tfKeys }
 // advanceTreeFilter returns the filter of nv from t, the filter of an
 // older version whose tables are still live: a copy with the tables nv
 // dropped (removed) taken out and those it added inserted, from the keys
-// handed over, or a build from scratch when the copy would be too full
-// or could not be applied. A table moved to another level unchanged keeps
+// handed over, or a build from scratch at treefilter.GrowLoad when the
+// copy would be too full or too empty, or could not be applied. A table moved to another level unchanged keeps
 // its entries (and their tag).
-func (db *DB) advanceTreeFilter(t *treeFilter, nv *manifest.Version, removed, added []levelFile, keys tfStepKeys) (*treeFilter, error) {
+func (db *DB) advanceTreeFilter(t *treeFilter, nv *manifest.Version, removed, added []treefilter.LevelFile, keys tfStepKeys) (*treeFilter, error) {
 	st := &db.tf
 	start := time.Now()
 	if db.treeFilterFits(t, removed, added, keys) {
@@ -142,44 +143,30 @@ func (db *DB) advanceTreeFilter(t *treeFilter, nv *manifest.Version, removed, ad
 }
 
 // treeFilterFits reports whether t, with the keys of removed taken out
-// and those of added inserted, stays within treefilter.MaxLoad. Keys handed over
+// and those of added inserted, may be updated (Filter.Fits: no fuller
+// than MaxLoad, and not shrunk below ShrinkLoad/GrowLoad of the entries it
+// was built with). Keys handed over
 // are counted as they are; other tables by their properties.
-func (db *DB) treeFilterFits(t *treeFilter, removed, added []levelFile, keys tfStepKeys) bool {
-	count := func(lf levelFile, m map[uint64]*tfKeys) int {
-		if k := m[lf.f.FileNum]; k != nil {
+func (db *DB) treeFilterFits(t *treeFilter, removed, added []treefilter.LevelFile, keys tfStepKeys) bool {
+	count := func(lf treefilter.LevelFile, m map[uint64]*tfKeys) int {
+		if k := m[lf.F.FileNum]; k != nil {
 			return len(k.hashes)
 		}
-		return int(db.tableKeys(lf.f))
+		return int(db.tableKeys(lf.F))
 	}
-	moved := movedTables(removed, added)
+	moved := treefilter.MovedTables(removed, added)
 	expect := t.Entries()
 	for _, lf := range removed {
-		if _, ok := moved[lf.f.FileNum]; !ok {
+		if _, ok := moved[lf.F.FileNum]; !ok {
 			expect -= count(lf, keys.rem)
 		}
 	}
 	for _, lf := range added {
-		if _, ok := moved[lf.f.FileNum]; !ok {
+		if _, ok := moved[lf.F.FileNum]; !ok {
 			expect += count(lf, keys.add)
 		}
 	}
-	return float64(expect) <= treefilter.MaxLoad*float64(t.Capacity())
-}
-
-// movedTables returns the tables in both removed and added (moved to
-// another level unchanged), with their new level.
-func movedTables(removed, added []levelFile) map[uint64]int {
-	was := make(map[uint64]bool, len(removed))
-	for _, lf := range removed {
-		was[lf.f.FileNum] = true
-	}
-	moved := map[uint64]int{}
-	for _, lf := range added {
-		if was[lf.f.FileNum] {
-			moved[lf.f.FileNum] = lf.level
-		}
-	}
-	return moved
+	return t.Fits(expect)
 }
 
 // applyTreeFilterDiff removes the entries of removed from t and inserts
@@ -188,14 +175,14 @@ func movedTables(removed, added []levelFile) map[uint64]int {
 // two tables once stop returns true. A table in both lists moved levels
 // unchanged: its entries stay, and t records the move. false: an entry to
 // remove was missing or one could not be inserted; t is then unusable.
-func (db *DB) applyTreeFilterDiff(t *treeFilter, removed, added []levelFile, keys tfStepKeys, rng *uint64, stop func() bool) (bool, error) {
+func (db *DB) applyTreeFilterDiff(t *treeFilter, removed, added []treefilter.LevelFile, keys tfStepKeys, rng *uint64, stop func() bool) (bool, error) {
 	ok := true
-	moved := movedTables(removed, added)
+	moved := treefilter.MovedTables(removed, added)
 	for _, lf := range removed {
-		n := lf.f.FileNum
-		tag := t.TagOf(n, lf.level)
+		n := lf.F.FileNum
+		tag := t.TagOf(n, lf.Level)
 		rangeDels := t.HasRangeDels(n)
-		t.SetRangeDels(n, lf.level, false)
+		t.SetRangeDels(n, lf.Level, false)
 		if nl, isMoved := moved[n]; isMoved {
 			t.SetMoved(n, nl, tag)
 			t.SetRangeDels(n, nl, rangeDels)
@@ -209,7 +196,7 @@ func (db *DB) applyTreeFilterDiff(t *treeFilter, removed, added []levelFile, key
 			for _, h := range k.hashes {
 				ok = ok && t.Remove(h, tag)
 			}
-		} else if err := db.readBackTableKeys(lf.f, func(h uint64) { ok = ok && t.Remove(h, tag) }, nil); err != nil {
+		} else if err := db.readBackTableKeys(lf.F, func(h uint64) { ok = ok && t.Remove(h, tag) }, nil); err != nil {
 			return false, err
 		}
 		if !ok {
@@ -217,7 +204,7 @@ func (db *DB) applyTreeFilterDiff(t *treeFilter, removed, added []levelFile, key
 		}
 	}
 	for _, lf := range added {
-		n := lf.f.FileNum
+		n := lf.F.FileNum
 		if _, isMoved := moved[n]; isMoved {
 			continue
 		}
@@ -226,15 +213,15 @@ func (db *DB) applyTreeFilterDiff(t *treeFilter, removed, added []levelFile, key
 		}
 		if k := keys.add[n]; k != nil {
 			for _, h := range k.hashes {
-				ok = ok && t.Insert(h, lf.level, rng)
+				ok = ok && t.Insert(h, lf.Level, rng)
 			}
 			if k.rangeDels {
-				t.SetRangeDels(n, lf.level, true)
+				t.SetRangeDels(n, lf.Level, true)
 			}
 		} else {
-			err := db.readBackTableKeys(lf.f, func(h uint64) {
-				ok = ok && t.Insert(h, lf.level, rng)
-			}, func() { t.SetRangeDels(n, lf.level, true) })
+			err := db.readBackTableKeys(lf.F, func(h uint64) {
+				ok = ok && t.Insert(h, lf.Level, rng)
+			}, func() { t.SetRangeDels(n, lf.Level, true) })
 			if err != nil {
 				return false, err
 			}
@@ -253,36 +240,36 @@ func (db *DB) applyTreeFilterDiff(t *treeFilter, removed, added []levelFile, key
 // both. Such a table's keys are read back (counted in RetagTablesRead
 // and RetagBytesRead); a moved table nothing overlaps, as in loads in key
 // order, is never read.
-func (db *DB) retagOverlappedMoves(t *treeFilter, added []levelFile, rng *uint64, stop func() bool) (bool, error) {
+func (db *DB) retagOverlappedMoves(t *treeFilter, added []treefilter.LevelFile, rng *uint64, stop func() bool) (bool, error) {
 	if !t.AnyMoved() || len(added) == 0 {
 		return true, nil
 	}
 	type tagged struct {
-		lf  levelFile
+		lf  treefilter.LevelFile
 		tag int
 	}
 	var all []tagged
 	for l := range t.v.Levels {
 		for _, f := range t.v.Levels[l] {
-			all = append(all, tagged{levelFile{l, f}, t.TagOf(f.FileNum, l)})
+			all = append(all, tagged{treefilter.LevelFile{Level: l, F: f}, t.TagOf(f.FileNum, l)})
 		}
 	}
 	overlap := func(a, b *manifest.FileMetadata) bool {
 		return a.Overlaps(b.SmallestUserKey(), b.LargestUserKey())
 	}
-	retag := map[uint64]levelFile{}
+	retag := map[uint64]treefilter.LevelFile{}
 	for _, lf := range added {
-		tag := t.TagOf(lf.f.FileNum, lf.level)
-		_, _, isMoved := t.Moved(lf.f.FileNum)
+		tag := t.TagOf(lf.F.FileNum, lf.Level)
+		_, _, isMoved := t.Moved(lf.F.FileNum)
 		for _, o := range all {
-			if o.tag != tag || o.lf.f.FileNum == lf.f.FileNum || !overlap(o.lf.f, lf.f) {
+			if o.tag != tag || o.lf.F.FileNum == lf.F.FileNum || !overlap(o.lf.F, lf.F) {
 				continue
 			}
-			if _, _, oMoved := t.Moved(o.lf.f.FileNum); oMoved {
-				retag[o.lf.f.FileNum] = o.lf
+			if _, _, oMoved := t.Moved(o.lf.F.FileNum); oMoved {
+				retag[o.lf.F.FileNum] = o.lf
 			}
 			if isMoved {
-				retag[lf.f.FileNum] = lf
+				retag[lf.F.FileNum] = lf
 			}
 		}
 	}
@@ -291,16 +278,16 @@ func (db *DB) retagOverlappedMoves(t *treeFilter, added []levelFile, rng *uint64
 		if stop() {
 			return false, errTreeFilterClosing
 		}
-		tag := t.TagOf(n, lf.level)
+		tag := t.TagOf(n, lf.Level)
 		db.tf.retagTablesRead.Add(1)
-		db.tf.retagBytesRead.Add(lf.f.Size)
-		err := db.scanTableKeys(lf.f, func(h uint64) {
-			ok = ok && t.Remove(h, tag) && t.Insert(h, lf.level, rng)
+		db.tf.retagBytesRead.Add(lf.F.Size)
+		err := db.scanTableKeys(lf.F, func(h uint64) {
+			ok = ok && t.Remove(h, tag) && t.Insert(h, lf.Level, rng)
 		}, nil)
 		if err != nil || !ok {
 			return false, err
 		}
-		t.SetMoved(n, lf.level, lf.level)
+		t.SetMoved(n, lf.Level, lf.Level)
 	}
 	return true, nil
 }
@@ -444,21 +431,21 @@ func (db *DB) stageTreeFilterKeys(added, removed map[uint64]*tfKeys) {
 // tables of a step: removed (at their old levels) and added (at their new
 // ones). A table in both (moved to another level) needs none.
 // REQUIRES: manifestMu held.
-func (db *DB) takeTreeFilterKeys(removed, added []levelFile) tfStepKeys {
+func (db *DB) takeTreeFilterKeys(removed, added []treefilter.LevelFile) tfStepKeys {
 	st := &db.tf
 	st.stagedMu.Lock()
 	defer st.stagedMu.Unlock()
 	rem, add := map[uint64]*tfKeys{}, map[uint64]*tfKeys{}
 	for _, lf := range removed {
-		if k, ok := st.removed[lf.f.FileNum]; ok {
-			rem[lf.f.FileNum] = k
-			delete(st.removed, lf.f.FileNum)
+		if k, ok := st.removed[lf.F.FileNum]; ok {
+			rem[lf.F.FileNum] = k
+			delete(st.removed, lf.F.FileNum)
 		}
 	}
 	for _, lf := range added {
-		if k, ok := st.added[lf.f.FileNum]; ok {
-			add[lf.f.FileNum] = k
-			delete(st.added, lf.f.FileNum)
+		if k, ok := st.added[lf.F.FileNum]; ok {
+			add[lf.F.FileNum] = k
+			delete(st.added, lf.F.FileNum)
 		}
 	}
 	return tfStepKeys{rem, add}

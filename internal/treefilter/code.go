@@ -1,12 +1,5 @@
 package treefilter
 
-import (
-	"math"
-	"slices"
-
-	"github.com/bloomkv/bloomkv/internal/manifest"
-)
-
 // The level code of the filter's slots (filter.go). After Chucky
 // (Dayan and Twitto, SIGMOD 2021), which Huffman-codes run identifiers
 // into its fingerprints: a slot is 16 bits, a prefix-free codeword naming
@@ -29,6 +22,13 @@ import (
 // chosen when a filter is built (from the tree's key share per level, and
 // a floor for the others, most for the level below the deepest, where a
 // growing tree goes next) and fixed for the filter's life; the saved copy records it.
+
+import (
+	"math"
+	"slices"
+
+	"github.com/bloomkv/bloomkv/internal/manifest"
+)
 
 const (
 	slotBits = 16

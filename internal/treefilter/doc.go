@@ -1,10 +1,12 @@
 // Package treefilter is the tree-wide filter's data structure (after
 // Chucky, Dayan and Twitto, SIGMOD 2021): one cuckoo filter over every
 // table of a version of the tree, whose entries say which level holds a
-// key, its level code, and its saved form (the TREEFILTER file). The
+// key, its level code, its size rule (grow.go: the loads it is built to,
+// and when an update gives way to a build), the tables two versions
+// differ by (diff.go), and its saved form (the TREEFILTER file). The
 // engine (the root package's treefilter.go and treefilter_update.go)
-// decides when a filter is built, updated, attached to a version, saved
-// and loaded; this package knows nothing of a DB.
+// builds, updates, attaches to a version, saves and loads filters; this
+// package knows nothing of a DB.
 //
 // # Invariants
 //

@@ -2,14 +2,17 @@ package treefilter
 
 // The saved filter, the file TREEFILTER: encoding, decoding and the check
 // that a decoded filter describes a version. The byte layout is in
-// docs/formats.md ("Tree filter"); these constants are wire values.
+// docs/formats.md ("Tree filter"); these constants are wire values. Also
+// the file's safe write (a temporary file renamed over it) and its read.
 
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 
 	"github.com/bloomkv/bloomkv/internal/base"
 	"github.com/bloomkv/bloomkv/internal/manifest"
+	"github.com/bloomkv/bloomkv/vfs"
 	"github.com/klauspost/crc32"
 )
 
@@ -106,7 +109,7 @@ func Decode(name string, data []byte) (*Filter, []Table, error) {
 	if entries > nb*slots {
 		return nil, nil, bad(32, fmt.Sprintf("%d entries in %d slots", entries, nb*slots))
 	}
-	t := &Filter{buckets: make([]uint64, nb), entries: int(entries), code: code, rangeDelFiles: map[uint64]int{}}
+	t := &Filter{buckets: make([]uint64, nb), entries: int(entries), built: int(entries), code: code, rangeDelFiles: map[uint64]int{}}
 	tables := make([]Table, nt)
 	off := headerLen
 	for i := range tables {
@@ -166,4 +169,42 @@ func MatchesVersion(tables []Table, v *manifest.Version) bool {
 		}
 	}
 	return true
+}
+
+// WriteFile writes data (from Encode) to name through a temporary file,
+// synced and renamed over it, so name is always a whole file or absent.
+func WriteFile(fs vfs.FS, name string, data []byte) error {
+	tmp := name + ".tmp"
+	f, err := fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fs.Rename(tmp, name)
+	}
+	if err != nil {
+		_ = fs.Remove(tmp)
+	}
+	return err
+}
+
+// ReadFile returns the contents of name (for Decode); an error wrapping
+// os.ErrNotExist when there is none.
+func ReadFile(fs vfs.FS, name string) ([]byte, error) {
+	f, err := fs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return data, err
 }

@@ -17,25 +17,12 @@ const (
 	minBucket = 64
 )
 
-// The loads a filter is sized for.
-const (
-	// OpenLoad is the load a filter is built to from a settled tree
-	// (Open).
-	OpenLoad = 0.92
-	// GrowLoad is the load it is rebuilt to when the tree outgrows it,
-	// leaving room to grow before the next rebuild.
-	GrowLoad = 0.55
-	// MaxLoad is the load past which an update should rebuild instead (a
-	// 4-slot cuckoo table with maxKicks fills to ~96% before insertions
-	// start failing).
-	MaxLoad = 0.95
-)
-
 // Filter is one version's tree-wide filter. Immutable once published; a
 // copy of the value shares its contents (see the package doc).
 type Filter struct {
 	buckets []uint64
 	entries int
+	built   int                     // entries when built or loaded (MarkBuilt): the shrink rule's base
 	code    *Code                   // the level code, fixed at build
 	byTag   [manifest.NumLevels]int // entries per tag (level carried)
 	// rangeDelFiles maps the tables holding range tombstones to their
@@ -100,7 +87,10 @@ func (t *Filter) alt(i, a uint64) uint64 {
 // the key.
 func (t *Filter) Lookup(h uint64) uint8 {
 	i, fp := t.index(h)
-	return t.code.match(t.buckets[i], fp) | t.code.match(t.buckets[t.alt(i, uint64(fp>>maxCode))], fp)
+	// Both buckets are loaded before either is matched, so that their
+	// cache misses (the filter is tens of MiB at 10M keys) overlap.
+	b1, b2 := t.buckets[i], t.buckets[t.alt(i, uint64(fp>>maxCode))]
+	return t.code.match(b1, fp) | t.code.match(b2, fp)
 }
 
 // put stores entry e in a free slot of bucket i, if it has one.
