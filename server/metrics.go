@@ -27,6 +27,7 @@ import (
 type nodeMetrics struct {
 	groups, groupCmds, groupBytes, groupErrs atomic.Uint64
 	readRounds                               atomic.Uint64
+	soleVoterReads                           atomic.Uint64 // read checks of a one-voter leader, no round (propose.go)
 
 	reg       *prometheus.Registry
 	commit    prometheus.Histogram // a write entry: handed to raft until committed and applied here
@@ -165,6 +166,7 @@ var (
 	descEntryBytes  = desc("bloomkv_raft_entry_bytes_total", "Bytes of those entries.")
 	descEntryErrs   = desc("bloomkv_raft_entry_errors_total", "Write entries that failed (leadership lost, shutdown, timeout).")
 	descReadRounds  = desc("bloomkv_read_rounds_total", "ReadIndex rounds run for linearizable reads.")
+	descSoleReads   = desc("bloomkv_read_sole_voter_checks_total", "Linearizable read checks a leader that is the only voter made without a round.")
 	descFSMApplied  = desc("bloomkv_fsm_applied_index", "Index of the last entry the state machine applied.")
 	descSnapshots   = desc("bloomkv_snapshots_total", "Snapshots of the state machine taken.")
 	descRestores    = desc("bloomkv_snapshot_restores_total", "Snapshots restored into the state machine (state replaced).")
@@ -199,7 +201,7 @@ var (
 
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRaftState, descTerm, descLastIndex, descCommitIndex, descRaftApplied,
-		descApplyLag, descVoters, descLeader, descEntries, descEntryCmds, descEntryBytes, descEntryErrs, descReadRounds,
+		descApplyLag, descVoters, descLeader, descEntries, descEntryCmds, descEntryBytes, descEntryErrs, descReadRounds, descSoleReads,
 		descFSMApplied, descSnapshots, descRestores, descRestSkipped, descCachedF, descCachedB, descClients} {
 		ch <- d
 	}
@@ -255,6 +257,7 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descEntryBytes, float64(m.groupBytes.Load()))
 	counter(descEntryErrs, float64(m.groupErrs.Load()))
 	counter(descReadRounds, float64(m.readRounds.Load()))
+	counter(descSoleReads, float64(m.soleVoterReads.Load()))
 	gauge(descClients, float64(n.clients.Load()))
 
 	fm := n.fsm.Metrics()
