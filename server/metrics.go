@@ -173,6 +173,8 @@ var (
 	descRestSkipped = desc("bloomkv_snapshot_restores_skipped_total", "Snapshot restores skipped: the state was already as new.")
 	descCachedF     = desc("bloomkv_filter_cache_filters", "Decoded Bloom and cuckoo filters held in memory.")
 	descCachedB     = desc("bloomkv_filter_cache_bytes", "Bytes of the decoded filters held in memory.")
+	descCachedS     = desc("bloomkv_string_cache_strings", "String values held in memory for GET.")
+	descCachedSB    = desc("bloomkv_string_cache_bytes", "Bytes of those strings, with their keys and a per-entry overhead.")
 	descClients     = desc("bloomkv_clients", "Open client connections.")
 
 	// The engine's Metrics, for the state database (db="state") and the
@@ -202,7 +204,7 @@ var (
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRaftState, descTerm, descLastIndex, descCommitIndex, descRaftApplied,
 		descApplyLag, descVoters, descLeader, descEntries, descEntryCmds, descEntryBytes, descEntryErrs, descReadRounds, descSoleReads,
-		descFSMApplied, descSnapshots, descRestores, descRestSkipped, descCachedF, descCachedB, descClients} {
+		descFSMApplied, descSnapshots, descRestores, descRestSkipped, descCachedF, descCachedB, descCachedS, descCachedSB, descClients} {
 		ch <- d
 	}
 	for _, e := range engineCounters {
@@ -267,6 +269,8 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descRestSkipped, float64(fm.RestoresSkipped))
 	gauge(descCachedF, float64(fm.CachedFilters))
 	gauge(descCachedB, float64(fm.CachedBytes))
+	gauge(descCachedS, float64(fm.CachedStrings))
+	gauge(descCachedSB, float64(fm.CachedStrBytes))
 
 	engine := func(db string, em bloomkv.Metrics) {
 		for _, e := range engineCounters {

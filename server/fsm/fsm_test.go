@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -757,5 +759,83 @@ func TestCuckooGrows(t *testing.T) {
 	}
 	if info, _ := m.f.CFInfo([]byte("fixed")); info.Filters != 1 {
 		t.Fatalf("expansion 0 grew: %+v", info)
+	}
+}
+
+// TestStringCacheFresh: Get through the string cache never goes back in
+// time. One key is overwritten with increasing numbers, deleted, turned
+// into a filter and back, one batch at a time, while readers Get it: each
+// reader's values never decrease, and once a batch's index is applied
+// every reader sees it or something newer. A cache of a few entries (with
+// other keys written beside, to evict it) and one with the cache off must
+// both hold. A reader that put back a value it read before a batch
+// committed would fail here.
+func TestStringCacheFresh(t *testing.T) {
+	for _, limit := range []int{-1, 300, 1 << 20} {
+		t.Run(fmt.Sprint("limit=", limit), func(t *testing.T) {
+			f, err := Open(t.TempDir(), &Options{StringCacheBytes: limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			const n = 2000
+			var published atomic.Int64 // the newest number whose batch has been applied
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for range 3 {
+				wg.Go(func() {
+					last := int64(-1)
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						floor := published.Load()
+						kind, v, err := f.Get([]byte("k"))
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if kind != KindString {
+							continue // deleted or a filter: the steps between numbers
+						}
+						got, err := strconv.ParseInt(string(v), 10, 64)
+						if err != nil {
+							t.Errorf("Get(k) = %q", v)
+							return
+						}
+						if got < last || got < floor {
+							t.Errorf("Get(k) = %d after %d was read and %d applied", got, last, floor)
+							return
+						}
+						last = got
+					}
+				})
+			}
+			idx := uint64(1)
+			apply := func(cmds ...Command) {
+				f.ApplyBatch(logsOf(idx, cmds))
+				idx += uint64(len(cmds))
+			}
+			for i := range int64(n) {
+				apply(put("k", strconv.FormatInt(i, 10)), put(fmt.Sprint("other", i%7), "x"))
+				published.Store(i)
+				switch i % 100 {
+				case 50:
+					apply(del("k"))
+				case 70:
+					apply(del("k"), bfAdd("k", "a"))
+				}
+			}
+			close(stop)
+			wg.Wait()
+			if _, v, _ := f.Get([]byte("k")); string(v) != strconv.Itoa(n-1) {
+				t.Fatalf("Get(k) at the end = %q", v)
+			}
+			if nc, _ := f.strings.stats(); limit < 0 && nc != 0 {
+				t.Fatalf("%d strings cached with the cache off", nc)
+			}
+		})
 	}
 }

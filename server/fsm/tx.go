@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -43,6 +44,9 @@ func (t *tx) lookup(key []byte) *value {
 		return v
 	}
 	if v, _ := t.f.cache.get(string(key)); v != nil {
+		return v
+	}
+	if v, _ := t.f.strings.get(string(key)); v != nil {
 		return v
 	}
 	raw, err := t.db.Get(userKey(key))
@@ -401,5 +405,23 @@ func (t *tx) commit(applied uint64) error {
 	c.epoch++
 	c.evictLocked()
 	c.mu.Unlock()
+	// Strings: after the database has them, as filters, so that a Get
+	// never finds in the cache what the database would not give it, and
+	// before the applied index moves, so that a read that waited for this
+	// batch finds its values there or in the database.
+	sc := &t.f.strings
+	sc.mu.Lock()
+	for k, v := range t.over {
+		if v.kind == KindString && sc.limit > 0 {
+			// A copy: v.str may point into the raft log entry, which
+			// holds the whole group of commands.
+			sc.putLocked(k, &value{kind: KindString, str: bytes.Clone(v.str)})
+		} else {
+			sc.deleteLocked(k)
+		}
+	}
+	sc.epoch++
+	sc.evictLocked()
+	sc.mu.Unlock()
 	return nil
 }
