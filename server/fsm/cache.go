@@ -22,6 +22,7 @@ type filterCache struct {
 	bytes int               // guarded by mu: the sum of the sizes counted
 	limit int               // constant after init
 	epoch uint64            // guarded by mu: batches committed (and restores)
+	busy  bool              // guarded by mu: the string cache is ahead of the database (tx.stringsBefore)
 }
 
 // cached is a value and the size counted for it when it was put (filters
@@ -46,7 +47,7 @@ func (c *filterCache) get(key string) (*value, uint64) {
 func (c *filterCache) fill(key string, v *value, epoch uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[key]; ok || c.epoch != epoch {
+	if _, ok := c.m[key]; ok || c.epoch != epoch || c.busy {
 		return
 	}
 	c.putLocked(key, v)

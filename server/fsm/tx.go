@@ -390,6 +390,7 @@ func (t *tx) commit(applied uint64) error {
 		b.Put([]byte(k), v)
 	}
 	b.Put(appliedKey, binary.LittleEndian.AppendUint64(nil, applied))
+	t.stringsBefore()
 	if err := t.db.Apply(b, nil); err != nil {
 		return err
 	}
@@ -405,12 +406,32 @@ func (t *tx) commit(applied uint64) error {
 	c.epoch++
 	c.evictLocked()
 	c.mu.Unlock()
-	// Strings: after the database has them, as filters, so that a Get
-	// never finds in the cache what the database would not give it, and
-	// before the applied index moves, so that a read that waited for this
-	// batch finds its values there or in the database.
+	// Strings went into their cache before the batch was applied
+	// (stringsBefore); now that the database has it too, fills may resume
+	// and eviction may drop them.
 	sc := &t.f.strings
 	sc.mu.Lock()
+	sc.epoch++
+	sc.busy = false
+	sc.evictLocked()
+	sc.mu.Unlock()
+	return nil
+}
+
+// stringsBefore puts the batch's strings into the string cache, and drops
+// its other keys there, before the database has them; fills wait
+// (busy) until commit has applied the batch. So that a reader never goes
+// back in time (TestStringCacheFresh): were the cache updated after the
+// database, a reader could read a new value from the database on a miss
+// and then the old one from the cache; updated before it, with nothing
+// evicted until the batch is applied, a key of the batch is either in
+// the cache with its new value or, deleted, absent there and read from
+// the database, old until the batch lands and gone after. A cached value
+// ahead of the database was committed by raft: any reader may see it.
+func (t *tx) stringsBefore() {
+	sc := &t.f.strings
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
 	for k, v := range t.over {
 		if v.kind == KindString && sc.limit > 0 {
 			// A copy: v.str may point into the raft log entry, which
@@ -421,7 +442,5 @@ func (t *tx) commit(applied uint64) error {
 		}
 	}
 	sc.epoch++
-	sc.evictLocked()
-	sc.mu.Unlock()
-	return nil
+	sc.busy = true
 }
