@@ -55,7 +55,9 @@ func (c *filterCache) fill(key string, v *value, epoch uint64) {
 }
 
 func (c *filterCache) putLocked(key string, v *value) {
-	c.deleteLocked(key)
+	if old, ok := c.m[key]; ok {
+		c.bytes -= old.size // replaced below: no delete from the map
+	}
 	size := v.size()
 	if v.kind == KindString {
 		// A string's bytes are small beside what holding it costs: the
