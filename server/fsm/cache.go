@@ -8,7 +8,8 @@ import "sync"
 // written or read key is a map lookup instead of a search of the
 // database's memtables and tables (a row cache; issue 29: with GETs of
 // 100,000 keys the search was half of the server's CPU time). Cached
-// strings are never modified: a write caches a new value.
+// strings are never modified: a write drops the key, a Get that misses
+// puts what it read.
 //
 // The apply goroutine mutates cached filters in place (the filter types
 // are safe for concurrent use), so a read may see an add whose batch is

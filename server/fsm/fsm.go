@@ -39,8 +39,8 @@ type Options struct {
 	FilterCacheBytes int
 	// StringCacheBytes bounds the string values kept in memory for Get
 	// (default 64 MiB, negative: none), counted with their keys and a
-	// per-entry overhead. Every applied write of a string puts it there;
-	// a Get that misses reads the database and puts what it read.
+	// per-entry overhead. A Get that misses reads the database and puts
+	// what it read; an applied write drops the key.
 	StringCacheBytes int
 	// MaxFilterBytes bounds one filter's size (default 32 MiB): a reserve
 	// that would need more, or growth past it, is refused.
