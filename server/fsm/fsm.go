@@ -88,7 +88,7 @@ type FSM struct {
 	appliedCh chan struct{}
 
 	cache   filterCache // decoded filters
-	strings filterCache // string values for Get; limit 0: off
+	strings stringCache // string values for Get; limit 0: off
 
 	restores, restoresSkipped, snapshots atomic.Uint64
 	closed                               atomic.Bool

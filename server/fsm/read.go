@@ -17,9 +17,9 @@ func (f *FSM) Get(key []byte) (Kind, []byte, error) {
 		return KindNone, nil, nil
 	}
 	// The epoch is read before the handle is taken, as in filterValue.
-	v, epoch := f.strings.get(string(key))
-	if v != nil {
-		return KindString, v.str, nil
+	v, ok, epoch := f.strings.get(string(key))
+	if ok {
+		return KindString, v, nil
 	}
 	h, err := f.acquire()
 	if err != nil {
@@ -37,9 +37,7 @@ func (f *FSM) Get(key []byte) (Kind, []byte, error) {
 		return KindNone, nil, errorf("empty value under %q", key)
 	}
 	if Kind(raw[0]) == KindString {
-		if f.strings.limit > 0 {
-			f.strings.fill(string(key), &value{kind: KindString, str: raw[1:]}, epoch)
-		}
+		f.strings.fill(string(key), raw[1:], epoch)
 		return KindString, raw[1:], nil
 	}
 	return Kind(raw[0]), nil, nil

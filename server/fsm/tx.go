@@ -45,8 +45,8 @@ func (t *tx) lookup(key []byte) *value {
 	if v, _ := t.f.cache.get(string(key)); v != nil {
 		return v
 	}
-	if v, _ := t.f.strings.get(string(key)); v != nil {
-		return v
+	if v, ok, _ := t.f.strings.get(string(key)); ok {
+		return &value{kind: KindString, str: v}
 	}
 	raw, err := t.db.Get(userKey(key))
 	if errors.Is(err, bloomkv.ErrNotFound) {
@@ -411,7 +411,6 @@ func (t *tx) commit(applied uint64) error {
 	sc.mu.Lock()
 	sc.epoch++
 	sc.busy = false
-	sc.evictLocked()
 	sc.mu.Unlock()
 	return nil
 }
@@ -433,7 +432,9 @@ func (t *tx) stringsBefore() {
 	defer sc.mu.Unlock()
 	if len(sc.m) > 0 {
 		for k := range t.over {
-			sc.deleteLocked(k)
+			if v, ok := sc.m[k]; ok {
+				sc.dropLocked(k, v)
+			}
 		}
 	}
 	sc.epoch++
