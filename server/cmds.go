@@ -748,6 +748,8 @@ func cmdInfo(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
 		{"fsm_restores_skipped", fmt.Sprint(m.RestoresSkipped)},
 		{"cached_filters", fmt.Sprint(m.CachedFilters)},
 		{"cached_filter_bytes", fmt.Sprint(m.CachedBytes)},
+		{"cached_strings", fmt.Sprint(m.CachedStrings)},
+		{"cached_string_bytes", fmt.Sprint(m.CachedStrBytes)},
 	}
 	if dm, err := n.fsm.DBMetrics(); err == nil {
 		kv = append(kv, [2]string{"state_db_gets", fmt.Sprint(dm.Gets)},

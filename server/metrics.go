@@ -27,6 +27,7 @@ import (
 type nodeMetrics struct {
 	groups, groupCmds, groupBytes, groupErrs atomic.Uint64
 	readRounds                               atomic.Uint64
+	soleVoterReads                           atomic.Uint64 // read checks of a one-voter leader, no round (propose.go)
 
 	reg       *prometheus.Registry
 	commit    prometheus.Histogram // a write entry: handed to raft until committed and applied here
@@ -165,12 +166,15 @@ var (
 	descEntryBytes  = desc("bloomkv_raft_entry_bytes_total", "Bytes of those entries.")
 	descEntryErrs   = desc("bloomkv_raft_entry_errors_total", "Write entries that failed (leadership lost, shutdown, timeout).")
 	descReadRounds  = desc("bloomkv_read_rounds_total", "ReadIndex rounds run for linearizable reads.")
+	descSoleReads   = desc("bloomkv_read_sole_voter_checks_total", "Linearizable read checks a leader that is the only voter made without a round.")
 	descFSMApplied  = desc("bloomkv_fsm_applied_index", "Index of the last entry the state machine applied.")
 	descSnapshots   = desc("bloomkv_snapshots_total", "Snapshots of the state machine taken.")
 	descRestores    = desc("bloomkv_snapshot_restores_total", "Snapshots restored into the state machine (state replaced).")
 	descRestSkipped = desc("bloomkv_snapshot_restores_skipped_total", "Snapshot restores skipped: the state was already as new.")
 	descCachedF     = desc("bloomkv_filter_cache_filters", "Decoded Bloom and cuckoo filters held in memory.")
 	descCachedB     = desc("bloomkv_filter_cache_bytes", "Bytes of the decoded filters held in memory.")
+	descCachedS     = desc("bloomkv_string_cache_strings", "String values held in memory for GET.")
+	descCachedSB    = desc("bloomkv_string_cache_bytes", "Bytes of those strings, with their keys and a per-entry overhead.")
 	descClients     = desc("bloomkv_clients", "Open client connections.")
 
 	// The engine's Metrics, for the state database (db="state") and the
@@ -199,8 +203,8 @@ var (
 
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRaftState, descTerm, descLastIndex, descCommitIndex, descRaftApplied,
-		descApplyLag, descVoters, descLeader, descEntries, descEntryCmds, descEntryBytes, descEntryErrs, descReadRounds,
-		descFSMApplied, descSnapshots, descRestores, descRestSkipped, descCachedF, descCachedB, descClients} {
+		descApplyLag, descVoters, descLeader, descEntries, descEntryCmds, descEntryBytes, descEntryErrs, descReadRounds, descSoleReads,
+		descFSMApplied, descSnapshots, descRestores, descRestSkipped, descCachedF, descCachedB, descCachedS, descCachedSB, descClients} {
 		ch <- d
 	}
 	for _, e := range engineCounters {
@@ -255,6 +259,7 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descEntryBytes, float64(m.groupBytes.Load()))
 	counter(descEntryErrs, float64(m.groupErrs.Load()))
 	counter(descReadRounds, float64(m.readRounds.Load()))
+	counter(descSoleReads, float64(m.soleVoterReads.Load()))
 	gauge(descClients, float64(n.clients.Load()))
 
 	fm := n.fsm.Metrics()
@@ -264,6 +269,8 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descRestSkipped, float64(fm.RestoresSkipped))
 	gauge(descCachedF, float64(fm.CachedFilters))
 	gauge(descCachedB, float64(fm.CachedBytes))
+	gauge(descCachedS, float64(fm.CachedStrings))
+	gauge(descCachedSB, float64(fm.CachedStrBytes))
 
 	engine := func(db string, em bloomkv.Metrics) {
 		for _, e := range engineCounters {

@@ -194,6 +194,9 @@ func Start(c Config) (n *Node, err error) {
 	n = &Node{cfg: cfg, id: raft.ServerID(cfg.ID), cursors: newCursorTable(), stop: make(chan struct{}), respDone: make(chan struct{}),
 		proposals: make(chan *proposal, groupMaxCmds), inFlight: make(chan struct{}, groupsInFlight), groups: make(chan *group, groupsInFlight),
 		metrics: newNodeMetrics()}
+	// The cleanups close what Start opened when it fails. They use self,
+	// not n: a failing return sets the result n to nil before they run.
+	self := n
 	var cleanup []func()
 	defer func() {
 		if err != nil {
@@ -208,7 +211,7 @@ func Start(c Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cleanup = append(cleanup, func() { n.logs.Close() })
+	cleanup = append(cleanup, func() { self.logs.Close() })
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.Dir, 2, hl.Named("snapshots"))
 	if err != nil {
 		return nil, fmt.Errorf("bloomkv/server: %w", err)
@@ -224,7 +227,7 @@ func Start(c Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cleanup = append(cleanup, func() { n.fsm.Close() })
+	cleanup = append(cleanup, func() { self.fsm.Close() })
 
 	var advertise net.Addr
 	if cfg.RaftAdvertise != "" {
@@ -240,7 +243,7 @@ func Start(c Config) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("bloomkv/server: raft transport on %s: %w", cfg.RaftAddr, err)
 	}
-	cleanup = append(cleanup, func() { n.trans.Close() })
+	cleanup = append(cleanup, func() { self.trans.Close() })
 
 	rc := cfg.raftConfig(hl)
 	existing, err := raft.HasExistingState(n.logs, n.logs, snaps)
@@ -251,7 +254,7 @@ func Start(c Config) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("bloomkv/server: %w", err)
 	}
-	cleanup = append(cleanup, func() { n.raft.Shutdown().Error() })
+	cleanup = append(cleanup, func() { self.raft.Shutdown().Error() })
 	if !existing && cfg.Join == "" {
 		servers := []raft.Server{{ID: n.id, Address: n.trans.LocalAddr()}}
 		if len(cfg.Peers) > 0 {
@@ -274,7 +277,7 @@ func Start(c Config) (n *Node, err error) {
 		if err := n.serveMetrics(); err != nil {
 			return nil, fmt.Errorf("bloomkv/server: metrics on %s: %w", cfg.MetricsAddr, err)
 		}
-		cleanup = append(cleanup, func() { n.metricsSrv.Close() })
+		cleanup = append(cleanup, func() { self.metricsSrv.Close() })
 	}
 
 	n.respLn, err = net.Listen("tcp", cfg.Addr)

@@ -24,7 +24,8 @@ type replyFunc func(c redcon.Conn, r *fsm.Result)
 // against the local state after the read check; an admin command runs
 // as it is.
 type command struct {
-	arity int // Redis's convention: n exactly n arguments (with the name), -n at least n
+	name  string // lower case, as the key of the table (set by init)
+	arity int    // Redis's convention: n exactly n arguments (with the name), -n at least n
 	kind  cmdKind
 	write func(n *Node, args [][]byte) (*fsm.Command, replyFunc, error)
 	run   func(n *Node, c redcon.Conn, cs *connState, args [][]byte)
@@ -106,6 +107,9 @@ func init() {
 		"raft.remove":   {arity: 2, run: cmdRaftRemove},
 		"raft.snapshot": {arity: 1, run: cmdRaftSnapshot},
 	}
+	for name, c := range commands {
+		c.name = name
+	}
 }
 
 // pendingWrite is a write handed to the batcher whose reply is still owed.
@@ -128,7 +132,9 @@ func (n *Node) serveRESP(conn redcon.Conn, first redcon.Command) {
 		cs = &connState{stale: n.cfg.StaleReads}
 		conn.SetContext(cs)
 	}
-	cmds := append([]redcon.Command{first}, conn.ReadPipeline()...)
+	// The first command, then what the client pipelined behind it, with
+	// no slice built to hold them together.
+	rest := conn.ReadPipeline()
 	var pending []pendingWrite
 	flush := func() {
 		for _, p := range pending {
@@ -143,11 +149,21 @@ func (n *Node) serveRESP(conn redcon.Conn, first redcon.Command) {
 		pending = pending[:0]
 	}
 	checked := false // a leader check covers the reads since the last write
-	for _, cmd := range cmds {
+	for i := -1; i < len(rest); i++ {
+		cmd := first
+		if i >= 0 {
+			cmd = rest[i]
+		}
 		start := time.Now()
-		name := strings.ToLower(string(cmd.Args[0]))
+		var lower [24]byte
+		var name string
+		spec := lookupCommand(cmd.Args[0], &lower)
+		if spec != nil {
+			name = spec.name
+		} else {
+			name = strings.ToLower(string(cmd.Args[0]))
+		}
 		m := n.metrics.command(name)
-		spec := commands[name]
 		if spec == nil {
 			flush()
 			conn.WriteError(unknownCommand(cmd.Args))
@@ -194,6 +210,23 @@ func (n *Node) serveRESP(conn redcon.Conn, first redcon.Command) {
 		}
 	}
 	flush()
+}
+
+// lookupCommand finds a command by its name in any case. Names of the
+// table are short: a longer one is not in it, and a shorter one is
+// lowered in buf, so that the lookup allocates nothing (the map index
+// with string(bytes) does not copy).
+func lookupCommand(name []byte, buf *[24]byte) *command {
+	if len(name) > len(buf) {
+		return nil
+	}
+	for i, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return commands[string(buf[:len(name)])]
 }
 
 // unknownCommand is Redis's error for a command it does not know: the

@@ -37,6 +37,11 @@ type Options struct {
 	// FilterCacheBytes bounds the decoded filters kept in memory (default
 	// 64 MiB). Filters are decoded from the database on a miss.
 	FilterCacheBytes int
+	// StringCacheBytes bounds the string values kept in memory for Get
+	// (default 64 MiB, negative: none), counted with their keys and a
+	// per-entry overhead. A Get that misses reads the database and puts
+	// what it read; an applied write drops the key.
+	StringCacheBytes int
 	// MaxFilterBytes bounds one filter's size (default 32 MiB): a reserve
 	// that would need more, or growth past it, is refused.
 	MaxFilterBytes int
@@ -51,6 +56,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if r.FilterCacheBytes <= 0 {
 		r.FilterCacheBytes = 64 << 20
+	}
+	if r.StringCacheBytes == 0 {
+		r.StringCacheBytes = 64 << 20
 	}
 	if r.MaxFilterBytes <= 0 {
 		r.MaxFilterBytes = 32 << 20
@@ -79,7 +87,8 @@ type FSM struct {
 	appliedMu sync.Mutex
 	appliedCh chan struct{}
 
-	cache filterCache
+	cache   filterCache // decoded filters
+	strings stringCache // string values for Get; limit 0: off
 
 	restores, restoresSkipped, snapshots atomic.Uint64
 	closed                               atomic.Bool
@@ -163,6 +172,7 @@ func Open(dir string, o *Options) (*FSM, error) {
 	}
 	f := &FSM{dir: dir, opts: opts, appliedCh: make(chan struct{})}
 	f.cache.init(opts.FilterCacheBytes)
+	f.strings.init(max(opts.StringCacheBytes, 0))
 	name, err := os.ReadFile(filepath.Join(dir, currentFile))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -316,15 +326,18 @@ type Metrics struct {
 	RestoresSkipped uint64 // restores skipped: the state was already as new
 	CachedFilters   int    // decoded filters in memory
 	CachedBytes     int
+	CachedStrings   int // string values in memory for Get
+	CachedStrBytes  int // their bytes as counted against StringCacheBytes
 }
 
 // Metrics returns the counters.
 func (f *FSM) Metrics() Metrics {
 	n, b := f.cache.stats()
+	sn, sb := f.strings.stats()
 	return Metrics{
 		Applied: f.applied.Load(), Snapshots: f.snapshots.Load(),
 		Restores: f.restores.Load(), RestoresSkipped: f.restoresSkipped.Load(),
-		CachedFilters: n, CachedBytes: b,
+		CachedFilters: n, CachedBytes: b, CachedStrings: sn, CachedStrBytes: sb,
 	}
 }
 

@@ -10,10 +10,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/bloomkv/bloomkv"
+	"github.com/bloomkv/bloomkv/vfs"
 	"github.com/hashicorp/raft"
 )
 
@@ -758,4 +762,175 @@ func TestCuckooGrows(t *testing.T) {
 	if info, _ := m.f.CFInfo([]byte("fixed")); info.Filters != 1 {
 		t.Fatalf("expansion 0 grew: %+v", info)
 	}
+}
+
+// TestStringCacheFresh: Get through the string cache never goes back in
+// time. One key is overwritten with increasing numbers, deleted, turned
+// into a filter and back, one batch at a time, while readers Get it: each
+// reader's values never decrease, and once a batch's index is applied
+// every reader sees it or something newer. A cache of a few entries (with
+// other keys written beside, to evict it) and one with the cache off must
+// both hold. A reader that put back a value it read before a batch
+// committed would fail here.
+func TestStringCacheFresh(t *testing.T) {
+	for _, limit := range []int{-1, 300, 1 << 20} {
+		t.Run(fmt.Sprint("limit=", limit), func(t *testing.T) {
+			f, err := Open(t.TempDir(), &Options{StringCacheBytes: limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			const n = 2000
+			var published atomic.Int64 // the newest number whose batch has been applied
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for range 3 {
+				wg.Go(func() {
+					last := int64(-1)
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						floor := published.Load()
+						kind, v, err := f.Get([]byte("k"))
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if kind != KindString {
+							continue // deleted or a filter: the steps between numbers
+						}
+						got, err := strconv.ParseInt(string(v), 10, 64)
+						if err != nil {
+							t.Errorf("Get(k) = %q", v)
+							return
+						}
+						if got < last || got < floor {
+							t.Errorf("Get(k) = %d after %d was read and %d applied", got, last, floor)
+							return
+						}
+						last = got
+					}
+				})
+			}
+			idx := uint64(1)
+			apply := func(cmds ...Command) {
+				f.ApplyBatch(logsOf(idx, cmds))
+				idx += uint64(len(cmds))
+			}
+			for i := range int64(n) {
+				apply(put("k", strconv.FormatInt(i, 10)), put(fmt.Sprint("other", i%7), "x"))
+				published.Store(i)
+				switch i % 100 {
+				case 50:
+					apply(del("k"))
+				case 70:
+					apply(del("k"), bfAdd("k", "a"))
+				}
+			}
+			close(stop)
+			wg.Wait()
+			if _, v, _ := f.Get([]byte("k")); string(v) != strconv.Itoa(n-1) {
+				t.Fatalf("Get(k) at the end = %q", v)
+			}
+			if nc, _ := f.strings.stats(); limit < 0 && nc != 0 {
+				t.Fatalf("%d strings cached with the cache off", nc)
+			}
+		})
+	}
+}
+
+// TestCrashReplay: the state database's write-ahead log is never synced
+// (the raft log is the durable record), so after an operating-system
+// crash it holds what its flushes and the page cache happened to keep;
+// after a kill -9, everything written. Whatever the moment and kind of
+// the crash, the state reopened from what the disk holds (vfs.MemFS's
+// CrashClone: synced bytes only; ProcessCrashClone: all written bytes)
+// records an applied index no later than what was applied, holds exactly
+// the entries up to it, and replaying the whole log from index 1, as
+// raft does, reaches the state of a replica that never crashed, results
+// included.
+func TestCrashReplay(t *testing.T) {
+	for _, kind := range []string{"os", "process"} {
+		t.Run(kind, func(t *testing.T) { testCrashReplay(t, kind == "os") })
+	}
+}
+
+func testCrashReplay(t *testing.T, osCrash bool) {
+	var cmds []Command
+	for i := range 400 {
+		k := fmt.Sprint("k", i%37)
+		switch i % 5 {
+		case 0, 1:
+			cmds = append(cmds, put(k, fmt.Sprint(i)))
+		case 2:
+			cmds = append(cmds, Command{Op: OpIncr, Key: []byte(fmt.Sprint("n", i%3)), Delta: int64(i)})
+		case 3:
+			cmds = append(cmds, cfAdd("cf", fmt.Sprint(i%50)))
+		default:
+			cmds = append(cmds, del(fmt.Sprint("k", (i*7)%37)))
+		}
+	}
+	want := newMachine(t)
+	wantRes := want.apply(cmds...)
+
+	for _, crashAt := range []int{0, 1, 57, 200, 333, len(cmds)} {
+		mem := vfs.NewMem()
+		dir := t.TempDir()
+		opts := &Options{DB: &bloomkv.Options{FS: mem, MemtableSize: 4 << 10}}
+		f, err := Open(dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < crashAt; i += 7 { // batches of up to 7 entries
+			f.ApplyBatch(logsOf(uint64(i+1), cmds[i:min(i+7, crashAt)]))
+		}
+		crashed := mem.ProcessCrashClone() // kill -9: the writes stay, memory does not
+		if osCrash {
+			crashed = mem.CrashClone() // what was fsynced
+		}
+		opts.DB.FS = crashed
+		g, err := Open(dir, opts)
+		if err != nil {
+			t.Fatalf("crash after %d entries: %v", crashAt, err)
+		}
+		a := g.Applied()
+		if a > uint64(crashAt) {
+			t.Fatalf("crash after %d entries: applied index %d is ahead", crashAt, a)
+		}
+		out := g.ApplyBatch(logsOf(1, cmds))
+		for i, r := range out {
+			switch {
+			case uint64(i) < a && r != nil:
+				t.Fatalf("crash after %d (recorded %d): entry %d ran again", crashAt, a, i+1)
+			case uint64(i) >= a && fmt.Sprint(r) != fmt.Sprint(wantRes[i]):
+				t.Fatalf("crash after %d (recorded %d): entry %d = %v, want %v", crashAt, a, i+1, r, wantRes[i])
+			}
+		}
+		for _, k := range append(keysOf(37, "k"), "n0", "n1", "n2") {
+			gk, gv, _ := g.Get([]byte(k))
+			wk, wv, _ := want.f.Get([]byte(k))
+			if gk != wk || string(gv) != string(wv) {
+				t.Fatalf("crash after %d (recorded %d): %s = %c %q, want %c %q", crashAt, a, k, gk, gv, wk, wv)
+			}
+		}
+		gi, _ := g.CFInfo([]byte("cf"))
+		wi, _ := want.f.CFInfo([]byte("cf"))
+		if fmt.Sprint(gi) != fmt.Sprint(wi) {
+			t.Fatalf("crash after %d: CF.INFO %+v, want %+v", crashAt, gi, wi)
+		}
+		t.Logf("crash after %d entries: %d recovered from the disk, %d replayed", crashAt, a, uint64(len(cmds))-a)
+		g.Close()
+		f.Close()
+	}
+}
+
+func keysOf(n int, prefix string) []string {
+	var ks []string
+	for i := range n {
+		ks = append(ks, fmt.Sprint(prefix, i))
+	}
+	return ks
 }

@@ -10,10 +10,16 @@ import (
 // that promise linearizable reads first make sure the state is recent
 // enough (see the server's read modes).
 
-// Get returns key's kind and, for a string, its value (a copy).
+// Get returns key's kind and, for a string, its value, which the caller
+// must not modify (it may be the cached copy).
 func (f *FSM) Get(key []byte) (Kind, []byte, error) {
 	if len(key) == 0 || len(key) > MaxKeySize {
 		return KindNone, nil, nil
+	}
+	// The epoch is read before the handle is taken, as in filterValue.
+	v, ok, epoch := f.strings.get(string(key))
+	if ok {
+		return KindString, v, nil
 	}
 	h, err := f.acquire()
 	if err != nil {
@@ -31,6 +37,7 @@ func (f *FSM) Get(key []byte) (Kind, []byte, error) {
 		return KindNone, nil, errorf("empty value under %q", key)
 	}
 	if Kind(raw[0]) == KindString {
+		f.strings.fill(string(key), raw[1:], epoch)
 		return KindString, raw[1:], nil
 	}
 	return Kind(raw[0]), nil, nil

@@ -205,6 +205,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.dbSeq = seq
 	f.stateMu.Unlock()
 	f.cache.reset()
+	f.strings.reset()
 	// Counted before the applied index moves: whoever sees the new index
 	// (a follower's catch-up check, a test) must also see the restore.
 	f.restores.Add(1)

@@ -4,13 +4,16 @@
 # only (issue 29). Needs redis-server and redis-benchmark (Debian:
 # apt-get install redis-tools redis-server) and Go.
 #
-#   server/scripts/bench-redis.sh [kvserver|kvserver3|redis ...]
+#   server/scripts/bench-redis.sh [kvserver|kvserver3|redis|baseline ...]
 #
 # kvserver: one node; kvserver3: a three-node cluster in three processes,
-# the benchmark against its leader. Each line is one redis-benchmark run,
-# with the load average (uptime) taken just before it: the machine is
-# shared. REPEAT (default 1) runs each measurement that many times;
-# TESTS (default "set get") picks redis-benchmark's tests.
+# the benchmark against its leader; baseline: one node of another kvserver
+# binary, named by BASELINE (an older build, for before/after in the same
+# minutes). Each line is one redis-benchmark run, with the load average
+# (uptime) taken just before it: the machine is shared. REPEAT (default 1)
+# runs each measurement that many times, the targets taking turns; the
+# medians per target and measurement follow at the end. TESTS (default
+# "set get") picks redis-benchmark's tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=("$@")
@@ -52,6 +55,13 @@ for target in "${targets[@]}"; do
     until redis-cli -h 127.0.0.1 -p 6392 SET warm 1 2>/dev/null | grep -q OK; do sleep 0.1; done
     port[kvserver]=6392
     ;;
+  baseline)
+    cp "${BASELINE:?BASELINE names the binary of the baseline target}" "$work/baseline"
+    "$work/baseline" -dir "$work/base" -addr 127.0.0.1:6396 -raft 127.0.0.1:7396 2>"$work/base.log" &
+    pids+=($!); waitport 6396
+    until redis-cli -h 127.0.0.1 -p 6396 SET warm 1 2>/dev/null | grep -q OK; do sleep 0.1; done
+    port[baseline]=6396
+    ;;
   kvserver3)
     P=n1=127.0.0.1:7393,n2=127.0.0.1:7394,n3=127.0.0.1:7395
     for i in 1 2 3; do
@@ -85,7 +95,18 @@ for p in "" 16; do
         [ -n "$p" ] && args+=(-P "$p")
         out=$(redis-benchmark "${args[@]}" 2>/dev/null | tr '\r' '\n' | grep -E 'requests per second' | tail -1)
         printf '%-9s %-4s P=%-3s %s   load %s\n' "$target" "$t" "${p:-1}" "$out" "$load"
+        rate=$(sed -n 's/.*: \([0-9.]*\) requests per second.*/\1/p' <<<"$out")
+        echo "$target $t ${p:-1} ${rate:-0}" >>"$work/rates"
       done
     done
   done
 done
+
+echo "medians of $REPEAT (requests per second):"
+sort -k1,1 -k2,2 -k3,3n -k4,4n "$work/rates" | awk '
+  function flush() { if (n) printf "%-9s %-4s P=%-3s %10.0f   (of %d: %s)\n", k1, k2, k3, v[int((n + 1) / 2)], n, all }
+  { key = $1 " " $2 " " $3
+    if (key != prev) { flush(); n = 0; all = ""; prev = key; k1 = $1; k2 = $2; k3 = $3 }
+    v[++n] = $4; all = all (all == "" ? "" : " ") int($4) }
+  END { flush() }'
+

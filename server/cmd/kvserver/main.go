@@ -20,6 +20,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
+	_ "net/http/pprof" // served only with -pprof-addr
 	"os"
 	"os/signal"
 	"strings"
@@ -30,7 +32,7 @@ import (
 
 func main() {
 	var cfg server.Config
-	var peers, dial string
+	var peers, dial, pprofAddr string
 	flag.StringVar(&cfg.ID, "id", "node1", "raft server id of this node (unique in the cluster)")
 	flag.StringVar(&cfg.Dir, "dir", "", "data directory (required)")
 	flag.StringVar(&cfg.RaftAddr, "raft", "127.0.0.1:7379", "raft TCP address to bind")
@@ -42,6 +44,7 @@ func main() {
 	flag.BoolVar(&cfg.StaleReads, "stale-reads", false, "serve reads from this node's state without a leader check (per connection: READONLY)")
 	flag.IntVar(&cfg.MaxBulk, "max-bulk", 16<<20, "longest bulk string a client may send, in bytes")
 	flag.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address at /metrics, e.g. 127.0.0.1:9121 (default: off)")
+	flag.StringVar(&pprofAddr, "pprof-addr", "", "serve Go's net/http/pprof profiles on this address, e.g. 127.0.0.1:6060 (default: off)")
 	flag.StringVar(&cfg.LogLevel, "log-level", "warn", "raft's log level: trace, debug, info, warn, error")
 	flag.StringVar(&dial, "raft-dial", "", "dial these peers at these addresses instead of their configured ones: id=addr,id=addr,...")
 	flag.DurationVar(&cfg.HeartbeatTimeout, "heartbeat-timeout", 0, "raft's heartbeat timeout (default 1s)")
@@ -77,6 +80,15 @@ func main() {
 	if cfg.Join != "" && len(cfg.Peers) > 0 {
 		fmt.Fprintln(os.Stderr, "kvserver: -join and -peers exclude each other")
 		os.Exit(2)
+	}
+	if pprofAddr != "" {
+		// The default mux holds only pprof's handlers: the metrics
+		// endpoint has its own.
+		go func() {
+			if err := http.ListenAndServe(pprofAddr, nil); err != nil {
+				slog.Error("kvserver: pprof", "err", err)
+			}
+		}()
 	}
 	n, err := server.Start(cfg)
 	if err != nil {
