@@ -22,6 +22,10 @@ type block struct {
 	restartsOff int // start of the restart array = end of the entries
 	numRestarts int
 	numEntries  int
+	// compact: a compact index partition (index_compact.go), whose keys
+	// are user keys and whose values are delta-encoded handles;
+	// blockIter rebuilds whole index keys and handles from them.
+	compact bool
 	// prefixes, when set (index blocks of open tables), speed up the
 	// search over restarts (restart_prefixes.go).
 	prefixes *restartPrefixes
@@ -111,6 +115,12 @@ func (b *block) restartKey(i int) []byte {
 // It walks every entry once, so iterators need no error paths for malformed
 // bytes.
 func decodeBlock(data []byte, loc location) (*block, error) {
+	return decodeBlockAs(data, loc, false)
+}
+
+// decodeBlockAs is decodeBlock for a compact index partition when compact
+// is set (decodeCompactIndex).
+func decodeBlockAs(data []byte, loc location, compact bool) (*block, error) {
 	if len(data) < 4 {
 		return nil, loc.corruptf("%d bytes cannot hold the restart count", len(data))
 	}
@@ -125,6 +135,7 @@ func decodeBlock(data []byte, loc location) (*block, error) {
 		data:        data,
 		restartsOff: len(data) - 4 - 4*int(numRestarts),
 		numRestarts: int(numRestarts),
+		compact:     compact,
 	}
 	prevRestart := -1
 	for i := 0; i < b.numRestarts; i++ {
@@ -139,7 +150,11 @@ func decodeBlock(data []byte, loc location) (*block, error) {
 		}
 		prevRestart = r
 	}
-	if err := b.validateEntries(loc); err != nil {
+	validate := b.validateEntries
+	if compact {
+		validate = b.validateCompactEntries
+	}
+	if err := validate(loc); err != nil {
 		return nil, err
 	}
 	if loc.kind == kindData && b.numEntries == 0 {
@@ -188,16 +203,11 @@ func (b *block) validateEntries(loc location) error {
 				return loc.corruptf("entry at block offset %d overruns the entries", off)
 			}
 		}
-		if nextRestart < b.numRestarts {
-			switch r := b.restart(nextRestart); {
-			case r == off:
-				nextRestart++
-				if e.shared != 0 {
-					return loc.corruptf("restart entry at block offset %d shares %d bytes", off, e.shared)
-				}
-			case r < off:
-				return loc.corruptf("restart point %d (%d) is not at an entry boundary", nextRestart, r)
+		if nextRestart < b.numRestarts && b.restart(nextRestart) <= off {
+			if err := b.checkRestart(nextRestart, off, e.shared, loc); err != nil {
+				return err
 			}
+			nextRestart++
 		}
 		if e.shared > len(key) {
 			return loc.corruptf("entry at block offset %d shares %d bytes of a %d-byte previous key", off, e.shared, len(key))
@@ -226,6 +236,19 @@ func (b *block) validateEntries(loc location) error {
 	}
 	if nextRestart != b.numRestarts && b.numEntries > 0 {
 		return loc.corruptf("restart point %d (%d) is not at an entry boundary", nextRestart, b.restart(nextRestart))
+	}
+	return nil
+}
+
+// checkRestart checks restart point i, which validation has reached at
+// the entry at off (sharing shared bytes): it must be that entry, and the
+// entry must share nothing.
+func (b *block) checkRestart(i, off, shared int, loc location) error {
+	if r := b.restart(i); r < off {
+		return loc.corruptf("restart point %d (%d) is not at an entry boundary", i, r)
+	}
+	if shared != 0 {
+		return loc.corruptf("restart entry at block offset %d shares %d bytes", off, shared)
 	}
 	return nil
 }

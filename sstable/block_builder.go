@@ -38,15 +38,10 @@ func (b *blockBuilder) empty() bool { return b.numEntries == 0 }
 // after a restart store the whole key (shared = 0) so a reader can binary
 // search the restart points.
 func (b *blockBuilder) add(key, value []byte) {
-	shared := 0
+	shared := b.sharedWith(key)
 	if b.sinceRestart == b.restartInterval {
 		b.restarts = append(b.restarts, uint32(len(b.buf)))
 		b.sinceRestart = 0
-	} else if b.numEntries > 0 {
-		n := min(len(key), len(b.lastKey))
-		for shared < n && key[shared] == b.lastKey[shared] {
-			shared++
-		}
 	}
 	b.buf = binary.AppendUvarint(b.buf, uint64(shared))
 	b.buf = binary.AppendUvarint(b.buf, uint64(len(key)-shared))
@@ -56,6 +51,19 @@ func (b *blockBuilder) add(key, value []byte) {
 	b.lastKey = append(b.lastKey[:0], key...)
 	b.sinceRestart++
 	b.numEntries++
+}
+
+// sharedWith returns the bytes of key that add would take from the
+// previous key: 0 at a restart point.
+func (b *blockBuilder) sharedWith(key []byte) int {
+	if b.numEntries == 0 || b.sinceRestart == b.restartInterval {
+		return 0
+	}
+	shared, n := 0, min(len(key), len(b.lastKey))
+	for shared < n && key[shared] == b.lastKey[shared] {
+		shared++
+	}
+	return shared
 }
 
 // estimatedSize is the size finish would return now.

@@ -7,13 +7,16 @@ import "github.com/bloomkv/bloomkv/kv"
 // value is an exhausted iterator; init points it at a block.
 //
 // Key returns a buffer the iterator owns (keys are prefix compressed, so
-// they are rebuilt entry by entry); Value aliases the block.
+// they are rebuilt entry by entry); Value aliases the block. In a compact
+// index partition Key is the whole index key and h the entry's block
+// handle (index_compact.go); Value is the encoded value.
 type blockIter struct {
 	b     *block
 	off   int // offset of the current entry
 	next  int // offset of the entry after it
 	key   []byte
 	value []byte
+	h     blockHandle // compact blocks only
 	valid bool
 }
 
@@ -30,12 +33,15 @@ func (it *blockIter) clear() {
 }
 
 // decodeAt makes the entry at off current. When off is a restart point, or
-// the entry right after the current one, the key rebuilds correctly from
-// it.key.
+// the entry right after the current one, the key (and in a compact block
+// the handle) rebuilds correctly from the current one.
 func (it *blockIter) decodeAt(off int) {
 	e, _ := it.b.entryAt(off)
 	it.key = append(it.key[:e.shared], it.b.data[e.keyStart:e.valueStart]...)
 	it.value = it.b.data[e.valueStart:e.next]
+	if it.b.compact {
+		it.decodeCompactValue(e.shared == 0)
+	}
 	it.off = off
 	it.next = e.next
 	it.valid = true

@@ -87,7 +87,7 @@ func (c *checker) walkPartitions() error {
 		if err != nil {
 			return err
 		}
-		b, err := decodeBlock(raw, loc)
+		b, err := r.decodeIndexPartition(raw, loc)
 		if err != nil {
 			return err
 		}
@@ -134,7 +134,7 @@ func (c *checker) walkIndex(index *block, indexLoc location) error {
 	var idx blockIter
 	idx.init(index)
 	for ok := idx.First(); ok; ok = idx.Next() {
-		h, err := r.dataHandle(idx.Key(), idx.Value())
+		h, err := r.dataHandle(&idx)
 		if err != nil {
 			return err
 		}

@@ -95,7 +95,7 @@ func TestCheckCatchesBadIndex(t *testing.T) {
 	var it blockIter
 	it.init(r.index)
 	for ok := it.First(); ok; ok = it.Next() {
-		h, _ := r.dataHandle(it.Key(), it.Value())
+		h, _ := r.dataHandle(&it)
 		b, err := r.dataBlock(h, false, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -28,7 +28,7 @@ func tableRegions(t *testing.T, data []byte) []region {
 	var it blockIter
 	it.init(r.index)
 	for ok := it.First(); ok; ok = it.Next() {
-		h, err := r.dataHandle(it.Key(), it.Value())
+		h, err := r.dataHandle(&it)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,8 +241,10 @@ func FuzzOpen(f *testing.F) {
 		{BlockSize: 128, Compression: SnappyCompression},
 		{BlockSize: 128, Compression: ZstdCompression},
 		{Compression: NoCompression},
-		// Partitioned (format version 3): one partition per data block.
-		{BlockSize: 64, Compression: NoCompression, BloomBitsPerKey: 10, IndexPartitionSize: 1},
+		// Partitioned, version 3: one partition per data block.
+		{BlockSize: 64, Compression: NoCompression, BloomBitsPerKey: 10, IndexPartitionSize: 1, PartitionedFormat: FormatVersionPartitioned},
+		// Version 4: compact partitions of a few data blocks each.
+		{BlockSize: 64, Compression: NoCompression, BloomBitsPerKey: 10, IndexPartitionSize: 100},
 	} {
 		data, _ := buildTable(f, randomEntries(rng, 30, 2), o)
 		f.Add(data)

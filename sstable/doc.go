@@ -64,13 +64,19 @@
 //	3  (FormatVersionPartitioned) a two-level index and a filter cut into
 //	   partitions (partitions.go has the layout), with or without a
 //	   range-deletion block; property 29 counts the partitions
+//	4  (FormatVersionCompactIndex) version 3 with compact index
+//	   partitions: separators stored as user keys, block handles
+//	   delta-encoded (index_compact.go has the layout)
 //
 // A writer uses version 2 only for a table that holds range tombstones
 // (DB.DeleteRange), so every other table is byte for byte a version 1
 // table, and a build that predates range deletions refuses a table that
 // has them ("unsupported format version") instead of serving the keys they
-// delete. Footer and properties carry the version and must agree; a
-// version 1 table must not have properties 25-26, a version 2 table must.
+// delete. Likewise a writer partitions only a table whose index outgrows
+// one partition, as version 4 unless WriterOptions.PartitionedFormat asks
+// for version 3, which builds that predate version 4 can read. Footer and
+// properties carry the version and must agree; a version 1 table must not
+// have properties 25-26, a version 2 table must.
 //
 // # Range-deletion block
 //
@@ -141,7 +147,8 @@
 // between the two with trailer (kv.MaxSeq, kv.KindSeek), and otherwise
 // uses the block's last key (always when the blocks split the versions of
 // one user key). The value is the block handle: offset uvarint | size
-// uvarint.
+// uvarint. (The index partitions of version 4 tables store these keys and
+// handles compactly: index_compact.go.)
 //
 // # Filter block
 //
@@ -193,7 +200,7 @@
 //	28 RangeFilterBitsPerKey (a float64 as FilterBitsPerKey: the budget
 //	   the range filter was built with)
 //	29 IndexPartitions (the number of index and filter partitions;
-//	   version 3 tables only)
+//	   version 3 and 4 tables only)
 //
 // Sizes include trailers; DataSize is where the data blocks end.
 //
@@ -208,7 +215,7 @@
 //	offset  0: index handle       offset uint64 | size uint64
 //	offset 16: filter handle      offset uint64 | size uint64  (0, 0: no filter)
 //	offset 32: properties handle  offset uint64 | size uint64
-//	offset 48: format version     uint32 (1; 2 with range deletions; 3 partitioned)
+//	offset 48: format version     uint32 (1; 2 with range deletions; 3, 4 partitioned)
 //	offset 52: crc32c of bytes [0, 52)  uint32
 //	offset 56: magic              "BLOOMSST" (42 4c 4f 4f 4d 53 53 54)
 //

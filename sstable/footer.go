@@ -27,6 +27,12 @@ const (
 // never empty, so the handle (0, 0) means "none".
 func (f footer) hasFilter() bool { return f.filter.size != 0 }
 
+// partitioned reports whether the footer's version is one of a
+// partitioned table's.
+func (f footer) partitioned() bool {
+	return f.version == FormatVersionPartitioned || f.version == FormatVersionCompactIndex
+}
+
 func (f footer) encode() []byte {
 	b := make([]byte, footerLen)
 	putHandle := func(off int, h blockHandle) {
@@ -67,8 +73,8 @@ func decodeFooter(b []byte, fileSize uint64, loc location) (footer, error) {
 		props:   handle(footerPropsOff),
 		version: binary.LittleEndian.Uint32(b[footerVersionOff:]),
 	}
-	if f.version != FormatVersion && f.version != FormatVersionRangeDels && f.version != FormatVersionPartitioned {
-		return footer{}, loc.corruptf("unsupported format version %d (this build reads %d to %d)", f.version, FormatVersion, FormatVersionPartitioned)
+	if f.version < FormatVersion || f.version > FormatVersionCompactIndex {
+		return footer{}, loc.corruptf("unsupported format version %d (this build reads %d to %d)", f.version, FormatVersion, FormatVersionCompactIndex)
 	}
 	limit := fileSize - footerLen
 	check := func(what string, h blockHandle) error {

@@ -26,6 +26,13 @@ const (
 	// version 1 or 2, byte for byte, and a build that predates partitions
 	// refuses the others instead of reading index partitions as data.
 	FormatVersionPartitioned uint32 = 3
+	// FormatVersionCompactIndex is FormatVersionPartitioned with index
+	// partitions in the compact encoding (index_compact.go): separators
+	// stored as user keys, block handles delta-encoded. Partitioned
+	// tables are written with it unless WriterOptions.PartitionedFormat
+	// asks for version 3; a build that predates it refuses the tables
+	// ("unsupported format version") instead of misreading their index.
+	FormatVersionCompactIndex uint32 = 4
 	// maxRangeDelKey bounds the keys of a range-deletion block (the
 	// engine's MaxKeySize).
 	maxRangeDelKey = 64 << 10

@@ -20,7 +20,8 @@ const (
 	RangeFilterBlock = BlockKind(kindRangeFilter)
 	// IndexPartitionBlock and FilterPartitionBlock are the second level
 	// of a partitioned table's index and its filter partitions
-	// (FormatVersionPartitioned); IndexBlock is then the top-level index.
+	// (FormatVersionPartitioned, FormatVersionCompactIndex); IndexBlock is
+	// then the top-level index.
 	IndexPartitionBlock  = BlockKind(kindIndexPartition)
 	FilterPartitionBlock = BlockKind(kindFilterPartition)
 )
@@ -79,7 +80,7 @@ func (r *Reader) Layout() ([]BlockInfo, error) {
 	var idx indexIter
 	idx.init(r, false, nil)
 	for ok := idx.First(); ok; ok = idx.Next() {
-		h, err := r.dataHandle(idx.Key(), idx.Value())
+		h, err := r.dataHandle(&idx.iter)
 		if err != nil {
 			return nil, err
 		}

@@ -53,11 +53,17 @@ type WriterOptions struct {
 	// Reader.RangeMayMatch consults it.
 	RangeFilterBitsPerKey float64
 	// IndexPartitionSize, when > 0, cuts the index into partitions of
-	// about this many bytes (uncompressed), each with its own filter
-	// partition over the keys of its data blocks, under a top-level index
-	// (FormatVersionPartitioned; partitions.go). A table whose index fits
-	// one partition is written unpartitioned. 0 never partitions.
+	// about this many bytes (uncompressed, as FormatVersionPartitioned
+	// encodes index entries), each with its own filter partition over the
+	// keys of its data blocks, under a top-level index (partitions.go). A
+	// table whose index fits one partition is written unpartitioned. 0
+	// never partitions.
 	IndexPartitionSize int
+	// PartitionedFormat is the format version of partitioned tables:
+	// FormatVersionCompactIndex (the zero value means it), whose index
+	// partitions take some 43% of the bytes (index_compact.go), or
+	// FormatVersionPartitioned, which builds that predate version 4 read.
+	PartitionedFormat uint32
 	// FileNum and DBID are recorded in the properties so that a reader can
 	// tell the table from any other (see Reader.CheckIdentity). Optional.
 	FileNum uint64
@@ -75,6 +81,9 @@ func (o WriterOptions) withDefaults() WriterOptions {
 		o.FilterKeyName = ""
 		o.FilterWholeKey = false
 	}
+	if o.PartitionedFormat == 0 {
+		o.PartitionedFormat = FormatVersionCompactIndex
+	}
 	return o
 }
 
@@ -88,6 +97,8 @@ func (o WriterOptions) validate() error {
 		return fmt.Errorf("bloomkv/sstable: WriterOptions.RangeFilterBitsPerKey %v outside [%d, %d]", o.RangeFilterBitsPerKey, filter.MinRangeBitsPerKey, filter.MaxRangeBitsPerKey)
 	case o.IndexPartitionSize < 0:
 		return fmt.Errorf("bloomkv/sstable: WriterOptions.IndexPartitionSize %d is negative", o.IndexPartitionSize)
+	case o.PartitionedFormat != 0 && o.PartitionedFormat != FormatVersionPartitioned && o.PartitionedFormat != FormatVersionCompactIndex:
+		return fmt.Errorf("bloomkv/sstable: WriterOptions.PartitionedFormat %d is neither %d nor %d", o.PartitionedFormat, FormatVersionPartitioned, FormatVersionCompactIndex)
 	case !(o.FilterBitsPerKey >= 0 && o.FilterBitsPerKey <= filter.MaxBlockBitsPerKey):
 		return fmt.Errorf("bloomkv/sstable: WriterOptions.FilterBitsPerKey %v outside [0, %d]", o.FilterBitsPerKey, filter.MaxBlockBitsPerKey)
 	}

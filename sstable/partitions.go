@@ -9,7 +9,9 @@ import (
 	"github.com/bloomkv/bloomkv/kv"
 )
 
-// Partitioned index and filters (FormatVersionPartitioned).
+// Partitioned index and filters (FormatVersionPartitioned, and
+// FormatVersionCompactIndex, whose index partitions are encoded as
+// index_compact.go says; everything else below holds for both).
 //
 // A table's index holds one entry per data block, and its filter a few bits
 // per key: at 10M keys in 4 KiB blocks that is some 9 MiB of index and 12
@@ -17,8 +19,9 @@ import (
 // whole through the block cache, one Get's probe reads the filter of an
 // 8 MiB table (about 90 KB) to test one key. A partitioned table cuts both
 // into partitions of about WriterOptions.IndexPartitionSize bytes of index:
-// each index partition is an ordinary index block over a run of data
-// blocks, and its filter partition an ordinary filter block over the keys
+// each index partition is an index block over a run of data blocks
+// (restarting every 16 entries; compact, every 8, in version 4), and its filter
+// partition an ordinary filter block over the keys
 // of those data blocks. A small top-level index locates them; a Get reads
 // the top-level index (held for the Reader's life), then one filter
 // partition and one index partition, each a few KB.
@@ -85,21 +88,31 @@ const partitionRestartInterval = 16
 // cutPartition ends the current index partition, whose last separator is
 // sep, with its filter partition, and starts the next.
 func (w *Writer) cutPartition(sep []byte) {
-	p := writerPartition{
-		key:   append([]byte(nil), sep...),
-		index: append([]byte(nil), w.index.finish()...),
-	}
-	if len(w.parts) == 0 {
+	p := writerPartition{key: append([]byte(nil), sep...)}
+	switch {
+	case w.cindex != nil:
+		p.index = append([]byte(nil), w.cindex.finish()...)
+		w.cindex.reset()
+	case len(w.parts) == 0:
 		// The index was built as an unpartitioned one, in case it stayed
 		// within one partition; from here on it is a partition.
 		var err error
-		if p.index, err = reencodeBlock(p.index, partitionRestartInterval); err != nil {
+		if w.opts.PartitionedFormat == FormatVersionCompactIndex {
+			p.index, err = compactFromBlock(w.index.finish())
+			w.cindex = newCompactIndexBuilder()
+		} else {
+			p.index, err = reencodeBlock(w.index.finish(), partitionRestartInterval)
+			w.index = newBlockBuilder(partitionRestartInterval)
+		}
+		if err != nil {
 			w.err = err
 			return
 		}
-		w.index = newBlockBuilder(partitionRestartInterval)
+		w.index.reset()
+	default:
+		p.index = append([]byte(nil), w.index.finish()...)
+		w.index.reset()
 	}
-	w.index.reset()
 	if w.filter != nil {
 		p.filterKeys = w.filter.NumKeys()
 		p.filter = w.filter.Finish()
@@ -130,7 +143,7 @@ func reencodeBlock(raw []byte, restartInterval int) ([]byte, error) {
 // range filter and the top-level index, and returns the footer locating
 // the top-level index.
 func (w *Writer) writePartitions() footer {
-	ft := footer{version: FormatVersionPartitioned}
+	ft := footer{version: w.opts.PartitionedFormat}
 	fltHandles := make([]blockHandle, len(w.parts))
 	if w.filter != nil {
 		w.props.FilterVariant = uint8(w.filter.Variant())
@@ -216,6 +229,15 @@ func (r *Reader) decodePartitions() error {
 	return nil
 }
 
+// decodeIndexPartition validates an index partition read from the table:
+// compact in a version 4 table, an ordinary index block in version 3.
+func (r *Reader) decodeIndexPartition(raw []byte, loc location) (*block, error) {
+	if r.footer.version == FormatVersionCompactIndex {
+		return decodeCompactIndex(raw, loc)
+	}
+	return decodeBlock(raw, loc)
+}
+
 // partitioned reports whether the table's index and filter are partitioned.
 func (r *Reader) partitioned() bool { return r.parts != nil }
 
@@ -261,7 +283,7 @@ func (r *Reader) indexPartition(i int, fill bool, stats *ReadStats) (*block, err
 	if err != nil {
 		return nil, err
 	}
-	b, err := decodeBlock(raw, location{r.name, kindIndexPartition, h.offset})
+	b, err := r.decodeIndexPartition(raw, location{r.name, kindIndexPartition, h.offset})
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +328,7 @@ func (r *Reader) loadResidentPartitions(cacheMeta bool) error {
 		if err != nil {
 			return err
 		}
-		b, err := decodeBlock(raw, location{r.name, kindIndexPartition, p.index.offset})
+		b, err := r.decodeIndexPartition(raw, location{r.name, kindIndexPartition, p.index.offset})
 		if err != nil {
 			return err
 		}

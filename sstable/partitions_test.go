@@ -75,22 +75,31 @@ func TestPartitionedMatchesReference(t *testing.T) {
 	es := randomEntries(rng, testScale(6000), 4)
 	for _, size := range []int{1, 64, 400} {
 		for _, v := range []filter.Variant{filter.VariantStandard, filter.VariantFuse} {
-			o := WriterOptions{BlockSize: 256, BloomBitsPerKey: 10, FilterVariant: v, IndexPartitionSize: size}
-			data, m := buildTable(t, es, o)
-			if m.Props.FormatVersion != FormatVersionPartitioned || m.Props.IndexPartitions < 2 {
-				t.Fatalf("size %d: format version %d, %d partitions; want a partitioned table", size, m.Props.FormatVersion, m.Props.IndexPartitions)
-			}
-			for name, ro := range partitionReaderModes() {
-				what := fmt.Sprintf("partition size %d, %s filter, %s", size, v, name)
-				r := mustOpenBytes(t, data, ro())
-				if err := r.Check(); err != nil {
-					t.Fatalf("%s: Check: %v", what, err)
+			for _, format := range []uint32{FormatVersionPartitioned, FormatVersionCompactIndex} {
+				o := WriterOptions{BlockSize: 256, BloomBitsPerKey: 10, FilterVariant: v, IndexPartitionSize: size, PartitionedFormat: format}
+				data, m := buildTable(t, es, o)
+				if m.Props.FormatVersion != format || m.Props.IndexPartitions < 2 {
+					t.Fatalf("size %d: format version %d, %d partitions; want a partitioned table of version %d", size, m.Props.FormatVersion, m.Props.IndexPartitions, format)
 				}
-				checkAgainstReference(t, what, r, es, rng)
-				if err := r.Close(); err != nil {
-					t.Fatal(err)
-				}
+				checkPartitionedModes(t, fmt.Sprintf("version %d, partition size %d, %s filter", format, size, v), data, es, rng)
 			}
+		}
+	}
+}
+
+// checkPartitionedModes checks the table data against es in every
+// partitionReaderModes mode.
+func checkPartitionedModes(t *testing.T, what string, data []byte, es []refEntry, rng *rand.Rand) {
+	t.Helper()
+	for name, ro := range partitionReaderModes() {
+		what := what + ", " + name
+		r := mustOpenBytes(t, data, ro())
+		if err := r.Check(); err != nil {
+			t.Fatalf("%s: Check: %v", what, err)
+		}
+		checkAgainstReference(t, what, r, es, rng)
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
@@ -135,20 +144,28 @@ func TestPartitionedVersionsStraddlePartitions(t *testing.T) {
 		}
 		return k
 	}
-	for _, o := range []WriterOptions{
-		{BlockSize: 200, BloomBitsPerKey: 10, IndexPartitionSize: 1},
-		{BlockSize: 200, BloomBitsPerKey: 10, IndexPartitionSize: 1, FilterKey: prefix, FilterKeyName: "row"},
-		{BlockSize: 200, BloomBitsPerKey: 10, IndexPartitionSize: 1, FilterKey: prefix, FilterKeyName: "row", FilterWholeKey: true},
-	} {
+	var opts []WriterOptions
+	for _, format := range []uint32{FormatVersionPartitioned, FormatVersionCompactIndex} {
+		// One data block per partition, and (300) many: a compact
+		// partition then holds runs of "hot" entries with stored trailers
+		// and delta-encoded handles.
+		for _, size := range []int{1, 300} {
+			opts = append(opts,
+				WriterOptions{BlockSize: 200, BloomBitsPerKey: 10, IndexPartitionSize: size, PartitionedFormat: format},
+				WriterOptions{BlockSize: 200, BloomBitsPerKey: 10, IndexPartitionSize: size, PartitionedFormat: format, FilterKey: prefix, FilterKeyName: "row"},
+				WriterOptions{BlockSize: 200, BloomBitsPerKey: 10, IndexPartitionSize: size, PartitionedFormat: format, FilterKey: prefix, FilterKeyName: "row", FilterWholeKey: true})
+		}
+	}
+	for _, o := range opts {
 		data, m := buildTable(t, es, o)
-		if m.Props.IndexPartitions < 100 {
-			t.Fatalf("%d partitions, want one per data block (%d)", m.Props.IndexPartitions, m.Props.NumDataBlocks)
+		if o.IndexPartitionSize == 1 && m.Props.IndexPartitions < 100 || m.Props.IndexPartitions < 5 || m.Props.FormatVersion != o.PartitionedFormat {
+			t.Fatalf("version %d: %d partitions for %d data blocks", m.Props.FormatVersion, m.Props.IndexPartitions, m.Props.NumDataBlocks)
 		}
 		for name, ro := range partitionReaderModes() {
 			ropts := ro()
 			ropts.FilterKey, ropts.FilterKeyName = o.FilterKey, o.FilterKeyName
 			r := mustOpenBytes(t, data, ropts)
-			what := fmt.Sprintf("%s, filter key %q, whole %v", name, o.FilterKeyName, o.FilterWholeKey)
+			what := fmt.Sprintf("version %d, partition size %d, %s, filter key %q, whole %v", o.PartitionedFormat, o.IndexPartitionSize, name, o.FilterKeyName, o.FilterWholeKey)
 			if err := r.Check(); err != nil {
 				t.Fatalf("%s: Check: %v", what, err)
 			}
@@ -405,7 +422,7 @@ func TestGoldenPartitionedTable(t *testing.T) {
 		uk := []byte(fmt.Sprintf("key%d", i))
 		es = append(es, refEntry{kv.MakeInternalKey(uk, uint64(10-i), kv.KindSet), []byte("value-" + fmt.Sprint(i))})
 	}
-	data, m := buildTable(t, es, WriterOptions{BlockSize: 40, BloomBitsPerKey: 10, IndexPartitionSize: 1, Compression: NoCompression})
+	data, m := buildTable(t, es, WriterOptions{BlockSize: 40, BloomBitsPerKey: 10, IndexPartitionSize: 1, Compression: NoCompression, PartitionedFormat: FormatVersionPartitioned})
 	r := mustOpenBytes(t, data, ReaderOptions{})
 	defer r.Close()
 	var layout []string
@@ -425,14 +442,16 @@ func TestGoldenPartitionedTable(t *testing.T) {
 }
 
 // BenchmarkPartitionedGet compares Gets on one set of keys written whole
-// and partitioned, held by the Reader or in the block cache.
+// and partitioned (version 4, and version 3 as "partitioned-v3"), held by
+// the Reader or in the block cache.
 func BenchmarkPartitionedGet(b *testing.B) {
 	es := randomKeyEntries(rand.New(rand.NewPCG(49, 50)), 200000)
 	for _, layout := range []struct {
-		name string
-		size int
-	}{{"whole", 0}, {"partitioned", 4096}} {
-		data, _ := buildTable(b, es, WriterOptions{BloomBitsPerKey: 10, IndexPartitionSize: layout.size})
+		name   string
+		size   int
+		format uint32
+	}{{"whole", 0, 0}, {"partitioned-v3", 4096, FormatVersionPartitioned}, {"partitioned", 4096, FormatVersionCompactIndex}} {
+		data, _ := buildTable(b, es, WriterOptions{BloomBitsPerKey: 10, IndexPartitionSize: layout.size, PartitionedFormat: layout.format})
 		for _, mode := range []struct {
 			name   string
 			cached bool

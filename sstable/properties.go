@@ -58,7 +58,8 @@ type Properties struct {
 	RangeFilterBitsPerKey              float64
 	// IndexPartitions is the number of index partitions (and of filter
 	// partitions, when the table has a filter) of a table of
-	// FormatVersionPartitioned; 0 for every other table. IndexSize and
+	// FormatVersionPartitioned or FormatVersionCompactIndex; 0 for every
+	// other table. IndexSize and
 	// FilterSize then count every partition and the top-level index.
 	IndexPartitions uint64
 }

@@ -162,7 +162,7 @@ func (r *Reader) open(o ReaderOptions) error {
 		return err
 	}
 	cacheMeta := o.CacheFilters && o.Cache != nil
-	if ft.version == FormatVersionPartitioned {
+	if ft.partitioned() {
 		if err := r.decodePartitions(); err != nil {
 			return err
 		}
@@ -282,7 +282,7 @@ func (r *Reader) checkPropertiesAgainstFooter(loc location) error {
 	if p.FormatVersion != ft.version {
 		return loc.corruptf("format version %d disagrees with the footer's %d", p.FormatVersion, ft.version)
 	}
-	partitioned := ft.version == FormatVersionPartitioned
+	partitioned := ft.partitioned()
 	if (p.IndexPartitions > 0) != partitioned {
 		return loc.corruptf("%d index partitions in a table of format version %d", p.IndexPartitions, ft.version)
 	}
@@ -497,14 +497,18 @@ func (r *Reader) loadDataBlock(h blockHandle, fill bool, stats *ReadStats, count
 	return b, nil
 }
 
-// dataHandle decodes an index entry's value and checks that it lies among
-// the data blocks.
-func (r *Reader) dataHandle(indexKey, v []byte) (blockHandle, error) {
-	h, ok := decodeHandle(v)
+// dataHandle returns the block handle of the index entry idx is on (its
+// value decoded, or in a compact partition the handle decodeAt rebuilt)
+// and checks that it lies among the data blocks.
+func (r *Reader) dataHandle(idx *blockIter) (blockHandle, error) {
+	h, ok := idx.h, true
+	if !idx.b.compact {
+		h, ok = decodeHandle(idx.value)
+	}
 	if !ok || h.offset > r.props.DataSize || h.size > r.props.DataSize-h.offset ||
 		blockTrailerLen > r.props.DataSize-h.offset-h.size {
 		return blockHandle{}, location{r.name, kindIndex, r.footer.index.offset}.corruptf(
-			"entry %s: bad data block handle %x (data blocks end at %d)", formatKey(indexKey), v, r.props.DataSize)
+			"entry %s: bad data block handle %x = (%d, %d) (data blocks end at %d)", formatKey(idx.key), idx.value, h.offset, h.size, r.props.DataSize)
 	}
 	return h, nil
 }

@@ -91,7 +91,7 @@ func (r *Reader) getSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStat
 	sawKey := false
 	valid := st.index.seekGEFrom(st.search, part)
 	for first := true; valid; first = false {
-		h, err := r.dataHandle(st.index.Key(), st.index.Value())
+		h, err := r.dataHandle(&st.index.iter)
 		if err != nil {
 			return nil, 0, 0, false, BlockRef{}, err
 		}

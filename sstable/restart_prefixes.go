@@ -52,7 +52,7 @@ func (b *block) buildRestartPrefixes() {
 	if b.numRestarts == 0 || b.numEntries == 0 {
 		return
 	}
-	first := kv.UserKey(b.restartKey(0))
+	first := b.restartUserKey(0)
 	last := kv.UserKey(b.lastKey())
 	n := 0
 	for n < len(first) && n < len(last) && first[n] == last[n] {
@@ -60,7 +60,7 @@ func (b *block) buildRestartPrefixes() {
 	}
 	p := &restartPrefixes{common: first[:n:n], nums: make([]uint64, b.numRestarts)}
 	for i := range p.nums {
-		p.nums[i] = prefixNum(kv.UserKey(b.restartKey(i)), n)
+		p.nums[i] = prefixNum(b.restartUserKey(i), n)
 	}
 	b.prefixes = p
 }
@@ -118,7 +118,7 @@ func (b *block) searchRestarts(target []byte) int {
 	}
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if kv.CompareInternal(b.restartKey(mid), target) < 0 {
+		if b.compareRestart(mid, target) < 0 {
 			lo = mid + 1
 		} else {
 			hi = mid

@@ -101,7 +101,7 @@ func (it *tableIter) clearData() {
 
 // loadBlock points the data iterator at the block the index iterator is on.
 func (it *tableIter) loadBlock() bool {
-	h, err := it.r.dataHandle(it.index.Key(), it.index.Value())
+	h, err := it.r.dataHandle(&it.index.iter)
 	if err == nil {
 		var b *block
 		if it.ra != nil {

@@ -61,6 +61,9 @@ type Writer struct {
 	// partitions.go): index and filter hold the current one. Finish
 	// writes them after the data blocks.
 	parts []writerPartition
+	// cindex builds the current partition in place of index once the
+	// first has been cut, in a version 4 table (index_compact.go).
+	cindex *compactIndexBuilder
 }
 
 // NewWriter returns a Writer that writes a table to f. Option errors are
@@ -193,12 +196,29 @@ func (w *Writer) noteEntry(ikey []byte, seq uint64, kind kv.Kind, valueLen int) 
 }
 
 func (w *Writer) addIndexEntry(sep []byte) {
-	w.handleScratch = appendHandle(w.handleScratch[:0], w.pending)
-	w.index.add(sep, w.handleScratch)
+	var size int
+	if w.cindex != nil {
+		if err := w.cindex.add(sep, w.pending); err != nil {
+			w.err = err
+		}
+		size = w.cindex.v3EstimatedSize()
+	} else {
+		w.handleScratch = appendHandle(w.handleScratch[:0], w.pending)
+		w.index.add(sep, w.handleScratch)
+		size = w.index.estimatedSize()
+	}
 	w.pendingIndex = false
-	if w.opts.IndexPartitionSize > 0 && w.index.estimatedSize() >= w.opts.IndexPartitionSize {
+	if w.opts.IndexPartitionSize > 0 && size >= w.opts.IndexPartitionSize {
 		w.cutPartition(sep)
 	}
+}
+
+// indexEmpty reports whether the current index (or partition) is empty.
+func (w *Writer) indexEmpty() bool {
+	if w.cindex != nil {
+		return w.cindex.empty()
+	}
+	return w.index.empty()
 }
 
 func (w *Writer) flushDataBlock() {
@@ -318,7 +338,7 @@ func (w *Writer) writeMeta() {
 		w.addIndexEntry(w.scratch)
 	}
 	if len(w.parts) > 0 {
-		if !w.index.empty() {
+		if !w.indexEmpty() {
 			w.cutPartition(w.scratch)
 		}
 		w.writeTail(w.writePartitions())
