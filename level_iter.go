@@ -303,6 +303,28 @@ type scanBounds struct {
 // on their range filter, or a table beyond the bounds.
 func (l *levelIter) SeekSkipped() bool { return l.skipped }
 
+// openInRange makes table i the level's iterator (unpositioned) unless
+// its range filter rules out every user key in [lo, hi): opened says it
+// did, filtered that a range filter was asked and said maybe, failed that
+// the table could not be opened (l.find recorded the error).
+func (l *levelIter) openInRange(i int, lo, hi []byte) (opened, filtered, failed bool) {
+	r, release := l.find(i)
+	if r == nil {
+		return false, false, true
+	}
+	may := true
+	if l.scan.filters {
+		may, filtered = r.RangeMayMatch(lo, hi, l.stats)
+	}
+	if !may {
+		release()
+		return false, false, false
+	}
+	l.iter, l.close = r.ReuseIterReleasing(l.spare, true, l.stats), release
+	l.spare = nil
+	return true, filtered, false
+}
+
 // seekGEBounded is SeekGE(ikey) from file i on, for an iterator with an
 // upper bound: the tables that cannot hold [UserKey(ikey), upper) -- that
 // start at or after upper, or whose range filter rules the range out --
@@ -311,24 +333,17 @@ func (l *levelIter) SeekSkipped() bool { return l.skipped }
 func (l *levelIter) seekGEBounded(i int, ikey []byte) bool {
 	lo, hi := base.UserKey(ikey), l.scan.upper
 	for ; i < len(l.files) && bytes.Compare(lo, hi) < 0 && bytes.Compare(l.files[i].SmallestUserKey(), hi) < 0; i++ {
-		r, release := l.find(i)
-		if r == nil {
+		opened, filtered, failed := l.openInRange(i, lo, hi)
+		if failed {
 			return false
 		}
-		may, filtered := true, false
-		if l.scan.filters {
-			may, filtered = r.RangeMayMatch(lo, hi, l.stats)
-		}
-		if may {
-			l.iter, l.close = r.ReuseIterReleasing(l.spare, true, l.stats), release
-			l.spare = nil
+		if opened {
 			ok := l.iter.SeekGE(ikey)
 			if filtered && l.stats != nil && (!ok || bytes.Compare(base.UserKey(l.iter.Key()), hi) >= 0) {
 				l.stats.RangeFilterFalsePositives.Add(1)
 			}
 			return l.skipForward(ok)
 		}
-		release()
 		if l.files[i] == l.seekFile {
 			l.seekFile = nil // the seek read nothing there
 		}
@@ -349,24 +364,17 @@ func (l *levelIter) seekLTBounded(i int, ikey []byte) bool {
 	hi := append(append(l.scan.scratch[:0], u...), 0)
 	l.scan.scratch = hi
 	for ; i >= 0 && bytes.Compare(lower, hi) < 0 && bytes.Compare(l.files[i].LargestUserKey(), lower) >= 0; i-- {
-		r, release := l.find(i)
-		if r == nil {
+		opened, filtered, failed := l.openInRange(i, lower, hi)
+		if failed {
 			return false
 		}
-		may, filtered := true, false
-		if l.scan.filters {
-			may, filtered = r.RangeMayMatch(lower, hi, l.stats)
-		}
-		if may {
-			l.iter, l.close = r.ReuseIterReleasing(l.spare, true, l.stats), release
-			l.spare = nil
+		if opened {
 			ok := l.iter.SeekLT(ikey)
 			if filtered && l.stats != nil && (!ok || bytes.Compare(base.UserKey(l.iter.Key()), lower) < 0) {
 				l.stats.RangeFilterFalsePositives.Add(1)
 			}
 			return l.skipBackward(ok)
 		}
-		release()
 	}
 	l.closeCurrent()
 	l.index, l.skipped = -1, true
