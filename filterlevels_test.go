@@ -123,6 +123,12 @@ func TestFilterPerLevelTables(t *testing.T) {
 	o.DisableAutomaticCompactions = true
 	db = mustOpen(t, "/db", o)
 	defer db.Close()
+	// Two passes: the first changes table boundaries, and with them the
+	// coverage the policy weighs levels by, so levels rewritten early in
+	// it got bits from an allocation the later ones no longer use (the
+	// average drifted to 5.01-5.12). The second pass keeps the boundaries
+	// and rewrites every level from one allocation (4.996-5.004 in 40 runs).
+	rewriteFilters(t, db)
 	rewriteFilters(t, db)
 	mean, mem, keys := levelBits(t, db)
 	m := db.Metrics()
@@ -137,8 +143,8 @@ func TestFilterPerLevelTables(t *testing.T) {
 			l, lm.Files, mean[l], lm.FilterBitsPerKey, lm.FilterBytes)
 	}
 	t.Logf("all tables: %.3f bits/key (uniform 5)", mem/keys)
-	if avg := mem / keys; avg < 4.9 || avg > 5.1 {
-		t.Errorf("tables average %.3f bits/key, want the uniform 5 within 2%%", avg)
+	if avg := mem / keys; avg < 4.95 || avg > 5.05 {
+		t.Errorf("tables average %.3f bits/key, want the uniform 5 within 1%%", avg)
 	}
 	if len(levels) < 3 {
 		t.Fatalf("tree has levels %v below level 0; want 3 or more", levels)
