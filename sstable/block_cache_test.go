@@ -2,6 +2,7 @@ package sstable
 
 import (
 	"bytes"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -233,5 +234,55 @@ func TestBlockCacheMetadataShare(t *testing.T) {
 	}
 	if m := cached(c, true); m != 0 {
 		t.Fatalf("share 0: %d metadata blocks survived a stream of data blocks", m)
+	}
+}
+
+// TestBlockCacheMetadataCredit: where small and large metadata entries
+// are needed equally often and do not all fit, the CLOCK hand's credit by
+// size keeps the small ones (index partitions) in preference to the large
+// ones (filter partitions covering the same keys); with one credit for
+// all, both are kept in the same proportion.
+func TestBlockCacheMetadataCredit(t *testing.T) {
+	const capacity = 200_000 // one shard
+	const pairs, small, large = 40, 2_000, 10_000
+	run := func(credit int64) (smallHits, largeHits float64, bytesRead int) {
+		c := NewBlockCache(capacity)
+		c.SetMetadataShare(1)
+		c.metaCredit = credit
+		if len(c.shards) != 1 {
+			t.Fatalf("%d shards, want 1", len(c.shards))
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		var hits [2]int
+		const warm, n = 2_000, 20_000
+		for i := range warm + n {
+			p := uint64(rng.IntN(pairs))
+			for k, size := range []int{small, large} {
+				off := p*2 + uint64(k)
+				if c.get(1, off) != nil {
+					if i >= warm {
+						hits[k]++
+					}
+					continue
+				}
+				if i >= warm {
+					bytesRead += size
+				}
+				c.setIndex(1, off, fakeBlock(size))
+			}
+		}
+		if s := c.shards[0].used; s > capacity {
+			t.Fatalf("used %d of %d", s, capacity)
+		}
+		return float64(hits[0]) / n, float64(hits[1]) / n, bytesRead
+	}
+	s1, l1, b1 := run(0)
+	s8, l8, b8 := run(metaCreditBytes)
+	t.Logf("one credit: small %.3f large %.3f hit rates, %d bytes read; by size: %.3f %.3f, %d bytes", s1, l1, b1, s8, l8, b8)
+	if s8 < l8+0.2 {
+		t.Errorf("credit by size: small entries hit %.3f, large %.3f: want small ahead by 0.2 or more", s8, l8)
+	}
+	if math.Abs(s1-l1) > 0.05 {
+		t.Errorf("one credit: small entries hit %.3f, large %.3f: want about the same", s1, l1)
 	}
 }

@@ -217,8 +217,18 @@ func writeCosts(sb *strings.Builder, results []*result) bool {
 // in the block cache cost the Gets: lookups, misses read from files, and
 // the filter memory held at the end.
 func writeFilterCache(sb *strings.Builder, results []*result) {
+	// The index partitions' column shows only where some were read, so
+	// reports that predate it print as they did.
+	withIndex := false
+	for _, r := range results {
+		withIndex = withIndex || r.IndexPartitionReads > 0
+	}
 	t := &table{}
-	t.add("filters in block cache", "lookups/Get", "hit rate", "reads/Get", "resident", "pinned")
+	header := []string{"filters in block cache", "lookups/Get", "hit rate", "reads/Get", "resident", "pinned"}
+	if withIndex {
+		header = append(header, "index reads/Get")
+	}
+	t.add(header...)
 	n := 0
 	for _, r := range results {
 		lookups := r.FilterCacheHits + r.FilterCacheMisses
@@ -231,8 +241,12 @@ func writeFilterCache(sb *strings.Builder, results []*result) {
 		if lookups > 0 {
 			hitRate = fmt.Sprintf("%.2f%%", 100*float64(r.FilterCacheHits)/float64(lookups))
 		}
-		t.add(label(r), fmt.Sprintf("%.3f", float64(lookups)/g), hitRate, fmt.Sprintf("%.4f", float64(r.FilterBlockReads)/g),
-			humanize.IBytes(uint64(r.FilterBytesResident)), humanize.IBytes(uint64(r.FilterBytesPinned)))
+		row := []string{label(r), fmt.Sprintf("%.3f", float64(lookups)/g), hitRate, fmt.Sprintf("%.4f", float64(r.FilterBlockReads)/g),
+			humanize.IBytes(uint64(r.FilterBytesResident)), humanize.IBytes(uint64(r.FilterBytesPinned))}
+		if withIndex {
+			row = append(row, fmt.Sprintf("%.4f", float64(r.IndexPartitionReads)/g))
+		}
+		t.add(row...)
 	}
 	if n == 0 {
 		return

@@ -54,6 +54,9 @@ type result struct {
 	FilterBlockReads    uint64 `json:"filter_block_reads"`
 	FilterBytesResident int64  `json:"filter_bytes_resident"`
 	FilterBytesPinned   int64  `json:"filter_bytes_pinned"`
+	// IndexPartitionReads counts the index partitions Gets read from
+	// files (tables with partitioned indexes; 0 in reports that predate it).
+	IndexPartitionReads uint64 `json:"index_partition_reads,omitempty"`
 
 	// Iterator workloads (scan, seekprefix, seekprefixmissing): totals.
 	Seeks                    uint64 `json:"seeks"`
@@ -152,6 +155,7 @@ func newResult(run *workloadRun, pass string, bits int, variant filter.Variant, 
 		FilterBlockReads:    d.FilterBlockReads,
 		FilterBytesResident: d.FilterBytesResident,
 		FilterBytesPinned:   d.FilterBytesPinned,
+		IndexPartitionReads: d.IndexPartitionReads,
 	}
 	if d.Gets > 0 {
 		for _, l := range d.Levels {
