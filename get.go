@@ -181,10 +181,11 @@ func (db *DB) getFromTable(sh *readShard, slot int, f *manifest.FileMetadata, le
 	}
 	// The value aliases a block that held keeps from being recycled (its
 	// buffer reused for another block): copy it out, then release.
-	v, kind, vseq, ok, held, err := r.GetSeqHeld(key, seq, !db.opts.IgnoreFilters, &sh.levels[level])
+	v, kind, vseq, ok, held, err := r.GetSeqHeld(key, seq, db.filterUse(sh, level), &sh.levels[level])
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("bloomkv: get: %w", err)
 	}
+	sh.outcomes[level].record(ok)
 	if *tomb != 0 && (!ok || vseq < *tomb) {
 		held.Release()
 		return nil, base.KindDelete, true, nil
@@ -225,6 +226,9 @@ type readShard struct {
 	// levels count the work in each level's tables, where it happens (the
 	// SSTable reader and block cache).
 	levels [manifest.NumLevels]sstable.ReadStats
+	// outcomes says, per level, how often recent Gets found their key in
+	// the tables they probed (filterUse).
+	outcomes [manifest.NumLevels]probeOutcomes
 	// Iterators: positioning calls, prefix seeks, the tables prefix seeks
 	// considered and the work in each level's tables.
 	iterSeeks, iterPrefixSeeks atomic.Uint64

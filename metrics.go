@@ -108,6 +108,10 @@ type Metrics struct {
 	// files because the block cache did not hold them (partitioned tables
 	// with CacheFilterBlocks; their bytes are in BytesRead).
 	IndexPartitionReads uint64
+	// FilterSkips counts table probes by Gets that did without a filter
+	// the block cache did not hold, at a level where recent Gets mostly
+	// found their key (CacheFilterBlocks, unless AlwaysReadFilters).
+	FilterSkips uint64
 	// IndexBytesResident is the index memory of the tables open in the
 	// table cache: whole index blocks and the top-level indexes of
 	// partitioned tables (and, without CacheFilterBlocks, their index
@@ -188,6 +192,9 @@ type LevelMetrics struct {
 	// IndexPartitionReads counts the index partitions Gets read from this
 	// level's tables' files (CacheFilterBlocks: misses).
 	IndexPartitionReads uint64
+	// FilterSkips counts probes of this level's tables that did without
+	// an evicted filter (see Metrics).
+	FilterSkips uint64
 	// TableOpens counts this level's table opens that Gets and iterators
 	// caused (their bytes are in BytesRead and IterBytesRead).
 	TableOpens uint64
@@ -228,6 +235,7 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 			d.Levels[i].TableOpens -= earlier.Levels[i].TableOpens
 			d.Levels[i].FilterBlockReads -= earlier.Levels[i].FilterBlockReads
 			d.Levels[i].IndexPartitionReads -= earlier.Levels[i].IndexPartitionReads
+			d.Levels[i].FilterSkips -= earlier.Levels[i].FilterSkips
 			d.Levels[i].IterTablesProbed -= earlier.Levels[i].IterTablesProbed
 			d.Levels[i].IterFilterNegatives -= earlier.Levels[i].IterFilterNegatives
 			d.Levels[i].IterFilterFalsePositives -= earlier.Levels[i].IterFilterFalsePositives
@@ -273,6 +281,7 @@ func (m Metrics) Sub(earlier Metrics) Metrics {
 	d.FilterCacheMisses -= earlier.FilterCacheMisses
 	d.FilterBlockReads -= earlier.FilterBlockReads
 	d.IndexPartitionReads -= earlier.IndexPartitionReads
+	d.FilterSkips -= earlier.FilterSkips
 	d.TableReopens -= earlier.TableReopens
 	d.TableOpenBytes -= earlier.TableOpenBytes
 	d.TableReopensCached -= earlier.TableReopensCached
@@ -376,6 +385,7 @@ func (db *DB) Metrics() Metrics {
 			lm.TableOpens += rs.TableOpens.Load() + sh.iterLevels[l].TableOpens.Load()
 			lm.FilterBlockReads += rs.FilterBlockReads.Load()
 			lm.IndexPartitionReads += rs.IndexBlockReads.Load()
+			lm.FilterSkips += rs.FilterSkips.Load()
 			m.BlockCacheHits += rs.BlockCacheHits.Load()
 			m.BlockCacheMisses += rs.BlockCacheMisses.Load()
 			is := &sh.iterLevels[l]
@@ -471,6 +481,7 @@ func (db *DB) Metrics() Metrics {
 	for _, lm := range m.Levels {
 		m.FilterBlockReads += lm.FilterBlockReads
 		m.IndexPartitionReads += lm.IndexPartitionReads
+		m.FilterSkips += lm.FilterSkips
 	}
 	m.TableCacheOpen = db.tableCache.Len()
 	m.TableOpens, m.TableReopens, m.TableOpenBytes = db.tableCache.OpenCounts()

@@ -164,7 +164,20 @@ type Options struct {
 	// BlockCacheSize, at the cost of a cache lookup per filter probe and a
 	// read when an evicted filter is probed again (Metrics.FilterBlockReads).
 	// FilterPinning says which filters stay pinned. Needs a block cache.
+	//
+	// With it, a Get at a level where most recent Gets found their key
+	// (more than half of the last few hundred probes of the level's
+	// tables, counted per CPU) consults a filter only if it is in the
+	// cache: one that would be read from its file is skipped, and the
+	// table searched as if it had said "maybe" (Metrics.FilterSkips).
+	// There, reading the filter costs a block read that a Get of a key
+	// the table holds gains nothing from, and one of an absent key saves
+	// at most the data block read instead. AlwaysReadFilters turns this
+	// off.
 	CacheFilterBlocks bool
+	// AlwaysReadFilters, with CacheFilterBlocks, makes every Get read an
+	// evicted filter from its file, at every level (see CacheFilterBlocks).
+	AlwaysReadFilters bool
 	// FilterPinning, with CacheFilterBlocks, says which tables hold their
 	// filter pinned once probed: not evictable, still charged to the block
 	// cache (RocksDB's pin_l0_filter_and_index_blocks_in_cache). Default

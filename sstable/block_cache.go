@@ -119,8 +119,8 @@ type cacheEntry struct {
 	// hits on a popular block do not keep writing its line), and each pass
 	// of the CLOCK hand takes one from it.
 	used   atomic.Uint32
-	credit uint32 // constant: set by insert
-	node lru.Node[*cacheEntry] // in its shard's list, guarded by the shard's mu
+	credit uint32                // constant: set by insert
+	node   lru.Node[*cacheEntry] // in its shard's list, guarded by the shard's mu
 }
 
 type cacheShard struct {

@@ -29,7 +29,7 @@ func TestBlockRefLifecycle(t *testing.T) {
 	e := es[10]
 	uk := kv.UserKey(e.key)
 
-	v, _, _, found, held, err := r.GetSeqHeld(uk, kv.MaxSeq, true, nil)
+	v, _, _, found, held, err := r.GetSeqHeld(uk, kv.MaxSeq, FilterProbe, nil)
 	if err != nil || !found || !bytes.Equal(v, e.value) || held.b == nil {
 		t.Fatalf("GetSeqHeld = %q %v %v (held %v)", v, found, err, held.b != nil)
 	}
@@ -53,7 +53,7 @@ func TestBlockRefLifecycle(t *testing.T) {
 
 	// The next Get misses and reads the block again; released by the Get,
 	// it stays cached and unrecycled.
-	v, _, _, found, held, err = r.GetSeqHeld(uk, kv.MaxSeq, true, nil)
+	v, _, _, found, held, err = r.GetSeqHeld(uk, kv.MaxSeq, FilterProbe, nil)
 	if err != nil || !found || !bytes.Equal(v, e.value) {
 		t.Fatalf("GetSeqHeld after recycling = %q %v %v", v, found, err)
 	}
@@ -81,7 +81,7 @@ func TestBlockRefUncached(t *testing.T) {
 		r := mustOpenBytes(t, data, ReaderOptions{Cache: cache})
 		n0 := recycledBuffers.Load()
 		for _, e := range es[:100] {
-			v, _, _, found, held, err := r.GetSeqHeld(kv.UserKey(e.key), kv.MaxSeq, false, nil)
+			v, _, _, found, held, err := r.GetSeqHeld(kv.UserKey(e.key), kv.MaxSeq, FilterIgnore, nil)
 			if err != nil || !found || !bytes.Equal(v, e.value) {
 				t.Fatalf("GetSeqHeld(%s) = %q %v %v", kv.FormatInternalKey(e.key), v, found, err)
 			}
@@ -203,7 +203,7 @@ func TestBlockRecycleConcurrent(t *testing.T) {
 		if absent {
 			uk = append(uk, 'x')
 		}
-		v, kind, _, found, held, err := readers[i%tables].GetSeqHeld(uk, kv.MaxSeq, rng.IntN(2) == 0, nil)
+		v, kind, _, found, held, err := readers[i%tables].GetSeqHeld(uk, kv.MaxSeq, FilterUse(rng.IntN(3)), nil)
 		defer held.Release()
 		switch {
 		case err != nil:

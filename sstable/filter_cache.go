@@ -32,7 +32,7 @@ type residentFilter struct {
 // filterBlock returns the table's filter, reading it on a cache miss (its
 // bytes counted in stats.BytesRead and stats.FilterBlockReads; stats may
 // be nil). REQUIRES: the table has a filter (r.footer.hasFilter()).
-func (r *Reader) filterBlock(stats *ReadStats) (*filter.Block, error) {
+func (r *Reader) filterBlock(ifCached bool, stats *ReadStats) (*filter.Block, error) {
 	if !r.cacheFilter {
 		return &r.filter, nil
 	}
@@ -41,6 +41,9 @@ func (r *Reader) filterBlock(stats *ReadStats) (*filter.Block, error) {
 	}
 	if b := r.cache.getFilter(r.fileNum, r.footer.filter.offset); b != nil {
 		return &b.Block, nil
+	}
+	if ifCached {
+		return nil, nil
 	}
 	b, err := r.readFilter(stats)
 	if err != nil {

@@ -169,3 +169,61 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// TestGetFilterProbeIfCached: FilterProbeIfCached consults a filter the
+// cache holds as FilterProbe does, and one it does not hold not at all:
+// the Get searches the table (a data block read), answers as without a
+// filter, reads no filter and counts a skip. Whole filter blocks and
+// filter partitions alike.
+func TestGetFilterProbeIfCached(t *testing.T) {
+	const n = 2000
+	es := make([]refEntry, 0, n)
+	for i := 0; i < 2*n; i += 2 {
+		es = append(es, refEntry{key: kv.MakeInternalKey([]byte(fmt.Sprintf("key%06d", i)), 1, kv.KindSet), value: []byte("v")})
+	}
+	for name, wo := range map[string]WriterOptions{
+		"whole":       {BloomBitsPerKey: 10, BlockSize: 512},
+		"partitioned": {BloomBitsPerKey: 10, BlockSize: 512, IndexPartitionSize: 256},
+	} {
+		t.Run(name, func(t *testing.T) {
+			data, _ := buildTable(t, es, wo)
+			cache := NewBlockCache(1 << 20)
+			r := mustOpenBytes(t, data, ReaderOptions{Cache: cache, CacheFilters: true})
+			if (name == "partitioned") != r.partitioned() {
+				t.Fatalf("partitioned %v", r.partitioned())
+			}
+			get := func(i int, use FilterUse) (found bool, d ReadStats) {
+				t.Helper()
+				var st ReadStats
+				k := []byte(fmt.Sprintf("key%06d", i))
+				v, _, _, found, held, err := r.GetSeqHeld(k, kv.MaxSeq, use, &st)
+				if err != nil || found != (i%2 == 0) || found && string(v) != "v" {
+					t.Fatalf("%s with use %d: %q %v %v", k, use, v, found, err)
+				}
+				held.Release()
+				return found, st
+			}
+			// Nothing cached: present and absent keys are searched.
+			for _, i := range []int{10, 11} {
+				_, st := get(i, FilterProbeIfCached)
+				if st.FilterSkips.Load() != 1 || st.FilterBlockReads.Load() != 0 || st.FilterNegatives.Load() != 0 || st.DataBlockReads.Load() == 0 {
+					t.Errorf("key %d, filter not cached: %d skips, %d filter reads, %d negatives, %d data blocks; want 1, 0, 0, some",
+						i, st.FilterSkips.Load(), st.FilterBlockReads.Load(), st.FilterNegatives.Load(), st.DataBlockReads.Load())
+				}
+			}
+			// FilterProbe reads the filter (the partition for key 11) into
+			// the cache; then FilterProbeIfCached uses it.
+			if _, st := get(11, FilterProbe); st.FilterBlockReads.Load() != 1 || st.FilterNegatives.Load() != 1 {
+				t.Fatalf("FilterProbe: %d filter reads, %d negatives; want 1, 1", st.FilterBlockReads.Load(), st.FilterNegatives.Load())
+			}
+			_, st := get(11, FilterProbeIfCached)
+			if st.FilterSkips.Load() != 0 || st.FilterBlockReads.Load() != 0 || st.FilterNegatives.Load() != 1 || st.DataBlockReads.Load() != 0 {
+				t.Errorf("filter cached: %d skips, %d filter reads, %d negatives, %d data blocks; want 0, 0, 1, 0",
+					st.FilterSkips.Load(), st.FilterBlockReads.Load(), st.FilterNegatives.Load(), st.DataBlockReads.Load())
+			}
+			if _, st := get(12, FilterIgnore); st.FilterSkips.Load() != 0 || st.FilterNegatives.Load() != 0 || st.FilterBlockReads.Load() != 0 {
+				t.Errorf("FilterIgnore consulted the filter")
+			}
+		})
+	}
+}

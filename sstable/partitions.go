@@ -296,7 +296,7 @@ func (r *Reader) indexPartition(i int, fill bool, stats *ReadStats) (*block, err
 // filterPartition returns filter partition i: resident, pinned, or from
 // the block cache, read and cached on a miss (counted in stats, which may
 // be nil).
-func (r *Reader) filterPartition(i int, stats *ReadStats) (*filter.Block, error) {
+func (r *Reader) filterPartition(i int, ifCached bool, stats *ReadStats) (*filter.Block, error) {
 	if r.residentFilters != nil {
 		return &r.residentFilters[i], nil
 	}
@@ -306,6 +306,9 @@ func (r *Reader) filterPartition(i int, stats *ReadStats) (*filter.Block, error)
 	h := r.parts[i].filter
 	if b := r.cache.getFilter(r.fileNum, h.offset); b != nil {
 		return &b.Block, nil
+	}
+	if ifCached {
+		return nil, nil
 	}
 	b, err := r.readFilterAt(h, kindFilterPartition, stats)
 	if err != nil {
@@ -357,20 +360,23 @@ func (r *Reader) loadResidentPartitions(cacheMeta bool) error {
 // one says "maybe".
 //
 // first is findPartition(ukey), which the caller has found.
-func (r *Reader) partitionsMayContain(ukey, fk []byte, first int, stats *ReadStats) (bool, error) {
+func (r *Reader) partitionsMayContain(ukey, fk []byte, first int, ifCached bool, stats *ReadStats) (may, skipped bool, err error) {
 	for i := first; i < len(r.parts); i++ {
-		flt, err := r.filterPartition(i, stats)
+		flt, err := r.filterPartition(i, ifCached, stats)
 		if err != nil {
-			return false, err
+			return false, false, err
+		}
+		if flt == nil {
+			return true, true, nil
 		}
 		if flt.MayContain(fk) {
-			return true, nil
+			return true, false, nil
 		}
 		if !bytes.Equal(r.parts[i].userKey(), ukey) {
 			break
 		}
 	}
-	return false, nil
+	return false, false, nil
 }
 
 // partitionsMayContainPrefix is partitionsMayContain for the filter key
@@ -378,7 +384,7 @@ func (r *Reader) partitionsMayContain(ukey, fk []byte, first int, stats *ReadSta
 // key starting with prefix while the one probed ends with such a key.
 func (r *Reader) partitionsMayContainPrefix(prefix []byte, stats *ReadStats) (bool, error) {
 	for i := r.findPartition(prefix); i < len(r.parts); i++ {
-		flt, err := r.filterPartition(i, stats)
+		flt, err := r.filterPartition(i, false, stats)
 		if err != nil {
 			return false, err
 		}
@@ -463,7 +469,7 @@ func (r *Reader) FilterSummary() (s FilterSummary, ok bool, err error) {
 		s.TheoreticalFPR += b.TheoreticalFPR() * float64(b.NumKeys())
 	}
 	if !r.partitioned() {
-		b, err := r.filterBlock(nil)
+		b, err := r.filterBlock(false, nil)
 		if err != nil {
 			return FilterSummary{}, false, err
 		}
@@ -471,7 +477,7 @@ func (r *Reader) FilterSummary() (s FilterSummary, ok bool, err error) {
 	} else {
 		s.Partitions = len(r.parts)
 		for i := range r.parts {
-			b, err := r.filterPartition(i, nil)
+			b, err := r.filterPartition(i, false, nil)
 			if err != nil {
 				return FilterSummary{}, false, err
 			}
@@ -496,5 +502,6 @@ func (r *Reader) FilterMayContain(ukey, fk []byte) (bool, error) {
 	if r.partitioned() {
 		first = r.findPartition(ukey)
 	}
-	return r.mayContain(ukey, fk, first, nil)
+	may, _, err := r.mayContain(ukey, fk, first, false, nil)
+	return may, err
 }

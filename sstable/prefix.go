@@ -20,7 +20,7 @@ func (r *Reader) PrefixMayMatch(prefix []byte, stats *ReadStats) (may, filtered 
 		may, err = r.partitionsMayContainPrefix(prefix, stats)
 	} else {
 		var flt *filter.Block
-		if flt, err = r.filterBlock(stats); err == nil {
+		if flt, err = r.filterBlock(false, stats); err == nil {
 			may = flt.MayContain(prefix)
 		}
 	}

@@ -534,7 +534,7 @@ func (r *Reader) Filter() (filter.Block, bool) {
 	if !r.footer.hasFilter() { // none, or partitioned: see FilterSummary
 		return filter.Block{}, false
 	}
-	b, err := r.filterBlock(nil)
+	b, err := r.filterBlock(false, nil)
 	if err != nil {
 		return filter.Block{}, false
 	}

@@ -17,6 +17,31 @@ type getState struct {
 
 var getStatePool = sync.Pool{New: func() any { return new(getState) }}
 
+// FilterUse says how a Get consults the table's filter.
+type FilterUse uint8
+
+const (
+	// FilterIgnore searches the table without its filter.
+	FilterIgnore FilterUse = iota
+	// FilterProbe probes the filter first, reading it (or the partition
+	// for the key) from the file when the block cache does not hold it.
+	FilterProbe
+	// FilterProbeIfCached probes the filter only if it is resident,
+	// pinned or in the block cache, and otherwise searches the table as
+	// if the filter had said "maybe" (counted in ReadStats.FilterSkips):
+	// for a caller that expects the table to hold the key, where reading
+	// the filter would cost a block read that saves none.
+	FilterProbeIfCached
+)
+
+// filterUse is FilterProbe or FilterIgnore.
+func filterUse(useFilter bool) FilterUse {
+	if useFilter {
+		return FilterProbe
+	}
+	return FilterIgnore
+}
+
 // Get returns the newest entry for ukey with sequence <= seq. With useFilter
 // and a usable filter, the filter is probed first: "absent" returns at once
 // (counted in stats.FilterNegatives); "maybe" for a key the table holds no
@@ -32,7 +57,7 @@ func (r *Reader) Get(ukey []byte, seq uint64, useFilter bool, stats *ReadStats) 
 // looks at point entries only: the caller consults RangeDels, which the
 // filter says nothing about.
 func (r *Reader) GetSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStats) (value []byte, kind kv.Kind, vseq uint64, found bool, err error) {
-	value, kind, vseq, found, _, err = r.getSeq(ukey, seq, useFilter, stats, false)
+	value, kind, vseq, found, _, err = r.getSeq(ukey, seq, filterUse(useFilter), stats, false)
 	return value, kind, vseq, found, err
 }
 
@@ -41,14 +66,15 @@ func (r *Reader) GetSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStat
 // block once the cache has evicted it (a cache-miss Get then allocates no
 // block). The value is valid only until the Release; held is the zero
 // BlockRef when nothing is found or on error, and Release is still fine.
-func (r *Reader) GetSeqHeld(ukey []byte, seq uint64, useFilter bool, stats *ReadStats) (value []byte, kind kv.Kind, vseq uint64, found bool, held BlockRef, err error) {
-	return r.getSeq(ukey, seq, useFilter, stats, true)
+// use says how the filter is consulted.
+func (r *Reader) GetSeqHeld(ukey []byte, seq uint64, use FilterUse, stats *ReadStats) (value []byte, kind kv.Kind, vseq uint64, found bool, held BlockRef, err error) {
+	return r.getSeq(ukey, seq, use, stats, true)
 }
 
 // getSeq is GetSeq, with the blocks it reads counted (each released before
 // it moves on, the one holding the value returned in held) or kept (never
 // recycled: the value stays valid as long as the caller holds it).
-func (r *Reader) getSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStats, counted bool) (value []byte, kind kv.Kind, vseq uint64, found bool, held BlockRef, err error) {
+func (r *Reader) getSeq(ukey []byte, seq uint64, use FilterUse, stats *ReadStats, counted bool) (value []byte, kind kv.Kind, vseq uint64, found bool, held BlockRef, err error) {
 	filtered := false
 	// part is, in a partitioned table, the partition that can hold the
 	// newest entry of ukey (partitions.go): the filter partition probed
@@ -58,22 +84,28 @@ func (r *Reader) getSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStat
 		var buf [72]byte
 		part = r.findPartitionInternal(kv.AppendInternalKey(buf[:0], ukey, kv.MaxSeq, kv.KindSeek))
 	}
-	if useFilter && r.getProbe != probeNone {
+	if use != FilterIgnore && r.getProbe != probeNone {
 		fk := ukey
 		if r.getProbe == probeFilterKey {
 			fk = r.filterKey(ukey)
 		}
-		may, err := r.mayContain(ukey, fk, part, stats)
+		may, skipped, err := r.mayContain(ukey, fk, part, use == FilterProbeIfCached, stats)
 		if err != nil {
 			return nil, 0, 0, false, BlockRef{}, err
 		}
-		if !may {
+		switch {
+		case skipped:
+			if stats != nil {
+				stats.FilterSkips.Add(1)
+			}
+		case !may:
 			if stats != nil {
 				stats.FilterNegatives.Add(1)
 			}
 			return nil, 0, 0, false, BlockRef{}, nil
+		default:
+			filtered = true
 		}
-		filtered = true
 	}
 
 	st := getStatePool.Get().(*getState)
@@ -148,14 +180,16 @@ func (r *Reader) getSeq(ukey []byte, seq uint64, useFilter bool, stats *ReadStat
 
 // mayContain probes the filter that covers ukey with fk (ukey or its
 // filter key): the table's filter block, or its partitions for ukey.
-// part is findPartition(ukey) in a partitioned table.
-func (r *Reader) mayContain(ukey, fk []byte, part int, stats *ReadStats) (bool, error) {
+// part is findPartition(ukey) in a partitioned table. With ifCached, a
+// filter that would be read from the file is skipped instead: skipped
+// reports it (and may is true).
+func (r *Reader) mayContain(ukey, fk []byte, part int, ifCached bool, stats *ReadStats) (may, skipped bool, err error) {
 	if r.partitioned() {
-		return r.partitionsMayContain(ukey, fk, part, stats)
+		return r.partitionsMayContain(ukey, fk, part, ifCached, stats)
 	}
-	flt, err := r.filterBlock(stats)
-	if err != nil {
-		return false, err
+	flt, err := r.filterBlock(ifCached, stats)
+	if err != nil || flt == nil {
+		return true, flt == nil && err == nil, err
 	}
-	return flt.MayContain(fk), nil
+	return flt.MayContain(fk), false, nil
 }

@@ -34,6 +34,10 @@ type ReadStats struct {
 	// the block cache did not hold them (partitioned tables with
 	// CacheFilters); their bytes are in BytesRead.
 	IndexBlockReads atomic.Uint64
+	// FilterSkips counts Gets with FilterProbeIfCached that found the
+	// filter they needed neither resident nor in the block cache and
+	// searched the table without it.
+	FilterSkips atomic.Uint64
 	// Range filters (iterators; Reader.RangeMayMatch): tables whose range
 	// filter was asked about a bounded seek, those it ruled out (no block
 	// read), and those it let through that held no key in the range.

@@ -217,16 +217,20 @@ func writeCosts(sb *strings.Builder, results []*result) bool {
 // in the block cache cost the Gets: lookups, misses read from files, and
 // the filter memory held at the end.
 func writeFilterCache(sb *strings.Builder, results []*result) {
-	// The index partitions' column shows only where some were read, so
-	// reports that predate it print as they did.
-	withIndex := false
+	// The index partitions' and skipped filters' columns show only where
+	// there were some, so reports that predate them print as they did.
+	withIndex, withSkips := false, false
 	for _, r := range results {
 		withIndex = withIndex || r.IndexPartitionReads > 0
+		withSkips = withSkips || r.FilterSkips > 0
 	}
 	t := &table{}
 	header := []string{"filters in block cache", "lookups/Get", "hit rate", "reads/Get", "resident", "pinned"}
 	if withIndex {
 		header = append(header, "index reads/Get")
+	}
+	if withSkips {
+		header = append(header, "skipped/Get")
 	}
 	t.add(header...)
 	n := 0
@@ -245,6 +249,9 @@ func writeFilterCache(sb *strings.Builder, results []*result) {
 			humanize.IBytes(uint64(r.FilterBytesResident)), humanize.IBytes(uint64(r.FilterBytesPinned))}
 		if withIndex {
 			row = append(row, fmt.Sprintf("%.4f", float64(r.IndexPartitionReads)/g))
+		}
+		if withSkips {
+			row = append(row, fmt.Sprintf("%.4f", float64(r.FilterSkips)/g))
 		}
 		t.add(row...)
 	}

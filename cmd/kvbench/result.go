@@ -56,7 +56,10 @@ type result struct {
 	FilterBytesPinned   int64  `json:"filter_bytes_pinned"`
 	// IndexPartitionReads counts the index partitions Gets read from
 	// files (tables with partitioned indexes; 0 in reports that predate it).
-	IndexPartitionReads uint64 `json:"index_partition_reads,omitempty"`
+	IndexPartitionReads uint64 `json:"index_partition_reads"`
+	// FilterSkips counts table probes that did without an evicted filter
+	// (Metrics.FilterSkips; 0 in reports that predate it).
+	FilterSkips uint64 `json:"filter_skips"`
 
 	// Iterator workloads (scan, seekprefix, seekprefixmissing): totals.
 	Seeks                    uint64 `json:"seeks"`
@@ -156,6 +159,7 @@ func newResult(run *workloadRun, pass string, bits int, variant filter.Variant, 
 		FilterBytesResident: d.FilterBytesResident,
 		FilterBytesPinned:   d.FilterBytesPinned,
 		IndexPartitionReads: d.IndexPartitionReads,
+		FilterSkips:         d.FilterSkips,
 	}
 	if d.Gets > 0 {
 		for _, l := range d.Levels {
