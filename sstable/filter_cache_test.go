@@ -192,11 +192,11 @@ func TestGetFilterProbeIfCached(t *testing.T) {
 			if (name == "partitioned") != r.partitioned() {
 				t.Fatalf("partitioned %v", r.partitioned())
 			}
-			get := func(i int, use FilterUse) (found bool, d ReadStats) {
+			get := func(i int, use FilterUse) (found bool, st *ReadStats) {
 				t.Helper()
-				var st ReadStats
+				st = new(ReadStats)
 				k := []byte(fmt.Sprintf("key%06d", i))
-				v, _, _, found, held, err := r.GetSeqHeld(k, kv.MaxSeq, use, &st)
+				v, _, _, found, held, err := r.GetSeqHeld(k, kv.MaxSeq, use, st)
 				if err != nil || found != (i%2 == 0) || found && string(v) != "v" {
 					t.Fatalf("%s with use %d: %q %v %v", k, use, v, found, err)
 				}
