@@ -25,7 +25,10 @@ import (
 //   - every line of a sample block (a fence without a language) is a line
 //     of the text report `kvbench -report` prints from one of the files;
 //   - every figure in the prose and tables (a number with a decimal point
-//     or thousands separators; not inside `code`) appears in those reports.
+//     or thousands separators, or of three digits or more; not inside
+//     `code`) is one of the numbers those reports print: the whole number,
+//     thousands separators aside, so a rounded 0.15 does not pass for the
+//     report's 0.1586.
 //
 // A figure that drifts from the files, or a sample in an old output format,
 // fails here: regenerate the sample with `go run ./cmd/kvbench -report
@@ -55,6 +58,7 @@ func TestDocsFromJSON(t *testing.T) {
 				rendered = append(rendered, out.String())
 			}
 			all := strings.Join(rendered, "\n")
+			numbers := reportNumbers(all)
 			lines := map[string]bool{}
 			for _, l := range strings.Split(all, "\n") {
 				lines[strings.TrimRight(l, " ")] = true
@@ -65,12 +69,22 @@ func TestDocsFromJSON(t *testing.T) {
 				}
 			}
 			for _, fig := range sc.figures {
-				if !strings.Contains(all, strings.ReplaceAll(fig, ",", "")) {
-					t.Errorf("%s line %d: the figure %s is in none of the reports of %s", doc, sc.line, fig, strings.Join(sc.files, " "))
+				if !numbers[strings.ReplaceAll(fig, ",", "")] {
+					t.Errorf("%s line %d: the figure %s is not a number in the reports of %s", doc, sc.line, fig, strings.Join(sc.files, " "))
 				}
 			}
 		}
 	}
+}
+
+// reportNumbers returns the numbers a report prints, each a whole run of
+// digits and points (9.159% gives 9.159, go1.26.8 gives 1.26.8).
+func reportNumbers(report string) map[string]bool {
+	numbers := map[string]bool{}
+	for _, n := range reportNumber.FindAllString(report, -1) {
+		numbers[n] = true
+	}
+	return numbers
 }
 
 // docScope is a stretch of a document tied to JSON reports: the lines of
@@ -89,7 +103,11 @@ var (
 	// A figure: digits with a decimal point or thousands separators, or
 	// three digits or more (156631 µs), not part of a longer token
 	// (go1.26.8, v1.0.0, 2026-12-05); flag values in code are left out.
-	figure = regexp.MustCompile(`(^|[\s(\[/|~–-])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d{3,})([\s)\]%x,;:/|]|\.(\s|$)|$)`)
+	// A number in a report: the whole run of digits and points, so that
+	// a figure must be one of the report's numbers, not a piece of one
+	// (0.15 is not in 0.1586, nor 611 in 6110).
+	reportNumber = regexp.MustCompile(`\d+(?:\.\d+)*`)
+	figure       = regexp.MustCompile(`(^|[\s(\[/|~–-])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d{3,})([\s)\]%x,;:/|]|\.(\s|$)|$)`)
 )
 
 func docScopes(doc string) []docScope {
@@ -183,5 +201,21 @@ func TestCommittedReportsParse(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no committed reports under docs/kvbench or docs/range-filters")
+	}
+}
+
+// TestReportNumbers: a figure matches a number of the report only whole,
+// so a rounded or truncated figure fails the docs check.
+func TestReportNumbers(t *testing.T) {
+	numbers := reportNumbers("standard  9.159%  0.1586  6110 KiB  go1.26.8")
+	for _, n := range []string{"9.159", "0.1586", "6110", "1.26.8"} {
+		if !numbers[n] {
+			t.Errorf("%s: not found", n)
+		}
+	}
+	for _, n := range []string{"0.15", "611", "1.26", "159"} {
+		if numbers[n] {
+			t.Errorf("%s: matched part of a number", n)
+		}
 	}
 }

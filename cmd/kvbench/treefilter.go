@@ -94,6 +94,32 @@ func writeTreeFilter(sb *strings.Builder, results []*result) {
 			fmtFloat(r.TablesProbedPerGet, 3), humanize.IBytes(uint64(tf.Bytes)), fmt.Sprint(tf.Entries),
 			fmt.Sprintf("%.2f", tf.BitsPerEntry), fmt.Sprintf("%.4f%%", 100*tf.FPRTheory))
 	}
+	if n > 0 {
+		_ = t.write(sb)
+		sb.WriteString("\n")
+	}
+	writeTreeFilterUpkeep(sb, results)
+}
+
+// writeTreeFilterUpkeep prints, for the workloads in which the tree filter
+// was built or kept up (fills, mostly), what that cost: whole builds and
+// the tables they read, tables read back by updates and re-tags, and the
+// seconds builds and updates took.
+func writeTreeFilterUpkeep(sb *strings.Builder, results []*result) {
+	t := &table{}
+	t.add("tree filter upkeep", "builds", "tables read", "build s", "update s", "tables read back", "bytes read back", "tables retagged", "bytes retagged")
+	n := 0
+	for _, r := range results {
+		tf := r.TreeFilter
+		if tf == nil || tf.Rebuilds+tf.TablesRead+tf.UpdateTablesRead+tf.RetagTablesRead == 0 && tf.UpdateSeconds == 0 {
+			continue
+		}
+		n++
+		t.add(label(r), fmt.Sprint(tf.Rebuilds), fmt.Sprint(tf.TablesRead),
+			fmt.Sprintf("%.2f", tf.BuildSeconds), fmt.Sprintf("%.2f", tf.UpdateSeconds),
+			fmt.Sprint(tf.UpdateTablesRead), humanize.IBytes(tf.UpdateBytesRead),
+			fmt.Sprint(tf.RetagTablesRead), humanize.IBytes(tf.RetagBytesRead))
+	}
 	if n == 0 {
 		return
 	}
