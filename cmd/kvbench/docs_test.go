@@ -10,8 +10,9 @@ import (
 	"testing"
 )
 
-// TestDocsFromJSON keeps every kvbench figure in README.md and
-// docs/studying-filters.md tied to a JSON report committed beside it
+// TestDocsFromJSON keeps every kvbench figure in README.md,
+// docs/studying-filters.md, docs/filter-policy.md and docs/tree-filter.md
+// tied to a JSON report committed beside it
 // (docs/kvbench/, docs/range-filters/), as bench/compare's
 // TestPublishedReports does for docs/benchmarks.md. A comment
 //
@@ -34,7 +35,7 @@ import (
 // fails here: regenerate the sample with `go run ./cmd/kvbench -report
 // FILE` and take the figures from it.
 func TestDocsFromJSON(t *testing.T) {
-	for _, doc := range []string{"README.md", "docs/studying-filters.md"} {
+	for _, doc := range []string{"README.md", "docs/studying-filters.md", "docs/filter-policy.md"} {
 		data, err := os.ReadFile(filepath.Join("..", "..", doc))
 		if err != nil {
 			t.Fatal(err)

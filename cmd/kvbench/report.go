@@ -466,7 +466,57 @@ func writeFilterSweep(sb *strings.Builder, rep *report) {
 		}
 		_ = t.write(sb)
 		sb.WriteString("\n")
+		writeFilterSweepLevels(sb, name, rep.Results, rep.cfg.legend)
 	}
+}
+
+// writeFilterSweepLevels prints, for one read workload of a filter sweep,
+// where each setting's false positives came from: per level, the tables
+// the level held, the tables probed per Get there and the false positives
+// per Get there. Settings loaded separately may settle into different
+// trees (level-0 tables above all); this shows it beside the figures.
+// on: print the legend under the table.
+func writeFilterSweepLevels(sb *strings.Builder, name string, results []*result, on bool) {
+	var rows []*result
+	deepest := -1
+	for _, r := range results {
+		if r.Pass != "filter_sweep" || r.Benchmark != name || len(r.TablesProbedPerGetByLevel) == 0 {
+			continue
+		}
+		rows = append(rows, r)
+		for l, p := range r.TablesProbedPerGetByLevel {
+			if p > 0 {
+				deepest = max(deepest, l)
+			}
+		}
+	}
+	if deepest < 0 {
+		return
+	}
+	t := &table{}
+	head := []string{name + " by level"}
+	for l := 0; l <= deepest; l++ {
+		head = append(head, fmt.Sprintf("L%d", l))
+	}
+	t.add(head...)
+	for _, r := range rows {
+		row := []string{r.FilterSetting}
+		for l := 0; l <= deepest; l++ {
+			files := 0
+			if l < len(r.FilesPerLevel) {
+				files = r.FilesPerLevel[l]
+			}
+			fp := 0.0
+			if l < len(r.FalsePositivesPerGetByLevel) {
+				fp = r.FalsePositivesPerGetByLevel[l]
+			}
+			row = append(row, fmt.Sprintf("(%d) %.3f -> %.4f", files, r.TablesProbedPerGetByLevel[l], fp))
+		}
+		t.add(row...)
+	}
+	_ = t.write(sb)
+	sb.WriteString("\n")
+	legend(sb, on, "Each cell: (tables in the level) tables probed there per Get -> false positives there per Get.")
 }
 
 func budgetLabel(cfg *config) string { return cfg.filterLabel() }
