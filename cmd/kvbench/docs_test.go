@@ -35,7 +35,7 @@ import (
 // fails here: regenerate the sample with `go run ./cmd/kvbench -report
 // FILE` and take the figures from it.
 func TestDocsFromJSON(t *testing.T) {
-	for _, doc := range []string{"README.md", "docs/studying-filters.md", "docs/filter-policy.md"} {
+	for _, doc := range []string{"README.md", "docs/studying-filters.md", "docs/filter-policy.md", "docs/tree-filter.md"} {
 		data, err := os.ReadFile(filepath.Join("..", "..", doc))
 		if err != nil {
 			t.Fatal(err)

@@ -63,3 +63,16 @@ func TestTreeFilterUpkeepReport(t *testing.T) {
 		t.Errorf("upkeep printed for reads alone:\n%s", sb.String())
 	}
 }
+
+// TestTreeFilterPassed: the report's "passed" column is the share of
+// lookups that named a level, "-" when there were none.
+func TestTreeFilterPassed(t *testing.T) {
+	for _, c := range []struct {
+		probes, negatives uint64
+		want              string
+	}{{1000, 998, "0.2000%"}, {4, 0, "100.0000%"}, {0, 0, "-"}} {
+		if got := passed(&treeFilterResult{Probes: c.probes, Negatives: c.negatives}); got != c.want {
+			t.Errorf("%d lookups, %d negatives: %q, want %q", c.probes, c.negatives, got, c.want)
+		}
+	}
+}
