@@ -11,8 +11,8 @@ import (
 )
 
 // TestDocsFromJSON keeps every kvbench figure in README.md,
-// docs/studying-filters.md, docs/filter-policy.md and docs/tree-filter.md
-// tied to a JSON report committed beside it
+// docs/studying-filters.md, docs/filter-policy.md, docs/tree-filter.md and
+// docs/benchmarks.md's kvbench sections tied to a JSON report committed beside it
 // (docs/kvbench/, docs/range-filters/), as bench/compare's
 // TestPublishedReports does for docs/benchmarks.md. A comment
 //
@@ -35,7 +35,7 @@ import (
 // fails here: regenerate the sample with `go run ./cmd/kvbench -report
 // FILE` and take the figures from it.
 func TestDocsFromJSON(t *testing.T) {
-	for _, doc := range []string{"README.md", "docs/studying-filters.md", "docs/filter-policy.md", "docs/tree-filter.md"} {
+	for _, doc := range []string{"README.md", "docs/studying-filters.md", "docs/filter-policy.md", "docs/tree-filter.md", "docs/benchmarks.md"} {
 		data, err := os.ReadFile(filepath.Join("..", "..", doc))
 		if err != nil {
 			t.Fatal(err)
