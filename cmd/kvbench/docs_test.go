@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -31,6 +33,11 @@ import (
 //     thousands separators aside, so a rounded 0.15 does not pass for the
 //     report's 0.1586.
 //
+// Outside every scope, a table row of measured figures (a decimal point or
+// thousands separators, outside `code`) fails: a table is generated from
+// a committed report, or marked <!-- history: COMMIT ... --> as the record
+// of a run made at COMMIT whose JSON was not kept.
+//
 // A figure that drifts from the files, or a sample in an old output format,
 // fails here: regenerate the sample with `go run ./cmd/kvbench -report
 // FILE` and take the figures from it.
@@ -40,7 +47,10 @@ func TestDocsFromJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		scopes := docScopes(string(data))
+		scopes, problems := docScopes(string(data))
+		for _, p := range problems {
+			t.Errorf("%s %s", doc, p)
+		}
 		if len(scopes) == 0 {
 			t.Errorf("%s: no <!-- kvbench: FILE.json --> scope", doc)
 		}
@@ -101,19 +111,33 @@ var (
 	// A tool's marker: <!-- TOOL: FILES -->; kvbench's open scopes, any
 	// other closes the open one.
 	scopeOpen = regexp.MustCompile(`^<!-- ([a-z/]+): (.*) -->$`)
-	// A figure: digits with a decimal point or thousands separators, or
-	// three digits or more (156631 µs), not part of a longer token
-	// (go1.26.8, v1.0.0, 2026-12-05); flag values in code are left out.
 	// A number in a report: the whole run of digits and points, so that
 	// a figure must be one of the report's numbers, not a piece of one
 	// (0.15 is not in 0.1586, nor 611 in 6110).
 	reportNumber = regexp.MustCompile(`\d+(?:\.\d+)*`)
-	figure       = regexp.MustCompile(`(^|[\s(\[/|~–-])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d{3,})([\s)\]%x,;:/|]|\.(\s|$)|$)`)
+	// A measured figure in a table row: a decimal point or thousands
+	// separators (a row of such figures outside every scope is a table
+	// no report backs).
+	measured = regexp.MustCompile(`\d\.\d|\d,\d{3}`)
+	// A history marker's commit.
+	commitHash = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
+	// A figure: digits with a decimal point or thousands separators, or
+	// three digits or more (156631 µs), not part of a longer token
+	// (go1.26.8, v1.0.0, 2026-12-05); flag values in code are left out.
+	figure = regexp.MustCompile(`(^|[\s(\[/|~–-])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d{3,})([\s)\]%x,;:/|]|\.(\s|$)|$)`)
 )
 
-func docScopes(doc string) []docScope {
+// docScopes returns the kvbench scopes of doc, and its problems outside
+// them: a table row of measured figures in no tool's scope (kvbench's,
+// bench/compare's, or <!-- history: COMMIT --> for a record of a run whose
+// JSON was not kept), and a history marker that names no commit. Another
+// tool's scope ends at the next marker or at a heading of level 1 to 3
+// (bench/compare's reports print level-4 headings of their own).
+func docScopes(doc string) ([]docScope, []string) {
 	var scopes []docScope
+	var problems []string
 	var cur *docScope
+	other := false // another tool's scope, or a history one, is open
 	inFence, sample := false, false
 	// inCode: a code span opened on an earlier line of the paragraph is
 	// still open (a long command wraps inside its backticks).
@@ -133,18 +157,35 @@ func docScopes(doc string) []docScope {
 			continue
 		}
 		if m := scopeOpen.FindStringSubmatch(trimmed); m != nil {
-			cur = nil
-			if m[1] == "kvbench" && m[2] != "end" {
+			cur, other = nil, false
+			switch {
+			case m[2] == "end":
+			case m[1] == "kvbench":
 				scopes = append(scopes, docScope{line: i + 1, files: strings.Fields(m[2])})
 				cur = &scopes[len(scopes)-1]
+			case m[1] == "history":
+				if f := strings.Fields(m[2]); len(f) == 0 || !commitHash.MatchString(f[0]) {
+					problems = append(problems, fmt.Sprintf("line %d: a history marker names no commit: %s", i+1, trimmed))
+				}
+				other = true
+			default:
+				other = true
 			}
 			continue
 		}
 		if strings.HasPrefix(trimmed, "#") {
 			cur = nil
+			if !strings.HasPrefix(trimmed, "####") {
+				other = false
+			}
 			continue
 		}
 		if cur == nil {
+			if !other && strings.HasPrefix(trimmed, "|") {
+				if text, _ := outsideCode(trimmed, false); measured.MatchString(text) {
+					problems = append(problems, fmt.Sprintf("line %d: a table of measured figures in no scope (generate it from a committed report in a <!-- kvbench: FILE.json --> scope, or mark it <!-- history: COMMIT -->):\n%s", i+1, trimmed))
+				}
+			}
 			continue
 		}
 		if trimmed == "" {
@@ -157,7 +198,7 @@ func docScopes(doc string) []docScope {
 			cur.figures = append(cur.figures, m[2])
 		}
 	}
-	return scopes
+	return scopes, problems
 }
 
 // outsideCode returns the text of line outside code spans, given whether
@@ -218,5 +259,39 @@ func TestReportNumbers(t *testing.T) {
 		if numbers[n] {
 			t.Errorf("%s: matched part of a number", n)
 		}
+	}
+}
+
+// TestDocScopesLooseTables: a table row of measured figures must be in a
+// scope -- kvbench's, another tool's (through its report's own level-4
+// headings), or a history marker that names a commit; rows whose figures
+// are in code, or that have none, need none.
+func TestDocScopesLooseTables(t *testing.T) {
+	doc := strings.Join([]string{
+		"# Doc",                                 // 1
+		"| loose | 0.25 |",                      // 2: a problem
+		"| flag | `-filter_bits 9.83` |",        // 3: code only
+		"| count | 12 |",                        // 4: no measured figure
+		"<!-- bench/compare: a.json -->",        // 5
+		"#### write-through",                    // 6: the report's heading
+		"| bloomkv | 1,234 |",                   // 7: in bench/compare's scope
+		"### Next",                              // 8: closes it
+		"| after | 1.5 |",                       // 9: a problem
+		"<!-- history: 651564d -->",             // 10
+		"| old | 2.5 |",                         // 11: history
+		"<!-- history: last week -->",           // 12: a problem
+		"<!-- kvbench: docs/kvbench/x.json -->", // 13
+		"| checked | 3.5 |",                     // 14: kvbench's, its figures checked
+	}, "\n")
+	scopes, problems := docScopes(doc)
+	var lines []string
+	for _, p := range problems {
+		lines = append(lines, strings.SplitN(p, ":", 2)[0])
+	}
+	if want := []string{"line 2", "line 9", "line 12"}; !slices.Equal(lines, want) {
+		t.Errorf("problems at %q, want %q:\n%s", lines, want, strings.Join(problems, "\n"))
+	}
+	if len(scopes) != 1 || !slices.Equal(scopes[0].figures, []string{"3.5"}) {
+		t.Errorf("scopes %+v, want one with the figure 3.5", scopes)
 	}
 }
