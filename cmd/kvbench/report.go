@@ -65,6 +65,13 @@ func writeHeader(sb *strings.Builder, rep *report) {
 	}
 	fmt.Fprintf(sb, "kvbench  %s %s/%s, %d CPUs, started %s, %.1f s wall%s\n",
 		run.GoVersion, run.OS, run.Arch, run.CPUs, run.Started, run.WallSeconds, load)
+	if run.Commit != "" {
+		dirty := ""
+		if run.Modified {
+			dirty = ", with uncommitted changes"
+		}
+		fmt.Fprintf(sb, "commit   %s%s\n", run.Commit[:min(12, len(run.Commit))], dirty)
+	}
 	fmt.Fprintf(sb, "data     %d keys of %d B, values of %d B (compressible to ~%.0f%%), %s blocks of %s; WAL %s\n",
 		cfg.num, cfg.keySize, cfg.valueSize, cfg.compressionRatio*100, cfg.compression, humanize.IBytes(uint64(cfg.blockSize)), cfg.walMode)
 	cache := "off"
