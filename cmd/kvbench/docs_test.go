@@ -2,8 +2,8 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -220,7 +220,9 @@ func outsideCode(line string, inCode bool) (string, bool) {
 // TestCommittedReportsParse: every kvbench report committed under docs/,
 // quoted by a scope above or not, still loads and prints with today's
 // report code, so an old sample that no longer parses shows here rather
-// than to a reader running kvbench -report on it.
+// than to a reader running kvbench -report on it; and a text report saved
+// beside it (X.txt beside X.json, docs/range-filters/) is what -report
+// prints today.
 func TestCommittedReportsParse(t *testing.T) {
 	n := 0
 	for _, dir := range []string{"docs/kvbench", "docs/range-filters"} {
@@ -232,12 +234,14 @@ func TestCommittedReportsParse(t *testing.T) {
 		for _, path := range paths {
 			t.Run(dir+"/"+filepath.Base(path), func(t *testing.T) {
 				rep, err := readReport(path)
+				var out bytes.Buffer
 				if err == nil {
-					err = printReport(io.Discard, rep)
+					err = printReport(&out, rep)
 				}
 				if err != nil {
-					t.Error(err)
+					t.Fatal(err)
 				}
+				checkSavedReport(t, strings.TrimSuffix(path, ".json")+".txt", out.String())
 			})
 		}
 	}
@@ -294,4 +298,46 @@ func TestDocScopesLooseTables(t *testing.T) {
 	if len(scopes) != 1 || !slices.Equal(scopes[0].figures, []string{"3.5"}) {
 		t.Errorf("scopes %+v, want one with the figure 3.5", scopes)
 	}
+}
+
+// uptimeLine is the line `uptime` prints, which a saved text report may
+// start with (runs made before the report printed the load average).
+var uptimeLine = regexp.MustCompile(`^\s*\d\d:\d\d:\d\d up .*load average`)
+
+// checkSavedReport compares the text report saved at path, if there is
+// one, with what -report prints today (want), after an uptime line.
+func checkSavedReport(t *testing.T, path, want string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := string(data)
+	if first, rest, ok := strings.Cut(saved, "\n"); ok && uptimeLine.MatchString(first) {
+		saved = rest
+	}
+	if saved != want {
+		t.Errorf("%s is not what `kvbench -report` prints today from the JSON beside it; regenerate it (keeping its uptime line):\n%s", path, lineDiff(saved, want))
+	}
+}
+
+// lineDiff names the first line where got and want differ.
+func lineDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < max(len(g), len(w)); i++ {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			return fmt.Sprintf("line %d:\n saved: %q\n today: %q", i+1, gl, wl)
+		}
+	}
+	return "(equal)"
 }
