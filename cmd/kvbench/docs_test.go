@@ -2,16 +2,19 @@ package main
 
 import (
 	"bytes"
-	"io"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// TestDocsFromJSON keeps every kvbench figure in README.md and
-// docs/studying-filters.md tied to a JSON report committed beside it
+// TestDocsFromJSON keeps every kvbench figure in README.md,
+// docs/studying-filters.md, docs/filter-policy.md, docs/tree-filter.md and
+// docs/benchmarks.md's kvbench sections tied to a JSON report committed beside it
 // (docs/kvbench/, docs/range-filters/), as bench/compare's
 // TestPublishedReports does for docs/benchmarks.md. A comment
 //
@@ -25,18 +28,29 @@ import (
 //   - every line of a sample block (a fence without a language) is a line
 //     of the text report `kvbench -report` prints from one of the files;
 //   - every figure in the prose and tables (a number with a decimal point
-//     or thousands separators; not inside `code`) appears in those reports.
+//     or thousands separators, or of three digits or more; not inside
+//     `code`) is one of the numbers those reports print: the whole number,
+//     thousands separators aside, so a rounded 0.15 does not pass for the
+//     report's 0.1586.
+//
+// Outside every scope, a table row of measured figures (a decimal point or
+// thousands separators, outside `code`) fails: a table is generated from
+// a committed report, or marked <!-- history: COMMIT ... --> as the record
+// of a run made at COMMIT whose JSON was not kept.
 //
 // A figure that drifts from the files, or a sample in an old output format,
 // fails here: regenerate the sample with `go run ./cmd/kvbench -report
 // FILE` and take the figures from it.
 func TestDocsFromJSON(t *testing.T) {
-	for _, doc := range []string{"README.md", "docs/studying-filters.md"} {
+	for _, doc := range []string{"README.md", "docs/studying-filters.md", "docs/filter-policy.md", "docs/tree-filter.md", "docs/benchmarks.md"} {
 		data, err := os.ReadFile(filepath.Join("..", "..", doc))
 		if err != nil {
 			t.Fatal(err)
 		}
-		scopes := docScopes(string(data))
+		scopes, problems := docScopes(string(data))
+		for _, p := range problems {
+			t.Errorf("%s %s", doc, p)
+		}
 		if len(scopes) == 0 {
 			t.Errorf("%s: no <!-- kvbench: FILE.json --> scope", doc)
 		}
@@ -55,6 +69,7 @@ func TestDocsFromJSON(t *testing.T) {
 				rendered = append(rendered, out.String())
 			}
 			all := strings.Join(rendered, "\n")
+			numbers := reportNumbers(all)
 			lines := map[string]bool{}
 			for _, l := range strings.Split(all, "\n") {
 				lines[strings.TrimRight(l, " ")] = true
@@ -65,12 +80,22 @@ func TestDocsFromJSON(t *testing.T) {
 				}
 			}
 			for _, fig := range sc.figures {
-				if !strings.Contains(all, strings.ReplaceAll(fig, ",", "")) {
-					t.Errorf("%s line %d: the figure %s is in none of the reports of %s", doc, sc.line, fig, strings.Join(sc.files, " "))
+				if !numbers[strings.ReplaceAll(fig, ",", "")] {
+					t.Errorf("%s line %d: the figure %s is not a number in the reports of %s", doc, sc.line, fig, strings.Join(sc.files, " "))
 				}
 			}
 		}
 	}
+}
+
+// reportNumbers returns the numbers a report prints, each a whole run of
+// digits and points (9.159% gives 9.159, go1.26.8 gives 1.26.8).
+func reportNumbers(report string) map[string]bool {
+	numbers := map[string]bool{}
+	for _, n := range reportNumber.FindAllString(report, -1) {
+		numbers[n] = true
+	}
+	return numbers
 }
 
 // docScope is a stretch of a document tied to JSON reports: the lines of
@@ -86,15 +111,33 @@ var (
 	// A tool's marker: <!-- TOOL: FILES -->; kvbench's open scopes, any
 	// other closes the open one.
 	scopeOpen = regexp.MustCompile(`^<!-- ([a-z/]+): (.*) -->$`)
+	// A number in a report: the whole run of digits and points, so that
+	// a figure must be one of the report's numbers, not a piece of one
+	// (0.15 is not in 0.1586, nor 611 in 6110).
+	reportNumber = regexp.MustCompile(`\d+(?:\.\d+)*`)
+	// A measured figure in a table row: a decimal point or thousands
+	// separators (a row of such figures outside every scope is a table
+	// no report backs).
+	measured = regexp.MustCompile(`\d\.\d|\d,\d{3}`)
+	// A history marker's commit.
+	commitHash = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
 	// A figure: digits with a decimal point or thousands separators, or
 	// three digits or more (156631 µs), not part of a longer token
 	// (go1.26.8, v1.0.0, 2026-12-05); flag values in code are left out.
 	figure = regexp.MustCompile(`(^|[\s(\[/|~–-])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d{3,})([\s)\]%x,;:/|]|\.(\s|$)|$)`)
 )
 
-func docScopes(doc string) []docScope {
+// docScopes returns the kvbench scopes of doc, and its problems outside
+// them: a table row of measured figures in no tool's scope (kvbench's,
+// bench/compare's, or <!-- history: COMMIT --> for a record of a run whose
+// JSON was not kept), and a history marker that names no commit. Another
+// tool's scope ends at the next marker or at a heading of level 1 to 3
+// (bench/compare's reports print level-4 headings of their own).
+func docScopes(doc string) ([]docScope, []string) {
 	var scopes []docScope
+	var problems []string
 	var cur *docScope
+	other := false // another tool's scope, or a history one, is open
 	inFence, sample := false, false
 	// inCode: a code span opened on an earlier line of the paragraph is
 	// still open (a long command wraps inside its backticks).
@@ -114,18 +157,35 @@ func docScopes(doc string) []docScope {
 			continue
 		}
 		if m := scopeOpen.FindStringSubmatch(trimmed); m != nil {
-			cur = nil
-			if m[1] == "kvbench" && m[2] != "end" {
+			cur, other = nil, false
+			switch {
+			case m[2] == "end":
+			case m[1] == "kvbench":
 				scopes = append(scopes, docScope{line: i + 1, files: strings.Fields(m[2])})
 				cur = &scopes[len(scopes)-1]
+			case m[1] == "history":
+				if f := strings.Fields(m[2]); len(f) == 0 || !commitHash.MatchString(f[0]) {
+					problems = append(problems, fmt.Sprintf("line %d: a history marker names no commit: %s", i+1, trimmed))
+				}
+				other = true
+			default:
+				other = true
 			}
 			continue
 		}
 		if strings.HasPrefix(trimmed, "#") {
 			cur = nil
+			if !strings.HasPrefix(trimmed, "####") {
+				other = false
+			}
 			continue
 		}
 		if cur == nil {
+			if !other && strings.HasPrefix(trimmed, "|") {
+				if text, _ := outsideCode(trimmed, false); measured.MatchString(text) {
+					problems = append(problems, fmt.Sprintf("line %d: a table of measured figures in no scope (generate it from a committed report in a <!-- kvbench: FILE.json --> scope, or mark it <!-- history: COMMIT -->):\n%s", i+1, trimmed))
+				}
+			}
 			continue
 		}
 		if trimmed == "" {
@@ -138,7 +198,7 @@ func docScopes(doc string) []docScope {
 			cur.figures = append(cur.figures, m[2])
 		}
 	}
-	return scopes
+	return scopes, problems
 }
 
 // outsideCode returns the text of line outside code spans, given whether
@@ -160,7 +220,9 @@ func outsideCode(line string, inCode bool) (string, bool) {
 // TestCommittedReportsParse: every kvbench report committed under docs/,
 // quoted by a scope above or not, still loads and prints with today's
 // report code, so an old sample that no longer parses shows here rather
-// than to a reader running kvbench -report on it.
+// than to a reader running kvbench -report on it; and a text report saved
+// beside it (X.txt beside X.json, docs/range-filters/) is what -report
+// prints today.
 func TestCommittedReportsParse(t *testing.T) {
 	n := 0
 	for _, dir := range []string{"docs/kvbench", "docs/range-filters"} {
@@ -172,16 +234,110 @@ func TestCommittedReportsParse(t *testing.T) {
 		for _, path := range paths {
 			t.Run(dir+"/"+filepath.Base(path), func(t *testing.T) {
 				rep, err := readReport(path)
+				var out bytes.Buffer
 				if err == nil {
-					err = printReport(io.Discard, rep)
+					err = printReport(&out, rep)
 				}
 				if err != nil {
-					t.Error(err)
+					t.Fatal(err)
 				}
+				checkSavedReport(t, strings.TrimSuffix(path, ".json")+".txt", out.String())
 			})
 		}
 	}
 	if n == 0 {
 		t.Fatal("no committed reports under docs/kvbench or docs/range-filters")
 	}
+}
+
+// TestReportNumbers: a figure matches a number of the report only whole,
+// so a rounded or truncated figure fails the docs check.
+func TestReportNumbers(t *testing.T) {
+	numbers := reportNumbers("standard  9.159%  0.1586  6110 KiB  go1.26.8")
+	for _, n := range []string{"9.159", "0.1586", "6110", "1.26.8"} {
+		if !numbers[n] {
+			t.Errorf("%s: not found", n)
+		}
+	}
+	for _, n := range []string{"0.15", "611", "1.26", "159"} {
+		if numbers[n] {
+			t.Errorf("%s: matched part of a number", n)
+		}
+	}
+}
+
+// TestDocScopesLooseTables: a table row of measured figures must be in a
+// scope -- kvbench's, another tool's (through its report's own level-4
+// headings), or a history marker that names a commit; rows whose figures
+// are in code, or that have none, need none.
+func TestDocScopesLooseTables(t *testing.T) {
+	doc := strings.Join([]string{
+		"# Doc",                                 // 1
+		"| loose | 0.25 |",                      // 2: a problem
+		"| flag | `-filter_bits 9.83` |",        // 3: code only
+		"| count | 12 |",                        // 4: no measured figure
+		"<!-- bench/compare: a.json -->",        // 5
+		"#### write-through",                    // 6: the report's heading
+		"| bloomkv | 1,234 |",                   // 7: in bench/compare's scope
+		"### Next",                              // 8: closes it
+		"| after | 1.5 |",                       // 9: a problem
+		"<!-- history: 651564d -->",             // 10
+		"| old | 2.5 |",                         // 11: history
+		"<!-- history: last week -->",           // 12: a problem
+		"<!-- kvbench: docs/kvbench/x.json -->", // 13
+		"| checked | 3.5 |",                     // 14: kvbench's, its figures checked
+	}, "\n")
+	scopes, problems := docScopes(doc)
+	var lines []string
+	for _, p := range problems {
+		lines = append(lines, strings.SplitN(p, ":", 2)[0])
+	}
+	if want := []string{"line 2", "line 9", "line 12"}; !slices.Equal(lines, want) {
+		t.Errorf("problems at %q, want %q:\n%s", lines, want, strings.Join(problems, "\n"))
+	}
+	if len(scopes) != 1 || !slices.Equal(scopes[0].figures, []string{"3.5"}) {
+		t.Errorf("scopes %+v, want one with the figure 3.5", scopes)
+	}
+}
+
+// uptimeLine is the line `uptime` prints, which a saved text report may
+// start with (runs made before the report printed the load average).
+var uptimeLine = regexp.MustCompile(`^\s*\d\d:\d\d:\d\d up .*load average`)
+
+// checkSavedReport compares the text report saved at path, if there is
+// one, with what -report prints today (want), after an uptime line.
+func checkSavedReport(t *testing.T, path, want string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := string(data)
+	if first, rest, ok := strings.Cut(saved, "\n"); ok && uptimeLine.MatchString(first) {
+		saved = rest
+	}
+	if saved != want {
+		t.Errorf("%s is not what `kvbench -report` prints today from the JSON beside it; regenerate it (keeping its uptime line):\n%s", path, lineDiff(saved, want))
+	}
+}
+
+// lineDiff names the first line where got and want differ.
+func lineDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < max(len(g), len(w)); i++ {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			return fmt.Sprintf("line %d:\n saved: %q\n today: %q", i+1, gl, wl)
+		}
+	}
+	return "(equal)"
 }

@@ -42,7 +42,8 @@ func TestParseFilterSweep(t *testing.T) {
 
 // TestFilterSweepTiny runs a filter sweep of three settings on a small
 // tree: one result per setting and read workload, labelled with its
-// setting, policy and variant; per-level bits by level in the JSON; the
+// setting, policy and variant, and a row per setting in the report's
+// by-level table; per-level bits by level in the JSON; the
 // fuse setting's filters spend about 9-12 bits per key whatever the budget.
 func TestFilterSweepTiny(t *testing.T) {
 	jsonPath := filepath.Join(t.TempDir(), "f.json")
@@ -53,6 +54,19 @@ func TestFilterSweepTiny(t *testing.T) {
 	checkReprint(t, jsonPath, out)
 	if !strings.Contains(out, "build ns/key") || !strings.Contains(out, "probe ns") {
 		t.Errorf("filter sweep table lacks the cost columns:\n%s", out)
+	}
+	// Where each setting's false positives came from: a row per setting
+	// under the workload's by-level table.
+	lines := strings.Split(out, "\n")
+	i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "readmissing by level") })
+	if i < 0 || i+3 >= len(lines) {
+		t.Errorf("no readmissing by-level table:\n%s", out)
+	} else {
+		for j, setting := range []string{"standard", "standard/per_level", "fuse"} {
+			if f := strings.Fields(lines[i+1+j]); len(f) == 0 || f[0] != setting || !strings.Contains(lines[i+1+j], "->") {
+				t.Errorf("by-level row %d: %q, want the setting %s and its cells", j, lines[i+1+j], setting)
+			}
+		}
 	}
 	if png, err := os.ReadFile(plotPath); err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		t.Errorf("-plot with -filter_sweep: %v, %d bytes", err, len(png))

@@ -65,6 +65,13 @@ func writeHeader(sb *strings.Builder, rep *report) {
 	}
 	fmt.Fprintf(sb, "kvbench  %s %s/%s, %d CPUs, started %s, %.1f s wall%s\n",
 		run.GoVersion, run.OS, run.Arch, run.CPUs, run.Started, run.WallSeconds, load)
+	if run.Commit != "" {
+		dirty := ""
+		if run.Modified {
+			dirty = ", with uncommitted changes"
+		}
+		fmt.Fprintf(sb, "commit   %s%s\n", run.Commit[:min(12, len(run.Commit))], dirty)
+	}
 	fmt.Fprintf(sb, "data     %d keys of %d B, values of %d B (compressible to ~%.0f%%), %s blocks of %s; WAL %s\n",
 		cfg.num, cfg.keySize, cfg.valueSize, cfg.compressionRatio*100, cfg.compression, humanize.IBytes(uint64(cfg.blockSize)), cfg.walMode)
 	cache := "off"
@@ -487,7 +494,57 @@ func writeFilterSweep(sb *strings.Builder, rep *report) {
 		}
 		_ = t.write(sb)
 		sb.WriteString("\n")
+		writeFilterSweepLevels(sb, name, rep.Results, rep.cfg.legend)
 	}
+}
+
+// writeFilterSweepLevels prints, for one read workload of a filter sweep,
+// where each setting's false positives came from: per level, the tables
+// the level held, the tables probed per Get there and the false positives
+// per Get there. Settings loaded separately may settle into different
+// trees (level-0 tables above all); this shows it beside the figures.
+// on: print the legend under the table.
+func writeFilterSweepLevels(sb *strings.Builder, name string, results []*result, on bool) {
+	var rows []*result
+	deepest := -1
+	for _, r := range results {
+		if r.Pass != "filter_sweep" || r.Benchmark != name || len(r.TablesProbedPerGetByLevel) == 0 {
+			continue
+		}
+		rows = append(rows, r)
+		for l, p := range r.TablesProbedPerGetByLevel {
+			if p > 0 {
+				deepest = max(deepest, l)
+			}
+		}
+	}
+	if deepest < 0 {
+		return
+	}
+	t := &table{}
+	head := []string{name + " by level"}
+	for l := 0; l <= deepest; l++ {
+		head = append(head, fmt.Sprintf("L%d", l))
+	}
+	t.add(head...)
+	for _, r := range rows {
+		row := []string{r.FilterSetting}
+		for l := 0; l <= deepest; l++ {
+			files := 0
+			if l < len(r.FilesPerLevel) {
+				files = r.FilesPerLevel[l]
+			}
+			fp := 0.0
+			if l < len(r.FalsePositivesPerGetByLevel) {
+				fp = r.FalsePositivesPerGetByLevel[l]
+			}
+			row = append(row, fmt.Sprintf("(%d) %.3f -> %.4f", files, r.TablesProbedPerGetByLevel[l], fp))
+		}
+		t.add(row...)
+	}
+	_ = t.write(sb)
+	sb.WriteString("\n")
+	legend(sb, on, "Each cell: (tables in the level) tables probed there per Get -> false positives there per Get.")
 }
 
 func budgetLabel(cfg *config) string { return cfg.filterLabel() }

@@ -108,9 +108,15 @@ type runInfo struct {
 	// other work the timings shared the CPUs with.
 	LoadStart *float64 `json:"load_average_start"`
 	LoadEnd   *float64 `json:"load_average_end"`
+	// Commit is the commit the binary was built from (commit.go; absent
+	// in reports written before it was recorded, and where it cannot be
+	// told); Modified: the working tree had uncommitted changes then.
+	Commit   string `json:"commit,omitempty"`
+	Modified bool   `json:"commit_modified,omitempty"`
 }
 
 func newRunInfo(start time.Time) runInfo {
+	commit, modified := buildCommit()
 	return runInfo{
 		GoVersion: runtime.Version(),
 		OS:        runtime.GOOS,
@@ -118,5 +124,7 @@ func newRunInfo(start time.Time) runInfo {
 		CPUs:      runtime.NumCPU(),
 		Started:   start.UTC().Format(time.RFC3339),
 		LoadStart: loadAverage(),
+		Commit:    commit,
+		Modified:  modified,
 	}
 }

@@ -80,7 +80,7 @@ func (r *result) setTreeFilter(d bloomkv.Metrics) {
 // and what it holds.
 func writeTreeFilter(sb *strings.Builder, results []*result) {
 	t := &table{}
-	t.add("tree filter", "filter probes/Get", "tree probes/Get", "negatives/Get", "ambiguous/Get", "tables/Get", "memory", "entries", "bits/entry", "FP theory")
+	t.add("tree filter", "filter probes/Get", "tree probes/Get", "negatives/Get", "ambiguous/Get", "tables/Get", "memory", "entries", "bits/entry", "passed", "FP theory")
 	n := 0
 	for _, r := range results {
 		tf := r.TreeFilter
@@ -92,7 +92,43 @@ func writeTreeFilter(sb *strings.Builder, results []*result) {
 		t.add(label(r), fmtFloat(r.FilterProbesPerGet, 3), fmt.Sprintf("%.3f", float64(tf.Probes)/g),
 			fmt.Sprintf("%.3f", float64(tf.Negatives)/g), fmt.Sprintf("%.4f", float64(tf.Ambiguous)/g),
 			fmtFloat(r.TablesProbedPerGet, 3), humanize.IBytes(uint64(tf.Bytes)), fmt.Sprint(tf.Entries),
-			fmt.Sprintf("%.2f", tf.BitsPerEntry), fmt.Sprintf("%.4f%%", 100*tf.FPRTheory))
+			fmt.Sprintf("%.2f", tf.BitsPerEntry), passed(tf), fmt.Sprintf("%.4f%%", 100*tf.FPRTheory))
+	}
+	if n > 0 {
+		_ = t.write(sb)
+		sb.WriteString("\n")
+	}
+	writeTreeFilterUpkeep(sb, results)
+}
+
+// passed is the share of the tree filter's lookups that named a level
+// ("-" without lookups): for absent keys (readmissing) its measured
+// false-positive rate, to set beside the theory.
+func passed(tf *treeFilterResult) string {
+	if tf.Probes == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.4f%%", 100*float64(tf.Probes-tf.Negatives)/float64(tf.Probes))
+}
+
+// writeTreeFilterUpkeep prints, for the workloads in which the tree filter
+// was built or kept up (fills, mostly), what that cost: whole builds and
+// the tables they read, tables read back by updates and re-tags, and the
+// seconds builds and updates took.
+func writeTreeFilterUpkeep(sb *strings.Builder, results []*result) {
+	t := &table{}
+	t.add("tree filter upkeep", "builds", "tables read", "build s", "update s", "tables read back", "bytes read back", "tables retagged", "bytes retagged")
+	n := 0
+	for _, r := range results {
+		tf := r.TreeFilter
+		if tf == nil || tf.Rebuilds+tf.TablesRead+tf.UpdateTablesRead+tf.RetagTablesRead == 0 && tf.UpdateSeconds == 0 {
+			continue
+		}
+		n++
+		t.add(label(r), fmt.Sprint(tf.Rebuilds), fmt.Sprint(tf.TablesRead),
+			fmt.Sprintf("%.2f", tf.BuildSeconds), fmt.Sprintf("%.2f", tf.UpdateSeconds),
+			fmt.Sprint(tf.UpdateTablesRead), humanize.IBytes(tf.UpdateBytesRead),
+			fmt.Sprint(tf.RetagTablesRead), humanize.IBytes(tf.RetagBytesRead))
 	}
 	if n == 0 {
 		return
