@@ -53,6 +53,7 @@ type config struct {
 	fileSizeMult     int            // -target_file_size_multiplier
 	levelBaseBytes   int64          // -max_bytes_for_level_base
 	dynamicLevels    bool           // -dynamic_level_bytes
+	disableMmap      bool           // -disable_mmap
 	l0Trigger        int            // -level0_file_num_compaction_trigger
 	idleDelay        time.Duration  // -idle_compaction_delay
 	readCompactions  bool           // -read_compactions
@@ -140,6 +141,7 @@ func parseConfigPreset(args []string, stderr io.Writer, preset func(*flag.FlagSe
 	fs.Int64Var(&c.targetFileSize, "target_file_size_base", 0, "compaction output table size in level 1, in bytes (0 = engine default, 2 MiB)")
 	fs.IntVar(&c.fileSizeMult, "target_file_size_multiplier", 0, "growth of table sizes per level below level 1 (Options.TargetFileSizeMultiplier; 0 = engine default, 2; 1 = every level alike)")
 	fs.Int64Var(&c.levelBaseBytes, "max_bytes_for_level_base", 0, "size target of level 1 in bytes (0 = engine default, 10 MiB); small values give small data sets a deep tree")
+	fs.BoolVar(&c.disableMmap, "disable_mmap", false, "read tables with pread instead of through memory maps, and write the log with write calls (Options.DisableMmap): mapped table pages then stay out of the process's RSS")
 	fs.BoolVar(&c.dynamicLevels, "dynamic_level_bytes", false, "size the levels from the last one up (Options.DynamicLevelBytes): the last level holds about 90% of the data, level 0 compacts into the base level, the shallowest with a target of at least -max_bytes_for_level_base")
 	fs.IntVar(&c.l0Trigger, "level0_file_num_compaction_trigger", 0, "level-0 tables that trigger a compaction (0 = engine default, 4)")
 	fs.BoolVar(&c.readCompactions, "read_compactions", false, "let reads trigger compactions (Options.DisableReadCompactions false, the engine default); off by default so that every workload reads the tree the fill left and the filter settings compared read the same tree")

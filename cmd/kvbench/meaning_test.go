@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -189,6 +190,29 @@ func TestSweepReportAgrees(t *testing.T) {
 			if f[6] != "-" || f[7] != "-" {
 				t.Errorf("no-filter sweep row gives FP rate %s, theory %s; want - and -: %q", f[6], f[7], l)
 			}
+		}
+	}
+}
+
+// TestShapeFlagsReachOptions: the tree-shape and I/O flags set the
+// Options they name, and are off without them.
+func TestShapeFlagsReachOptions(t *testing.T) {
+	for _, tc := range []struct {
+		args          []string
+		dynamic, mmap bool
+	}{
+		{nil, false, false},
+		{[]string{"-dynamic_level_bytes"}, true, false},
+		{[]string{"-disable_mmap"}, false, true},
+		{[]string{"-disable_mmap", "-dynamic_level_bytes"}, true, true},
+	} {
+		c, err := parseConfig(tc.args, io.Discard)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		o := (&study{cfg: c}).options(c.bloomBits, false)
+		if o.DynamicLevelBytes != tc.dynamic || o.DisableMmap != tc.mmap {
+			t.Errorf("%v: DynamicLevelBytes %v, DisableMmap %v; want %v, %v", tc.args, o.DynamicLevelBytes, o.DisableMmap, tc.dynamic, tc.mmap)
 		}
 	}
 }

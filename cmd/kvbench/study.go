@@ -193,6 +193,7 @@ func (s *study) options(bits int, ignoreFilters bool) *bloomkv.Options {
 		TargetFileSizeMultiplier: s.cfg.fileSizeMult,
 		LBaseMaxBytes:            s.cfg.levelBaseBytes,
 		DynamicLevelBytes:        s.cfg.dynamicLevels,
+		DisableMmap:              s.cfg.disableMmap,
 		L0CompactionThreshold:    s.cfg.l0Trigger,
 		IdleCompactionDelay:      s.cfg.idleDelay,
 		// Studies compare filter settings on the tree the fill left:
