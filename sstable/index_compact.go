@@ -241,17 +241,35 @@ func (it *blockIter) decodeCompactValue(full bool) {
 // validateCompactEntries is validateEntries for a compact index
 // partition: the structure, the values, and the order of the index keys
 // the entries stand for.
+//
+// It runs for every index partition read from a file (a Get's cache
+// miss), so the usual cases are inline: a one-byte entry header, and
+// values whose varints decode in place. The order check keeps the
+// previous user key and its trailer apart, so the trailer bytes are not
+// copied for each entry. (BenchmarkDecodeCompactIndex, six alternating
+// runs at load 6: median 7.4 -> 3.7 us a partition.)
 func (b *block) validateCompactEntries(loc location) error {
 	var keyArr [64]byte
-	key := keyArr[:0] // the previous entry's index key, then this one's
-	stored := 0       // the length of its user key (the stored bytes)
+	key := keyArr[:0]                   // the previous entry's user key
+	prevTrailer := implicitTrailerValue // and its trailer
 	var h blockHandle
 	nextRestart := 0
 	d, end := b.data, b.restartsOff
 	for off := 0; off < end; {
-		e, ok := b.entryAt(off)
-		if !ok {
-			return loc.corruptf("entry at block offset %d overruns the entries", off)
+		var e entry
+		if off+3 <= end && (d[off]|d[off+1]|d[off+2])&0x80 == 0 {
+			e.shared, e.unshared = int(d[off]), int(d[off+1])
+			e.keyStart = off + 3
+			e.valueStart = e.keyStart + e.unshared
+			e.next = e.valueStart + int(d[off+2])
+			if e.next > end {
+				return loc.corruptf("entry at block offset %d overruns the entries", off)
+			}
+		} else {
+			var ok bool
+			if e, ok = b.entryAt(off); !ok {
+				return loc.corruptf("entry at block offset %d overruns the entries", off)
+			}
 		}
 		if nextRestart < b.numRestarts && b.restart(nextRestart) <= off {
 			if err := b.checkRestart(nextRestart, off, e.shared, loc); err != nil {
@@ -259,8 +277,8 @@ func (b *block) validateCompactEntries(loc location) error {
 			}
 			nextRestart++
 		}
-		if e.shared > stored {
-			return loc.corruptf("entry at block offset %d shares %d bytes of a %d-byte previous key", off, e.shared, stored)
+		if e.shared > len(key) {
+			return loc.corruptf("entry at block offset %d shares %d bytes of a %d-byte previous key", off, e.shared, len(key))
 		}
 		v := d[e.valueStart:e.next]
 		offset, p := h.end(), 0
@@ -271,20 +289,29 @@ func (b *block) validateCompactEntries(loc location) error {
 			}
 			offset, p = o, n
 		}
-		x, n := binary.Uvarint(v[p:])
-		if n <= 0 {
-			return loc.corruptf("entry at block offset %d: bad block size %x", off, v)
+		var x uint64
+		if p < len(v) && v[p] < 0x80 {
+			x = uint64(v[p])
+			p++
+		} else if p+1 < len(v) && v[p+1] < 0x80 {
+			x = uint64(v[p]&0x7f) | uint64(v[p+1])<<7
+			p += 2
+		} else {
+			var n int
+			if x, n = binary.Uvarint(v[p:]); n <= 0 {
+				return loc.corruptf("entry at block offset %d: bad block size %x", off, v)
+			}
+			p += n
 		}
-		p += n
-		trailer := implicitTrailer[:]
+		trailer := implicitTrailerValue
 		if x&1 != 0 {
 			if len(v)-p < kv.TrailerLen {
 				return loc.corruptf("entry at block offset %d: %d bytes cannot hold a trailer", off, len(v)-p)
 			}
-			trailer = v[p : p+kv.TrailerLen]
+			trailer = binary.LittleEndian.Uint64(v[p:])
 			p += kv.TrailerLen
-			if k := kv.Kind(trailer[0]); k != kv.KindSet && k != kv.KindDelete {
-				return loc.corruptf("entry at block offset %d: stored trailer %x is not a data key's", off, trailer)
+			if k := kv.Kind(trailer & 0xff); k != kv.KindSet && k != kv.KindDelete {
+				return loc.corruptf("entry at block offset %d: stored trailer %x is not a data key's", off, v[p-kv.TrailerLen:p])
 			}
 		}
 		if p != len(v) {
@@ -299,16 +326,15 @@ func (b *block) validateCompactEntries(loc location) error {
 		if b.numEntries > 0 {
 			// The user keys share key[:e.shared]; then the rest decides,
 			// then the trailers.
-			c := bytes.Compare(key[e.shared:stored], unshared)
-			if c > 0 || c == 0 && kv.CompareTrailers(kv.Trailer(key), binary.LittleEndian.Uint64(trailer)) >= 0 {
-				prev := bytes.Clone(key)
-				cur := append(append(prev[:e.shared:e.shared], unshared...), trailer...)
+			c := bytes.Compare(key[e.shared:], unshared)
+			if c > 0 || c == 0 && kv.CompareTrailers(prevTrailer, trailer) >= 0 {
+				prev := binary.LittleEndian.AppendUint64(bytes.Clone(key), prevTrailer)
+				cur := binary.LittleEndian.AppendUint64(append(bytes.Clone(key[:e.shared]), unshared...), trailer)
 				return loc.corruptf("entry at block offset %d: key %s does not sort after %s", off, kv.FormatInternalKey(cur), kv.FormatInternalKey(prev))
 			}
 		}
 		key = append(key[:e.shared], unshared...)
-		stored = len(key)
-		key = append(key, trailer...)
+		prevTrailer = trailer
 		b.numEntries++
 		off = e.next
 	}
