@@ -1,0 +1,197 @@
+package filter
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The measured tables of docs/filter-library.md come from seeded tests of
+// this package. Each test prints its table in the doc's own markdown into
+// testdata/NAME.md (with -rewrite) or compares it with that file, and
+// TestFilterLibraryDocTables checks that the doc's table under
+//
+//	<!-- golden: filter/testdata/NAME.md -->
+//
+// is that file, line for line. A change that moves a figure then fails
+// until the golden file is rewritten and the doc updated from it:
+//
+//	go test ./filter -run 'TestRangeFilter(Candidates|FPRMatchesTheory|ShortKeys)' -rewrite
+var rewrite = flag.Bool("rewrite", false, "rewrite the golden tables in testdata/ from the tests that measure them")
+
+// checkGolden compares table, measured by the calling test, with
+// testdata/name, or writes it there under -rewrite.
+func checkGolden(t *testing.T, name, table string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *rewrite {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(table), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (create it with -rewrite)", err)
+	}
+	if string(want) != table {
+		t.Errorf("the measured table is not %s (if the change is meant, rerun with -rewrite and update docs/filter-library.md from it):\n%s", path, firstDiff(string(want), "measured", table))
+	}
+}
+
+// firstDiff names the first line where golden and got differ; gotName
+// says where got comes from.
+func firstDiff(golden, gotName, got string) string {
+	g, m := strings.Split(golden, "\n"), strings.Split(got, "\n")
+	for i := 0; i < max(len(g), len(m)); i++ {
+		var gl, ml string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(m) {
+			ml = m[i]
+		}
+		if gl != ml {
+			return fmt.Sprintf("line %d:\n golden: %q\n %s: %q", i+1, gl, gotName, ml)
+		}
+	}
+	return "(equal)"
+}
+
+// goldenMarker opens a table of the doc that must equal a golden file.
+var goldenMarker = regexp.MustCompile(`^<!-- golden: filter/(testdata/[\w.-]+) -->$`)
+
+// docGoldenTables returns the tables of doc under golden markers, by the
+// golden file's path relative to this package: the table rows (lines
+// starting with "|") after the marker, past blank lines.
+func docGoldenTables(doc string) (map[string]string, error) {
+	tables := map[string]string{}
+	lines := strings.Split(doc, "\n")
+	for i := 0; i < len(lines); i++ {
+		m := goldenMarker.FindStringSubmatch(strings.TrimRight(lines[i], " "))
+		if m == nil {
+			continue
+		}
+		j := i + 1
+		for j < len(lines) && strings.TrimSpace(lines[j]) == "" {
+			j++
+		}
+		var rows []string
+		for ; j < len(lines) && strings.HasPrefix(lines[j], "|"); j++ {
+			rows = append(rows, strings.TrimRight(lines[j], " "))
+		}
+		if len(rows) == 0 {
+			return nil, fmt.Errorf("line %d: a golden marker with no table after it", i+1)
+		}
+		if _, dup := tables[m[1]]; dup {
+			return nil, fmt.Errorf("line %d: %s quoted twice", i+1, m[1])
+		}
+		tables[m[1]] = strings.Join(rows, "\n") + "\n"
+	}
+	return tables, nil
+}
+
+// TestFilterLibraryDocTables: each table of docs/filter-library.md under a
+// golden marker is its golden file, and every golden table is quoted.
+func TestFilterLibraryDocTables(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "docs", "filter-library.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := docGoldenTables(string(data))
+	if err != nil {
+		t.Fatalf("docs/filter-library.md %v", err)
+	}
+	files, err := filepath.Glob(filepath.Join("testdata", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no golden tables in testdata/")
+	}
+	for _, f := range files {
+		if _, ok := tables[filepath.ToSlash(f)]; !ok {
+			t.Errorf("%s is quoted nowhere in docs/filter-library.md (<!-- golden: filter/%s -->)", f, filepath.ToSlash(f))
+		}
+	}
+	for _, path := range slices.Sorted(maps.Keys(tables)) {
+		want, err := os.ReadFile(filepath.FromSlash(path))
+		if errors.Is(err, os.ErrNotExist) {
+			t.Errorf("docs/filter-library.md quotes %s, which does not exist", path)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tables[path]; got != string(want) {
+			t.Errorf("docs/filter-library.md: the table under <!-- golden: filter/%s --> is not that file; copy it from there:\n%s", path, firstDiff(string(want), "doc", got))
+		}
+	}
+}
+
+// TestDocGoldenTables pins how a golden table is cut from a doc.
+func TestDocGoldenTables(t *testing.T) {
+	doc := strings.Join([]string{
+		"<!-- golden: filter/testdata/a.md -->",
+		"",
+		"| x | y |",
+		"|---|---|",
+		"| 1 | 0.5 |",
+		"prose after",
+		"| not | quoted |",
+	}, "\n")
+	tables, err := docGoldenTables(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "| x | y |\n|---|---|\n| 1 | 0.5 |\n"; len(tables) != 1 || tables["testdata/a.md"] != want {
+		t.Errorf("got %q, want one table %q", tables, want)
+	}
+	if _, err := docGoldenTables("<!-- golden: filter/testdata/b.md -->\n\nprose\n"); err == nil {
+		t.Error("a marker without a table: no error")
+	}
+}
+
+// sig3 prints a rate with three significant digits and at most five
+// decimals, as the doc's tables show them (0.0157, 0.142, 0.00022).
+func sig3(x float64) string {
+	d := 5
+	if x > 0 {
+		d = min(5, max(0, 2-int(math.Floor(math.Log10(x)))))
+	}
+	return strconv.FormatFloat(x, 'f', d, 64)
+}
+
+// thousands prints n with comma separators (65,536).
+func thousands(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func TestSig3Thousands(t *testing.T) {
+	for x, want := range map[float64]string{0.015678: "0.0157", 0.14247: "0.142", 0.000224: "0.00022", 0: "0.00000", 1: "1.00", 0.98465: "0.985"} {
+		if got := sig3(x); got != want {
+			t.Errorf("sig3(%v) = %s, want %s", x, got, want)
+		}
+	}
+	for n, want := range map[uint64]string{1: "1", 999: "999", 65536: "65,536", 1234567: "1,234,567"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %s, want %s", n, got, want)
+		}
+	}
+}
