@@ -58,7 +58,7 @@ var (
 	}
 	legendCPU = []string{
 		"CPU s: the process's user + system CPU time over the workload's timed phase (getrusage), background flushes and compactions",
-		"included; cores busy: CPU s / wall s; CPU µs/op: CPU s / ops. Another program's load lowers ops/s far more than it moves CPU per op.",
+		"included; cores busy: CPU s / wall s; CPU µs/op: CPU s / ops. Time other programs held the CPUs is not in it, as it is in ops/s.",
 	}
 	legendLevels = []string{
 		"Each cell: tables considered per Get in that level -> data blocks read there per Get. Where blocks are far below tables,",

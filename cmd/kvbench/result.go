@@ -37,9 +37,10 @@ type result struct {
 	MaxUs     float64 `json:"max_us"`
 	// CPUSeconds is the process's user + system CPU time over the timed
 	// phase (background flushes and compactions included), CPUUsPerOp the
-	// same per operation: figures the machine's load moves far less than
-	// ops/s. Absent (0) in reports that predate them and where the system
-	// does not say.
+	// same per operation: figures that leave out the time other programs
+	// held the CPUs, which ops/s includes (the caches and clock speed they
+	// share still move them). 0 in reports that predate them and where the
+	// system does not say.
 	CPUSeconds float64 `json:"cpu_seconds"`
 	CPUUsPerOp float64 `json:"cpu_us_per_op"`
 
