@@ -23,7 +23,9 @@ import (
 // opens a scope that the next heading or the next such comment closes
 // (<!-- kvbench: end --> closes it without opening another; so does another
 // tool's marker, such as bench/compare's <!-- bench/compare: FILE.json -->,
-// whose rows bench/compare's TestREADMEFromJSON checks). In a scope:
+// whose rows bench/compare's TestREADMEFromJSON checks, or the filter
+// package's <!-- golden: filter/testdata/FILE.md -->, whose table
+// TestFilterLibraryDocTables checks). In a scope:
 //
 //   - every line of a sample block (a fence without a language) is a line
 //     of the text report `kvbench -report` prints from one of the files;
@@ -35,7 +37,8 @@ import (
 //
 // Outside every scope, a table row of measured figures (a decimal point or
 // thousands separators, outside `code`) fails, in those docs and in every
-// other docs/*.md (but docs/server.md, see uncheckedDocs): a table is
+// other docs/*.md (but docs/server.md, see uncheckedDocs) and in
+// filter/README.md: a table is
 // generated from a committed report, or marked <!-- history: COMMIT ... -->
 // as the record of a run made at COMMIT whose output was not kept.
 //
@@ -101,12 +104,12 @@ var uncheckedDocs = map[string]string{
 	"docs/server.md": "kvserver's redis-benchmark tables (issue 29) quote raw outputs kept under server/scripts/results/, not marked yet",
 }
 
-// checkedDocs returns the docs TestDocsFromJSON reads: scopedDocs and
-// every other docs/*.md but uncheckedDocs (design-notes.md,
-// durability.md, filter-library.md and the rest: their tables are history
-// or another tool's), relative to the repository.
+// checkedDocs returns the docs TestDocsFromJSON reads: scopedDocs,
+// filter/README.md and every other docs/*.md but uncheckedDocs
+// (design-notes.md, durability.md, filter-library.md and the rest: their
+// tables are history or another tool's), relative to the repository.
 func checkedDocs() ([]string, error) {
-	docs := slices.Clone(scopedDocs)
+	docs := append(slices.Clone(scopedDocs), "filter/README.md")
 	paths, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
 	if err != nil {
 		return nil, err
