@@ -15,17 +15,17 @@ import (
 	"testing"
 )
 
-// The measured tables of docs/filter-library.md come from seeded tests of
-// this package. Each test prints its table in the doc's own markdown into
-// testdata/NAME.md (with -rewrite) or compares it with that file, and
-// TestFilterLibraryDocTables checks that the doc's table under
+// Measured tables of docs/filter-library.md and filter/README.md come from
+// seeded tests of this package. Each test prints its table in the doc's
+// own markdown into testdata/NAME.md (with -rewrite) or compares it with
+// that file, and TestGoldenDocTables checks that the doc's table under
 //
 //	<!-- golden: filter/testdata/NAME.md -->
 //
 // is that file, line for line. A change that moves a figure then fails
 // until the golden file is rewritten and the doc updated from it:
 //
-//	go test ./filter -run 'TestRangeFilter(Candidates|FPRMatchesTheory|ShortKeys)' -rewrite
+//	go test ./filter -run 'TestRangeFilter(Candidates|FPRMatchesTheory|ShortKeys)|Test(Blocked|Fuse)FalsePositiveRate' -rewrite
 var rewrite = flag.Bool("rewrite", false, "rewrite the golden tables in testdata/ from the tests that measure them")
 
 // checkGolden compares table, measured by the calling test, with
@@ -103,16 +103,37 @@ func docGoldenTables(doc string) (map[string]string, error) {
 	return tables, nil
 }
 
-// TestFilterLibraryDocTables: each table of docs/filter-library.md under a
-// golden marker is its golden file, and every golden table is quoted.
-func TestFilterLibraryDocTables(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "docs", "filter-library.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tables, err := docGoldenTables(string(data))
-	if err != nil {
-		t.Fatalf("docs/filter-library.md %v", err)
+// goldenDocs are the docs that quote golden tables, by their path in the
+// repository.
+var goldenDocs = []string{"docs/filter-library.md", "filter/README.md"}
+
+// TestGoldenDocTables: each table of goldenDocs under a golden marker is
+// its golden file, and every golden table is quoted somewhere.
+func TestGoldenDocTables(t *testing.T) {
+	quoted := map[string]bool{}
+	for _, doc := range goldenDocs {
+		data, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(doc)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables, err := docGoldenTables(string(data))
+		if err != nil {
+			t.Fatalf("%s %v", doc, err)
+		}
+		for _, path := range slices.Sorted(maps.Keys(tables)) {
+			quoted[path] = true
+			want, err := os.ReadFile(filepath.FromSlash(path))
+			if errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s quotes %s, which does not exist", doc, path)
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tables[path]; got != string(want) {
+				t.Errorf("%s: the table under <!-- golden: filter/%s --> is not that file; copy it from there:\n%s", doc, path, firstDiff(string(want), "doc", got))
+			}
+		}
 	}
 	files, err := filepath.Glob(filepath.Join("testdata", "*.md"))
 	if err != nil {
@@ -122,21 +143,8 @@ func TestFilterLibraryDocTables(t *testing.T) {
 		t.Fatal("no golden tables in testdata/")
 	}
 	for _, f := range files {
-		if _, ok := tables[filepath.ToSlash(f)]; !ok {
-			t.Errorf("%s is quoted nowhere in docs/filter-library.md (<!-- golden: filter/%s -->)", f, filepath.ToSlash(f))
-		}
-	}
-	for _, path := range slices.Sorted(maps.Keys(tables)) {
-		want, err := os.ReadFile(filepath.FromSlash(path))
-		if errors.Is(err, os.ErrNotExist) {
-			t.Errorf("docs/filter-library.md quotes %s, which does not exist", path)
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := tables[path]; got != string(want) {
-			t.Errorf("docs/filter-library.md: the table under <!-- golden: filter/%s --> is not that file; copy it from there:\n%s", path, firstDiff(string(want), "doc", got))
+		if !quoted[filepath.ToSlash(f)] {
+			t.Errorf("%s is quoted in none of %q (<!-- golden: filter/%s -->)", f, goldenDocs, filepath.ToSlash(f))
 		}
 	}
 }

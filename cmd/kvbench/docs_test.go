@@ -25,7 +25,7 @@ import (
 // tool's marker, such as bench/compare's <!-- bench/compare: FILE.json -->,
 // whose rows bench/compare's TestREADMEFromJSON checks, or the filter
 // package's <!-- golden: filter/testdata/FILE.md -->, whose table
-// TestFilterLibraryDocTables checks). In a scope:
+// TestGoldenDocTables checks). In a scope:
 //
 //   - every line of a sample block (a fence without a language) is a line
 //     of the text report `kvbench -report` prints from one of the files;
