@@ -1,7 +1,6 @@
 package filter
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -70,12 +69,14 @@ func firstDiff(golden, gotName, got string) string {
 	return "(equal)"
 }
 
-// goldenMarker opens a table of the doc that must equal a golden file.
-var goldenMarker = regexp.MustCompile(`^<!-- golden: filter/(testdata/[\w.-]+) -->$`)
+// goldenMarker opens a table of the doc that must equal a golden file, or
+// several with the same header: the first whole, then the others' rows.
+var goldenMarker = regexp.MustCompile(`^<!-- golden: (filter/testdata/[\w.-]+(?: filter/testdata/[\w.-]+)*) -->$`)
 
 // docGoldenTables returns the tables of doc under golden markers, by the
-// golden file's path relative to this package: the table rows (lines
-// starting with "|") after the marker, past blank lines.
+// marker's golden files (paths relative to this package, space-separated):
+// the table rows (lines starting with "|") after the marker, past blank
+// lines.
 func docGoldenTables(doc string) (map[string]string, error) {
 	tables := map[string]string{}
 	lines := strings.Split(doc, "\n")
@@ -84,6 +85,7 @@ func docGoldenTables(doc string) (map[string]string, error) {
 		if m == nil {
 			continue
 		}
+		key := strings.ReplaceAll(m[1], "filter/testdata/", "testdata/")
 		j := i + 1
 		for j < len(lines) && strings.TrimSpace(lines[j]) == "" {
 			j++
@@ -95,12 +97,38 @@ func docGoldenTables(doc string) (map[string]string, error) {
 		if len(rows) == 0 {
 			return nil, fmt.Errorf("line %d: a golden marker with no table after it", i+1)
 		}
-		if _, dup := tables[m[1]]; dup {
-			return nil, fmt.Errorf("line %d: %s quoted twice", i+1, m[1])
+		if _, dup := tables[key]; dup {
+			return nil, fmt.Errorf("line %d: %s quoted twice", i+1, key)
 		}
-		tables[m[1]] = strings.Join(rows, "\n") + "\n"
+		tables[key] = strings.Join(rows, "\n") + "\n"
 	}
 	return tables, nil
+}
+
+// joinGolden returns the table of the golden files paths: the first
+// whole, then the rows of the others, whose header (the first two lines)
+// must be the first one's.
+func joinGolden(paths []string) (string, error) {
+	var b strings.Builder
+	var header string
+	for i, path := range paths {
+		data, err := os.ReadFile(filepath.FromSlash(path))
+		if err != nil {
+			return "", err
+		}
+		lines := strings.SplitAfterN(string(data), "\n", 3)
+		if len(lines) < 3 {
+			return "", fmt.Errorf("%s: not a table with a header", path)
+		}
+		if h := lines[0] + lines[1]; i == 0 {
+			header = h
+			b.WriteString(h)
+		} else if h != header {
+			return "", fmt.Errorf("%s: its header is not %s's", path, paths[0])
+		}
+		b.WriteString(lines[2])
+	}
+	return b.String(), nil
 }
 
 // goldenDocs are the docs that quote golden tables, by their path in the
@@ -108,7 +136,7 @@ func docGoldenTables(doc string) (map[string]string, error) {
 var goldenDocs = []string{"docs/filter-library.md", "filter/README.md"}
 
 // TestGoldenDocTables: each table of goldenDocs under a golden marker is
-// its golden file, and every golden table is quoted somewhere.
+// its golden files, and every golden table is quoted somewhere.
 func TestGoldenDocTables(t *testing.T) {
 	quoted := map[string]bool{}
 	for _, doc := range goldenDocs {
@@ -120,18 +148,18 @@ func TestGoldenDocTables(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s %v", doc, err)
 		}
-		for _, path := range slices.Sorted(maps.Keys(tables)) {
-			quoted[path] = true
-			want, err := os.ReadFile(filepath.FromSlash(path))
-			if errors.Is(err, os.ErrNotExist) {
-				t.Errorf("%s quotes %s, which does not exist", doc, path)
+		for _, key := range slices.Sorted(maps.Keys(tables)) {
+			paths := strings.Fields(key)
+			for _, p := range paths {
+				quoted[p] = true
+			}
+			want, err := joinGolden(paths)
+			if err != nil {
+				t.Errorf("%s quotes %s: %v", doc, key, err)
 				continue
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := tables[path]; got != string(want) {
-				t.Errorf("%s: the table under <!-- golden: filter/%s --> is not that file; copy it from there:\n%s", doc, path, firstDiff(string(want), "doc", got))
+			if got := tables[key]; got != want {
+				t.Errorf("%s: the table under the golden marker of %s is not made of those files; copy it from them:\n%s", doc, key, firstDiff(want, "doc", got))
 			}
 		}
 	}
@@ -146,6 +174,40 @@ func TestGoldenDocTables(t *testing.T) {
 		if !quoted[filepath.ToSlash(f)] {
 			t.Errorf("%s is quoted in none of %q (<!-- golden: filter/%s -->)", f, goldenDocs, filepath.ToSlash(f))
 		}
+	}
+}
+
+// fprHeader is the header of filter/README.md's table of measured
+// false-positive rates, one golden file per filter type.
+var fprHeader = []string{"filter", "setting", "absent keys probed", "measured", "expected"}
+
+// millions prints a probe count (1M, 4M).
+func millions(n int) string { return fmt.Sprintf("%gM", float64(n)/1e6) }
+
+// goldenTable collects a test's rows into a golden table.
+type goldenTable struct {
+	b    strings.Builder
+	rows int
+}
+
+func newGoldenTable(header ...string) *goldenTable {
+	g := &goldenTable{}
+	fmt.Fprintf(&g.b, "| %s |\n|%s\n", strings.Join(header, " | "), strings.Repeat("---|", len(header)))
+	return g
+}
+
+func (g *goldenTable) row(cells ...string) {
+	fmt.Fprintf(&g.b, "| %s |\n", strings.Join(cells, " | "))
+	g.rows++
+}
+
+// check compares the table with testdata/name (see checkGolden) when all
+// rows rows ran at full size: not under -short or -race, nor with -run
+// picking some subtests.
+func (g *goldenTable) check(t *testing.T, name string, rows int) {
+	t.Helper()
+	if g.rows == rows && !trimmed() {
+		checkGolden(t, name, g.b.String())
 	}
 }
 
@@ -169,6 +231,29 @@ func TestDocGoldenTables(t *testing.T) {
 	}
 	if _, err := docGoldenTables("<!-- golden: filter/testdata/b.md -->\n\nprose\n"); err == nil {
 		t.Error("a marker without a table: no error")
+	}
+	tables, err = docGoldenTables("<!-- golden: filter/testdata/a.md filter/testdata/b.md -->\n| x |\n|---|\n| 1 |\n| 2 |\n")
+	if _, ok := tables["testdata/a.md testdata/b.md"]; err != nil || !ok {
+		t.Errorf("two files: %q, %v", tables, err)
+	}
+
+	// Several files make one table: the first whole, the others' rows.
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	a := write("a.md", "| x |\n|---|\n| 1 |\n")
+	b := write("b.md", "| x |\n|---|\n| 2 |\n| 3 |\n")
+	other := write("c.md", "| y |\n|---|\n| 4 |\n")
+	if got, err := joinGolden([]string{a, b}); err != nil || got != "| x |\n|---|\n| 1 |\n| 2 |\n| 3 |\n" {
+		t.Errorf("joinGolden(a, b) = %q, %v", got, err)
+	}
+	if _, err := joinGolden([]string{a, other}); err == nil {
+		t.Error("joinGolden of tables with different headers: no error")
 	}
 }
 
