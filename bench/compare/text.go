@@ -275,7 +275,7 @@ func writeCPU(w io.Writer, pr params, p *pairingReport, peers []string) {
 	if spread {
 		what = "median of runs, min-max beside it"
 	}
-	fmt.Fprintf(w, "CPU time per operation, µs (the process's user + system CPU over each timed phase, the engine's background work in it included, / operations; %s):\n\n", what)
+	fmt.Fprintf(w, "CPU time per operation, µs (the process's user + system CPU over each timed phase / operations: the engine's calls and its background work meanwhile, and the harness's own loop, alike for every engine; %s):\n\n", what)
 	_, haveBase := p.Medians[bloomkvEngine.name]
 	head := []string{"workload"}
 	align := []string{"---"}
