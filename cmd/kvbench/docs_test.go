@@ -14,8 +14,8 @@ import (
 
 // TestDocsFromJSON keeps every kvbench figure in README.md,
 // docs/studying-filters.md, docs/filter-policy.md, docs/tree-filter.md and
-// docs/benchmarks.md's kvbench sections (scopedDocs) tied to a JSON report committed beside it
-// (docs/kvbench/, docs/range-filters/), as bench/compare's
+// docs/benchmarks.md's kvbench sections (scopedDocs) tied to a JSON report
+// committed beside it (docs/kvbench/, docs/range-filters/), as bench/compare's
 // TestPublishedReports does for docs/benchmarks.md. A comment
 //
 //	<!-- kvbench: docs/kvbench/a.json [docs/kvbench/b.json ...] -->
@@ -36,11 +36,11 @@ import (
 //     report's 0.1586.
 //
 // Outside every scope, a table row of measured figures (a decimal point or
-// thousands separators, outside `code`) fails, in those docs and in every
+// thousands separators, outside `code`) fails, in those docs, in every
 // other docs/*.md (but docs/server.md, see uncheckedDocs) and in
-// filter/README.md: a table is
-// generated from a committed report, or marked <!-- history: COMMIT ... -->
-// as the record of a run made at COMMIT whose output was not kept.
+// filter/README.md: a table is generated from a committed report, or
+// marked <!-- history: COMMIT ... --> as the record of a run made at
+// COMMIT whose output was not kept.
 //
 // A figure that drifts from the files, or a sample in an old output format,
 // fails here: regenerate the sample with `go run ./cmd/kvbench -report
