@@ -170,9 +170,11 @@ func TestBloomAddReportsChange(t *testing.T) {
 // TestBloomFalsePositiveRate measures the rate on a million absent keys and
 // checks it against (1 - e^(-kn/m))^k for the filter's own m and k, within
 // 10% relative (the bound; at 1% and a million probes the standard
-// error is about 1%).
+// error is about 1%). Its rows of filter/README.md's table are kept in
+// testdata/fpr-bloom.md (see golden_test.go).
 func TestBloomFalsePositiveRate(t *testing.T) {
 	const n = 100_000
+	table := newGoldenTable(fprHeader...)
 	for _, fpp := range []float64{0.01, 0.001} {
 		t.Run(fmt.Sprint(fpp), func(t *testing.T) {
 			if fpp < 0.01 {
@@ -197,8 +199,11 @@ func TestBloomFalsePositiveRate(t *testing.T) {
 			if est := b.EstimatedFPR(); math.Abs(est-theory)/theory > 0.05 {
 				t.Errorf("EstimatedFPR %.6f is more than 5%% from theory %.6f", est, theory)
 			}
+			table.row("Bloom", fmt.Sprintf("%dk keys, target %v%%", n/1000, 100*fpp), millions(probes),
+				pct4(measured)+"%", pct4(theory)+"% (theory for its m, k)")
 		})
 	}
+	table.check(t, "fpr-bloom.md", 2)
 }
 
 func TestBloomApproximateCount(t *testing.T) {

@@ -177,8 +177,13 @@ func TestCountingSaturation(t *testing.T) {
 	}
 }
 
+// TestCountingFalsePositiveRate: after n keys, and a tenth as many more
+// added and removed again, the rate is the theory's for the filter's own
+// m and k, within 10% relative. Its rows of filter/README.md's table are
+// kept in testdata/fpr-counting.md (see golden_test.go).
 func TestCountingFalsePositiveRate(t *testing.T) {
 	const n = 100_000
+	table := newGoldenTable(fprHeader...)
 	for _, fpp := range []float64{0.01, 0.001} {
 		t.Run(fmt.Sprint(fpp), func(t *testing.T) {
 			if fpp < 0.01 {
@@ -209,8 +214,11 @@ func TestCountingFalsePositiveRate(t *testing.T) {
 			if rel > 0.10 {
 				t.Errorf("measured rate %.6f is %.1f%% from theory %.6f (> 10%%)", measured, 100*rel, theory)
 			}
+			table.row("Counting", fmt.Sprintf("%dk keys, target %v%%, after %dk more added and removed", n/1000, 100*fpp, n/10/1000),
+				millions(probes), pct4(measured)+"%", pct4(theory)+"% (theory for its m, k)")
 		})
 	}
+	table.check(t, "fpr-counting.md", 2)
 }
 
 func TestCountingConcurrent(t *testing.T) {

@@ -166,9 +166,12 @@ func TestCuckooFullChangesNothing(t *testing.T) {
 }
 
 // TestCuckooFalsePositiveRate measures a full filter (the worst case) on a
-// million absent keys: at or below the target.
+// million absent keys: at or below the target. Its rows of
+// filter/README.md's table are kept in testdata/fpr-cuckoo.md (see
+// golden_test.go).
 func TestCuckooFalsePositiveRate(t *testing.T) {
 	const n = 100_000
+	table := newGoldenTable(fprHeader...)
 	for _, fpp := range []float64{0.01, 0.001} {
 		t.Run(fmt.Sprint(fpp), func(t *testing.T) {
 			if fpp < 0.01 {
@@ -190,8 +193,11 @@ func TestCuckooFalsePositiveRate(t *testing.T) {
 			if est := c.EstimatedFPR(); measured > 1.1*est || measured < 0.9*est {
 				t.Errorf("measured rate %.6f is more than 10%% from EstimatedFPR %.6f", measured, est)
 			}
+			table.row("Cuckoo", fmt.Sprintf("sized for %dk keys, filled (load %.1f%%), target %v%%", n/1000, 100*c.LoadFactor(), 100*fpp),
+				millions(probes), pct4(measured)+"%", fmt.Sprintf("≤ %v%% (EstimatedFPR %s%%)", 100*fpp, pct4(c.EstimatedFPR())))
 		})
 	}
+	table.check(t, "fpr-cuckoo.md", 2)
 }
 
 func TestCuckooDuplicatesAndRemove(t *testing.T) {

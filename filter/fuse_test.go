@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/bloomkv/bloomkv/internal/base"
@@ -68,11 +69,19 @@ func TestFuseNoFalseNegatives(t *testing.T) {
 // once in a million runs; 2^-7, a 7-bit fingerprint's rate, lies far
 // outside). At a million keys the block must spend at most 9.1 bits per
 // key.
+//
+// At full size (not -short, not -race) its table is filter/README.md's,
+// kept in testdata/fuse-fpr.md (see golden_test.go).
 func TestFuseFalsePositiveRate(t *testing.T) {
 	sizes, probes := []int{35_000, 1_000_000}, 4_000_000
 	if trimmed() {
 		sizes, probes = []int{35_000, 200_000}, 400_000
 	}
+	if testutil.FPRAlpha != 1e-6 {
+		t.Fatalf("FPRAlpha %g: the table below says 10⁻⁶", testutil.FPRAlpha)
+	}
+	var table strings.Builder
+	fmt.Fprintf(&table, "| keys | bits/key | measured FP (`TestFuseFalsePositiveRate`, %dM probes) |\n|---|---|---|\n", probes/1_000_000)
 	for _, n := range sizes {
 		_, blk := buildFuseBlock(t, seqKeys('p', n))
 		measured, fps := measureFPR(probes, blk.MayContain)
@@ -90,6 +99,11 @@ func TestFuseFalsePositiveRate(t *testing.T) {
 		if n == 1_000_000 && bitsPerKey > 9.1 {
 			t.Errorf("fuse at 1M keys: %.3f bits/key; target <= 9.1 at 2^-8 = 0.39%%", bitsPerKey)
 		}
+		fmt.Fprintf(&table, "| %s | %.3f | %.4f%% (Chernoff bounds at α = 10⁻⁶: %.3f%%–%.3f%%) |\n",
+			thousands(uint64(n)), bitsPerKey, 100*measured, 100*lo/float64(probes), 100*hi/float64(probes))
+	}
+	if !trimmed() {
+		checkGolden(t, "fuse-fpr.md", table.String())
 	}
 }
 

@@ -87,10 +87,10 @@ func (r *rosetta) bits() float64 {
 
 // TestRangeFilterCandidates measures the two designs on the same keys and
 // the same empty ranges: random ones, and ranges starting just after a
-// key ("near"). It prints the table docs/filter-library.md quotes and
-// checks the reason RangeFilter was kept: at the engine's budgets it is
-// better on near ranges and within 2x of its own random-range rate there.
-// Run with -v to see the table.
+// key ("near"). Its table is docs/filter-library.md's, kept in
+// testdata/rangefilter-candidates.md (see golden_test.go). It checks the
+// reason RangeFilter was kept: at the engine's budgets it is better on
+// near ranges and within 2x of its own random-range rate there.
 func TestRangeFilterCandidates(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a measurement: skipped with -short")
@@ -104,19 +104,23 @@ func TestRangeFilterCandidates(t *testing.T) {
 		bits float64
 	}
 	var out strings.Builder
-	fmt.Fprintf(&out, "\n| bits/key | width | candidate | bits spent | random FPR | near FPR |\n|---|---|---|---|---|---|\n")
+	out.WriteString("| bits/key | width | Grafite random | Grafite near | Rosetta (leaf 80%) random | near | Rosetta (leaf 50%) random | near |\n|---|---|---|---|---|---|---|---|\n")
 	for _, bpk := range []float64{10, 16, 22} {
 		for _, w := range []uint64{4, 16, 64, 256} {
 			g, _ := NewRangeFilter(xs, bpk, nil)
 			depth := max(1, int(math.Ceil(math.Log2(float64(w)))))
 			cands := []cand{{"grafite", g.MayContainRange, float64(g.SizeBytes() * 8)}}
-			for _, share := range []float64{0.5, 0.8} {
+			for _, share := range []float64{0.8, 0.5} {
 				ro := newRosetta(xs, bpk, depth, share)
 				cands = append(cands, cand{fmt.Sprintf("rosetta (leaf %.0f%%)", share*100), ro.mayContainRange, ro.bits()})
 			}
+			fmt.Fprintf(&out, "| %g | %d |", bpk, w)
 			var grafiteNear, grafiteRandom float64
 			bestRosettaNear := 1.0
 			for _, c := range cands {
+				if spent := c.bits / float64(n); spent > bpk+0.05 {
+					t.Errorf("bpk=%v w=%d: %s spends %.3f bits per key", bpk, w, c.name, spent)
+				}
 				var rate [2]float64
 				for ni, near := range []bool{false, true} {
 					qrng := rand.New(rand.NewPCG(13, uint64(w)))
@@ -137,13 +141,14 @@ func TestRangeFilterCandidates(t *testing.T) {
 					}
 					rate[ni] = float64(fp) / float64(empty)
 				}
-				fmt.Fprintf(&out, "| %g | %d | %s | %.1f | %.5f | %.5f |\n", bpk, w, c.name, c.bits/float64(n), rate[0], rate[1])
+				fmt.Fprintf(&out, " %s | %s |", sig3(rate[0]), sig3(rate[1]))
 				if c.name == "grafite" {
 					grafiteRandom, grafiteNear = rate[0], rate[1]
 				} else {
 					bestRosettaNear = min(bestRosettaNear, rate[1])
 				}
 			}
+			out.WriteString("\n")
 			if bpk >= 16 && w >= 16 && grafiteNear > bestRosettaNear {
 				t.Errorf("bpk=%v w=%d: grafite near FPR %.5f above rosetta's %.5f", bpk, w, grafiteNear, bestRosettaNear)
 			}
@@ -152,33 +157,41 @@ func TestRangeFilterCandidates(t *testing.T) {
 			}
 		}
 	}
-	t.Log(out.String())
+	t.Log("\n" + out.String())
+	checkGolden(t, "rangefilter-candidates.md", out.String())
 }
 
 // TestRangeFilterShortKeys measures what the range filter does with keys
 // of other shapes (issue 27, docs/filter-library.md): 20,000 keys (every
 // other one of a sequence), the empty range between each absent key and
 // the next present one, at 10 and 16 bits per key. It fails on a false
-// negative (a range holding its key answered "empty"); the rates are
-// logged, the numbers in the docs come from here. Text keys shorter than
-// the 8-byte window ("k00101") are padded with zeros, so a range of one
-// key spans 2^(8*padding) integers and nearly every empty range is a
-// "maybe"; decimal text of at least 8 bytes after the shared prefix maps
-// one key step to one integer but uses 10 of 256 values per byte, so keys
-// crowd in the hashed blocks and the rate is about 25x the bound.
+// negative (a range holding its key answered "empty"); its table is the
+// doc's, kept in testdata/rangefilter-short-keys.md (see golden_test.go).
+// Text keys shorter than the 8-byte window ("k00101") are padded with
+// zeros, so a range of one key spans 2^(8*padding) integers and nearly
+// every empty range is a "maybe"; decimal text of at least 8 bytes after
+// the shared prefix maps one key step to one integer but uses 10 of 256
+// values per byte, so keys crowd in the hashed blocks and the rate is
+// about 25x the bound.
 func TestRangeFilterShortKeys(t *testing.T) {
 	const n = 20_000
 	forms := []struct {
-		name string
+		name string // as the doc's table names it
 		key  func(i int) []byte
 	}{
-		{"k%05d (6 bytes)", func(i int) []byte { return fmt.Appendf(nil, "k%05d", i) }},
-		{"user:%07d (12 bytes)", func(i int) []byte { return fmt.Appendf(nil, "user:%07d", i) }},
-		{"%08d (8 bytes)", func(i int) []byte { return fmt.Appendf(nil, "%08d", i) }},
-		{"big-endian uint64 i", func(i int) []byte { return binary.BigEndian.AppendUint64(nil, uint64(i)) }},
+		{"`k%05d` (6 bytes)", func(i int) []byte { return fmt.Appendf(nil, "k%05d", i) }},
+		{"`user:%07d` (12 bytes)", func(i int) []byte { return fmt.Appendf(nil, "user:%07d", i) }},
+		{"`%08d` (8 bytes)", func(i int) []byte { return fmt.Appendf(nil, "%08d", i) }},
+		{"big-endian uint64", func(i int) []byte { return binary.BigEndian.AppendUint64(nil, uint64(i)) }},
 	}
+	bitsList := []float64{10, 16}
+	var out strings.Builder
+	out.WriteString("| keys | prefix chosen | one key step, in integers | let through at 10 bits | at 16 bits | bound for 1 integer (10 / 16) |\n|---|---|---|---|---|---|\n")
 	for _, form := range forms {
-		for _, bits := range []float64{10, 16} {
+		var step uint64
+		prefix := "none"
+		var rates []string
+		for _, bits := range bitsList {
 			b, err := NewRangeFilterBuilder(bits, true)
 			if err != nil {
 				t.Fatal(err)
@@ -200,8 +213,15 @@ func TestRangeFilterShortKeys(t *testing.T) {
 				}
 			}
 			a, z, _ := f.KeyInterval(form.key(101), form.key(102))
-			t.Logf("%-22s %2.0f bits/key, prefix %q: one key step = %d integers; empty ranges let through %.5f (bound for 1 integer %.5f)",
-				form.name, bits, f.Prefix(), z-a+1, float64(fp)/float64(n-1), RangeFilterTheory(bits, 1))
+			step = z - a + 1
+			if p := f.Prefix(); len(p) > 0 {
+				prefix = "`" + string(p) + "`"
+			}
+			rates = append(rates, sig3(float64(fp)/float64(n-1)))
 		}
+		fmt.Fprintf(&out, "| %s | %s | %s | %s | %s | %s / %s |\n", form.name, prefix, thousands(step), rates[0], rates[1],
+			sig3(RangeFilterTheory(bitsList[0], 1)), sig3(RangeFilterTheory(bitsList[1], 1)))
 	}
+	t.Log("\n" + out.String())
+	checkGolden(t, "rangefilter-short-keys.md", out.String())
 }

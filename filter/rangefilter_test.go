@@ -5,10 +5,12 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -112,7 +114,9 @@ func TestRangeFilterKeyInterval(t *testing.T) {
 }
 
 // TestRangeFilterFPRMatchesTheory measures empty ranges of several widths,
-// random and starting just after a key, against 1 - (1 - w/r)^n.
+// random and starting just after a key, against 1 - (1 - w/r)^n. At full
+// size (not -short, not -race) its table is docs/filter-library.md's, kept
+// in testdata/rangefilter-theory.md (see golden_test.go).
 func TestRangeFilterFPRMatchesTheory(t *testing.T) {
 	n, probes := 100000, 400000
 	if trimmed() {
@@ -120,6 +124,8 @@ func TestRangeFilterFPRMatchesTheory(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	xs := sortedRandom(rng, n, false)
+	var table strings.Builder
+	table.WriteString("| bits/key | width | random | near | theory |\n|---|---|---|---|---|\n")
 	for _, bpk := range []float64{10, 16} {
 		f, err := NewRangeFilter(xs, bpk, nil)
 		if err != nil {
@@ -127,6 +133,7 @@ func TestRangeFilterFPRMatchesTheory(t *testing.T) {
 		}
 		for _, w := range []uint64{16, 64} {
 			theory := f.TheoreticalFPR(w)
+			fmt.Fprintf(&table, "| %g | %d |", bpk, w)
 			for _, near := range []bool{false, true} {
 				fp, empty := 0, 0
 				for empty < probes {
@@ -151,11 +158,16 @@ func TestRangeFilterFPRMatchesTheory(t *testing.T) {
 				if math.Abs(got-theory) > slack {
 					t.Errorf("bpk=%v w=%d near=%v: measured FPR %.5f, theory %.5f (slack %.5f)", bpk, w, near, got, theory, slack)
 				}
+				fmt.Fprintf(&table, " %.5f |", got)
 			}
+			fmt.Fprintf(&table, " %.5f |\n", theory)
 		}
 		if got := f.BitsPerKey(); got > bpk+0.05 {
 			t.Errorf("bpk=%v: spends %.3f bits per key", bpk, got)
 		}
+	}
+	if !trimmed() {
+		checkGolden(t, "rangefilter-theory.md", table.String())
 	}
 }
 

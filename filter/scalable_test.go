@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -117,8 +118,10 @@ func TestScalableNoFalseNegatives(t *testing.T) {
 
 // TestScalableFalsePositiveRate grows a filter to 100 times its initial
 // capacity (8 layers) and checks the compound rate on a million absent keys
-// stays at or below the bound fpp/(1 - r).
+// stays at or below the bound fpp/(1 - r). Its rows of filter/README.md's
+// table are kept in testdata/fpr-scalable.md (see golden_test.go).
 func TestScalableFalsePositiveRate(t *testing.T) {
+	table := newGoldenTable(fprHeader...)
 	for _, c := range []struct {
 		fpp, r float64
 	}{{0.01, 0.5}, {0.01, 0.9}, {0.001, 0.5}} {
@@ -140,8 +143,11 @@ func TestScalableFalsePositiveRate(t *testing.T) {
 			if est := s.EstimatedFPR(); math.Abs(measured-est)/est > 0.15 {
 				t.Errorf("measured rate %.6f is more than 15%% from EstimatedFPR %.6f", measured, est)
 			}
+			table.row("Scalable", fmt.Sprintf("1000 → 100k keys, target %v%%, r=%v", 100*c.fpp, c.r), millions(probes),
+				pct4(measured)+"%", fmt.Sprintf("≤ %s%% (fpp/(1−r))", strconv.FormatFloat(100*s.FPRBound(), 'g', 4, 64)))
 		})
 	}
+	table.check(t, "fpr-scalable.md", 3)
 }
 
 // TestScalableConcurrent adds from many goroutines while others read, as

@@ -63,6 +63,10 @@ func TestEveryWorkloadEveryEngine(t *testing.T) {
 				if m.OpsPerSec <= 0 || m.P50us <= 0 || m.P99us < m.P50us {
 					t.Errorf("%s %s %s: ops/s %g, p50 %g, p99 %g", p.Durability, e, w, m.OpsPerSec, m.P50us, m.P99us)
 				}
+				// CPU time, read in the child process that ran the engine.
+				if processCPU() > 0 && (m.CPUSeconds <= 0 || m.CPUUsPerOp <= 0 || m.CPUUsPerOp > m.CPUSeconds*1e6/float64(m.Ops)*1.000001) {
+					t.Errorf("%s %s %s: cpu_seconds %g, cpu_us_per_op %g over %d ops", p.Durability, e, w, m.CPUSeconds, m.CPUUsPerOp, m.Ops)
+				}
 				var wantOps int64 = reads
 				switch w {
 				case fillSeq, fillRandom:
@@ -108,7 +112,7 @@ func TestEveryWorkloadEveryEngine(t *testing.T) {
 	}
 	for _, want := range []string{"### write-through", "### buffered", "### sync", "bloomkv/pebble", "bloomkv/goleveldb",
 		"pebble: not in this pairing", "goleveldb: not in this pairing", "Memory for reads", "Compactions while reads were timed",
-		"command: `go run . -num 2000"} {
+		"command: `go run . -num 2000", "CPU time per operation", "| bloomkv CPU µs/op | pebble CPU µs/op |", "pebble/bloomkv"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout.String())
 		}

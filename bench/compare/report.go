@@ -258,6 +258,9 @@ func quantileOf(ms []measurement, q float64) measurement {
 		P99us:     pick(func(m measurement) float64 { return m.P99us }),
 		P999us:    pick(func(m measurement) float64 { return m.P999us }),
 		MaxUs:     pick(func(m measurement) float64 { return m.MaxUs }),
+		// Zero in reports made before the CPU figures: omitted again.
+		CPUSeconds: pick(func(m measurement) float64 { return m.CPUSeconds }),
+		CPUUsPerOp: pick(func(m measurement) float64 { return m.CPUUsPerOp }),
 	}
 }
 

@@ -129,6 +129,7 @@ func writePairing(w io.Writer, rep *report, p *pairingReport) {
 		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
 	}
 	fmt.Fprintln(w)
+	writeCPU(w, pr, p, peers)
 
 	// Per engine, figures over the runs: median (min-max).
 	runsOf := func(name string) []engineRun {
@@ -254,6 +255,81 @@ func writePairing(w io.Writer, rep *report, p *pairingReport) {
 		}
 		fmt.Fprintf(w, "- %s: %s\n", name, strings.Join(parts, "; "))
 	}
+}
+
+// writeCPU prints each engine's CPU time per operation, a table of its
+// own under the throughput table, when the runs recorded it (reports made
+// before they did print as they always did).
+func writeCPU(w io.Writer, pr params, p *pairingReport, peers []string) {
+	have := false
+	for _, name := range p.Engines {
+		for _, m := range p.Medians[name] {
+			have = have || m.CPUUsPerOp > 0
+		}
+	}
+	if !have {
+		return
+	}
+	spread := pr.Runs > 1
+	what := "one run"
+	if spread {
+		what = "median of runs, min-max beside it"
+	}
+	fmt.Fprintf(w, "CPU time per operation, µs (the process's user + system CPU over each timed phase / operations: the engine's calls and its background work meanwhile, and the harness's own loop, alike for every engine; %s):\n\n", what)
+	_, haveBase := p.Medians[bloomkvEngine.name]
+	head := []string{"workload"}
+	align := []string{"---"}
+	for _, name := range p.Engines {
+		head = append(head, name+" CPU µs/op")
+		align = append(align, "--:")
+		if spread {
+			head = append(head, "min-max")
+			align = append(align, "--:")
+		}
+	}
+	if haveBase {
+		for _, peer := range peers {
+			head = append(head, peer+"/bloomkv")
+			align = append(align, "--:")
+		}
+	}
+	fmt.Fprintf(w, "| %s |\n|%s|\n", strings.Join(head, " | "), strings.Join(align, "|"))
+	for _, wl := range pr.Workloads {
+		row := []string{wl}
+		for _, name := range p.Engines {
+			m, ok := p.Medians[name][wl]
+			if !ok || m.CPUUsPerOp <= 0 {
+				row = append(row, "")
+				if spread {
+					row = append(row, "")
+				}
+				continue
+			}
+			row = append(row, latency(m.CPUUsPerOp))
+			if spread {
+				row = append(row, latency(p.Mins[name][wl].CPUUsPerOp)+"-"+latency(p.Maxs[name][wl].CPUUsPerOp))
+			}
+		}
+		if haveBase {
+			base := p.Medians[bloomkvEngine.name][wl].CPUUsPerOp
+			for _, peer := range peers {
+				if m, ok := p.Medians[peer][wl]; ok && m.CPUUsPerOp > 0 && base > 0 {
+					row = append(row, fmt.Sprintf("%.2fx", m.CPUUsPerOp/base))
+				} else {
+					row = append(row, "")
+				}
+			}
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+	}
+	fmt.Fprintln(w)
+	if haveBase && len(peers) > 0 {
+		fmt.Fprintln(w, "peer/bloomkv = the peer's median CPU per operation / bloomkv's (above 1: bloomkv spends less CPU per operation).")
+	}
+	if !allIsolated(p.Runs) {
+		fmt.Fprintln(w, "Every engine ran in the one harness process: an engine's figure can include background work an earlier engine left running.")
+	}
+	fmt.Fprintln(w)
 }
 
 // compact formats an ops/s figure in three significant digits with a k or

@@ -14,8 +14,8 @@ import (
 
 // TestDocsFromJSON keeps every kvbench figure in README.md,
 // docs/studying-filters.md, docs/filter-policy.md, docs/tree-filter.md and
-// docs/benchmarks.md's kvbench sections tied to a JSON report committed beside it
-// (docs/kvbench/, docs/range-filters/), as bench/compare's
+// docs/benchmarks.md's kvbench sections (scopedDocs) tied to a JSON report
+// committed beside it (docs/kvbench/, docs/range-filters/), as bench/compare's
 // TestPublishedReports does for docs/benchmarks.md. A comment
 //
 //	<!-- kvbench: docs/kvbench/a.json [docs/kvbench/b.json ...] -->
@@ -23,7 +23,9 @@ import (
 // opens a scope that the next heading or the next such comment closes
 // (<!-- kvbench: end --> closes it without opening another; so does another
 // tool's marker, such as bench/compare's <!-- bench/compare: FILE.json -->,
-// whose rows bench/compare's TestREADMEFromJSON checks). In a scope:
+// whose rows bench/compare's TestREADMEFromJSON checks, or the filter
+// package's <!-- golden: filter/testdata/FILE.md -->, whose table
+// TestGoldenDocTables checks). In a scope:
 //
 //   - every line of a sample block (a fence without a language) is a line
 //     of the text report `kvbench -report` prints from one of the files;
@@ -34,15 +36,21 @@ import (
 //     report's 0.1586.
 //
 // Outside every scope, a table row of measured figures (a decimal point or
-// thousands separators, outside `code`) fails: a table is generated from
-// a committed report, or marked <!-- history: COMMIT ... --> as the record
-// of a run made at COMMIT whose JSON was not kept.
+// thousands separators, outside `code`) fails, in those docs, in every
+// other docs/*.md (but docs/server.md, see uncheckedDocs) and in
+// filter/README.md: a table is generated from a committed report, or
+// marked <!-- history: COMMIT ... --> as the record of a run made at
+// COMMIT whose output was not kept.
 //
 // A figure that drifts from the files, or a sample in an old output format,
 // fails here: regenerate the sample with `go run ./cmd/kvbench -report
 // FILE` and take the figures from it.
 func TestDocsFromJSON(t *testing.T) {
-	for _, doc := range []string{"README.md", "docs/studying-filters.md", "docs/filter-policy.md", "docs/tree-filter.md", "docs/benchmarks.md"} {
+	docs, err := checkedDocs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range docs {
 		data, err := os.ReadFile(filepath.Join("..", "..", doc))
 		if err != nil {
 			t.Fatal(err)
@@ -51,7 +59,7 @@ func TestDocsFromJSON(t *testing.T) {
 		for _, p := range problems {
 			t.Errorf("%s %s", doc, p)
 		}
-		if len(scopes) == 0 {
+		if len(scopes) == 0 && slices.Contains(scopedDocs, doc) {
 			t.Errorf("%s: no <!-- kvbench: FILE.json --> scope", doc)
 		}
 		for _, sc := range scopes {
@@ -86,6 +94,36 @@ func TestDocsFromJSON(t *testing.T) {
 			}
 		}
 	}
+}
+
+// scopedDocs publish kvbench reports: each has at least one scope.
+var scopedDocs = []string{"README.md", "docs/studying-filters.md", "docs/filter-policy.md", "docs/tree-filter.md", "docs/benchmarks.md"}
+
+// uncheckedDocs are docs/*.md left out of the loose-table check, and why.
+var uncheckedDocs = map[string]string{
+	"docs/server.md": "kvserver's redis-benchmark tables (issue 29) quote raw outputs kept under server/scripts/results/, not marked yet",
+}
+
+// checkedDocs returns the docs TestDocsFromJSON reads: scopedDocs,
+// filter/README.md and every other docs/*.md but uncheckedDocs
+// (design-notes.md, durability.md, filter-library.md and the rest: their
+// tables are history or another tool's), relative to the repository.
+func checkedDocs() ([]string, error) {
+	docs := append(slices.Clone(scopedDocs), "filter/README.md")
+	paths, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range paths {
+		doc := "docs/" + filepath.Base(p)
+		if _, skip := uncheckedDocs[doc]; !skip && !slices.Contains(docs, doc) {
+			docs = append(docs, doc)
+		}
+	}
+	if !slices.Contains(docs, "docs/design-notes.md") {
+		return nil, fmt.Errorf("docs/design-notes.md not found among %q", docs)
+	}
+	return docs, nil
 }
 
 // reportNumbers returns the numbers a report prints, each a whole run of

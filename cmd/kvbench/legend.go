@@ -56,6 +56,10 @@ var (
 	legendSeekCosts = []string{
 		"Per seek (SeekGE or SeekPrefixGE and the steps after it), averaged; the columns mean what they mean per Get above.",
 	}
+	legendCPU = []string{
+		"CPU s: the process's user + system CPU time over the workload's timed phase (getrusage), background flushes and compactions",
+		"included; cores busy: CPU s / wall s; CPU µs/op: CPU s / ops. Time other programs held the CPUs is not in it, as it is in ops/s.",
+	}
 	legendLevels = []string{
 		"Each cell: tables considered per Get in that level -> data blocks read there per Get. Where blocks are far below tables,",
 		"the filters skipped those tables; a present key reads about one block in the level that holds it.",

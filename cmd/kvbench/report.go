@@ -50,6 +50,9 @@ func printReport(w io.Writer, rep *report) error {
 			legend(&sb, cfg.legend, legendComparison(baseline)...)
 		}
 	}
+	if writeCPU(&sb, rep.Results) {
+		legend(&sb, cfg.legend, legendCPU...)
+	}
 	for _, warn := range rep.Warnings {
 		fmt.Fprintf(&sb, "WARNING: %s\n", warn)
 	}
@@ -184,6 +187,29 @@ func writeLatency(sb *strings.Builder, results []*result) {
 	}
 	_ = t.write(sb)
 	sb.WriteString("\n")
+}
+
+// writeCPU prints what each workload cost in CPU time, and reports
+// whether it had rows: none for reports that predate the figure, which
+// therefore print as they always did.
+func writeCPU(sb *strings.Builder, results []*result) bool {
+	t := &table{}
+	t.add("cpu time", "ops", "CPU s", "wall s", "cores busy", "CPU µs/op")
+	n := 0
+	for _, r := range results {
+		if r.CPUSeconds <= 0 {
+			continue
+		}
+		n++
+		t.add(label(r), fmt.Sprint(r.Ops), fmt.Sprintf("%.2f", r.CPUSeconds), fmt.Sprintf("%.2f", r.Seconds),
+			fmt.Sprintf("%.2f", r.CPUSeconds/max(r.Seconds, 1e-9)), fmt.Sprintf("%.2f", r.CPUUsPerOp))
+	}
+	if n == 0 {
+		return false
+	}
+	_ = t.write(sb)
+	sb.WriteString("\n")
+	return true
 }
 
 func filterState(r *result) string {

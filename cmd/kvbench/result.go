@@ -35,6 +35,14 @@ type result struct {
 	P999us    float64 `json:"p999_us"`
 	MeanUs    float64 `json:"mean_us"`
 	MaxUs     float64 `json:"max_us"`
+	// CPUSeconds is the process's user + system CPU time over the timed
+	// phase (background flushes and compactions included), CPUUsPerOp the
+	// same per operation: figures that leave out the time other programs
+	// held the CPUs, which ops/s includes (the caches and clock speed they
+	// share still move them). 0 in reports that predate them and where the
+	// system does not say.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	CPUUsPerOp float64 `json:"cpu_us_per_op"`
 
 	// Totals over the workload (Metrics deltas).
 	Gets                 uint64 `json:"gets"`
@@ -142,6 +150,7 @@ func newResult(run *workloadRun, pass string, bits int, variant filter.Variant, 
 		P999us:           lat.P999,
 		MeanUs:           lat.Mean,
 		MaxUs:            lat.Max,
+		CPUSeconds:       run.cpu.Seconds(),
 
 		Gets:                 d.Gets,
 		TablesProbed:         d.TablesProbed,
@@ -160,6 +169,9 @@ func newResult(run *workloadRun, pass string, bits int, variant filter.Variant, 
 		FilterBytesPinned:   d.FilterBytesPinned,
 		IndexPartitionReads: d.IndexPartitionReads,
 		FilterSkips:         d.FilterSkips,
+	}
+	if run.ops > 0 {
+		r.CPUUsPerOp = float64(run.cpu.Nanoseconds()) / 1e3 / float64(run.ops)
 	}
 	if d.Gets > 0 {
 		for _, l := range d.Levels {

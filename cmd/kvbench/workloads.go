@@ -21,7 +21,10 @@ type workloadRun struct {
 	ops     int64 // timed operations: writes, Gets or seeks
 	found   int64 // Gets that found their key; scan: entries visited
 	elapsed time.Duration
-	hist    *hdrhistogram.Histogram
+	// cpu is the process's CPU time over the same timed phase (0 where
+	// the system does not say).
+	cpu  time.Duration
+	hist *hdrhistogram.Histogram
 	// Range workloads: the range width and range-filter bits they ran with.
 	rangeWidth uint64
 	rangeBits  float64
@@ -63,6 +66,7 @@ func (r *runner) fill(db *bloomkv.DB, name string) (*workloadRun, error) {
 	run := &workloadRun{name: name, hist: newLatencyHistogram()}
 	batch := bloomkv.NewBatch()
 	var key, value []byte
+	cpu0 := processCPU()
 	begin := time.Now()
 	for i := 0; i < num; i += r.cfg.batchSize {
 		n := min(r.cfg.batchSize, num-i)
@@ -90,6 +94,7 @@ func (r *runner) fill(db *bloomkv.DB, name string) (*workloadRun, error) {
 		done.Add(int64(n))
 	}
 	run.elapsed = time.Since(begin)
+	run.cpu = cpuSince(cpu0)
 	run.ops = int64(num)
 	return run, nil
 }
@@ -124,6 +129,7 @@ func (r *runner) read(db *bloomkv.DB, name string, reads int) (*workloadRun, err
 	}
 	results := make([]result, threads)
 	var wg sync.WaitGroup
+	cpu0 := processCPU()
 	begin := time.Now()
 	for t := range threads {
 		share := ops/threads + b2i(t < ops%threads)
@@ -141,9 +147,10 @@ func (r *runner) read(db *bloomkv.DB, name string, reads int) (*workloadRun, err
 	}
 	wg.Wait()
 	elapsed := time.Since(begin)
+	cpu := cpuSince(cpu0)
 	stop()
 
-	run := &workloadRun{name: name, ops: ops, elapsed: elapsed, hist: newLatencyHistogram(),
+	run := &workloadRun{name: name, ops: ops, elapsed: elapsed, cpu: cpu, hist: newLatencyHistogram(),
 		rangeWidth: r.cfg.rangeWidth, rangeBits: r.cfg.rangeFilterBits}
 	var errs []error
 	for _, res := range results {
@@ -155,6 +162,15 @@ func (r *runner) read(db *bloomkv.DB, name string, reads int) (*workloadRun, err
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return run, nil
+}
+
+// cpuSince returns the process CPU time used since the reading cpu0, or 0
+// when either reading is missing.
+func cpuSince(cpu0 time.Duration) time.Duration {
+	if cpu0 <= 0 {
+		return 0
+	}
+	return max(0, processCPU()-cpu0)
 }
 
 func b2i(b bool) int64 {
