@@ -17,7 +17,7 @@ func (f *FSM) Get(key []byte) (Kind, []byte, error) {
 		return KindNone, nil, nil
 	}
 	// The epoch is read before the handle is taken, as in filterValue.
-	v, ok, epoch := f.strings.get(string(key))
+	v, ok, epoch := f.strings.get(key)
 	if ok {
 		return KindString, v, nil
 	}
@@ -37,7 +37,7 @@ func (f *FSM) Get(key []byte) (Kind, []byte, error) {
 		return KindNone, nil, errorf("empty value under %q", key)
 	}
 	if Kind(raw[0]) == KindString {
-		f.strings.fill(string(key), raw[1:], epoch)
+		f.strings.fill(key, raw[1:], epoch)
 		return KindString, raw[1:], nil
 	}
 	return Kind(raw[0]), nil, nil

@@ -45,7 +45,7 @@ func (t *tx) lookup(key []byte) *value {
 	if v, _ := t.f.cache.get(string(key)); v != nil {
 		return v
 	}
-	if v, ok, _ := t.f.strings.get(string(key)); ok {
+	if v, ok, _ := t.f.strings.get(key); ok {
 		return &value{kind: KindString, str: v}
 	}
 	raw, err := t.db.Get(userKey(key))
@@ -430,11 +430,9 @@ func (t *tx) stringsBefore() {
 	sc := &t.f.strings
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	if len(sc.m) > 0 {
+	if sc.t.len() > 0 {
 		for k := range t.over {
-			if v, ok := sc.m[k]; ok {
-				sc.dropLocked(k, v)
-			}
+			sc.dropLocked(k)
 		}
 	}
 	sc.epoch++
