@@ -96,6 +96,7 @@ func (n *Node) serveConn(c *respConn) {
 		n.clients.Add(-1)
 	}()
 	var b burst
+	start := time.Now()
 	for {
 		args, err := c.rd.next()
 		if err != nil {
@@ -113,9 +114,10 @@ func (n *Node) serveConn(c *respConn) {
 			if err := c.rd.fill(c.nc); err != nil {
 				return
 			}
+			start = time.Now()
 			continue
 		}
-		n.runCommand(c, &b, args)
+		start = n.runCommand(c, &b, args, start)
 		if c.closing {
 			n.endBurst(c, &b)
 			c.flush()
