@@ -169,6 +169,9 @@ func cmdSet(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
 	if err := checkKey(a[1]); err != nil {
 		return nil, nil, err
 	}
+	if c.Flags == 0 {
+		return c, replySet, nil // no closure to allocate for a plain SET
+	}
 	get := c.Flags&fsm.PutGet != 0
 	return c, func(conn *respConn, r *fsm.Result) {
 		switch {
@@ -182,6 +185,18 @@ func cmdSet(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
 			conn.WriteString("OK")
 		}
 	}, nil
+}
+
+// replySet answers a SET without options.
+func replySet(conn *respConn, r *fsm.Result) {
+	switch {
+	case r.Err != nil:
+		writeErr(conn, r.Err)
+	case r.N == 0:
+		conn.WriteNull()
+	default:
+		conn.WriteString("OK")
+	}
 }
 
 func checkKey(k []byte) error {
