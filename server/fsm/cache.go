@@ -89,11 +89,12 @@ func (c *filterCache) stats() (n, bytes int) {
 }
 
 // stringCache keeps string values for Get, so that a GET of a recently
-// read key is a hash table lookup instead of a search of the database's
+// read or written key is a hash table lookup instead of a search of the database's
 // memtables and tables (a row cache; issue 29: with GETs of 100,000 keys
 // the search was half of the server's CPU time). A Get that misses puts
 // what it read, under the epoch rule of filterCache; a write drops its
-// keys (tx.stringsBefore). The table (strTable) holds each key and its
+// keys before it is applied and puts its strings after (tx.stringsBefore,
+// tx.commit). The table (strTable) holds each key and its
 // value in one allocation without pointers, so that a cache of a hundred
 // thousand keys costs the garbage collector one pointer per key. Cached
 // bytes are never modified.

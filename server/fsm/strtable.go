@@ -94,6 +94,18 @@ func (t *strTable) insert(key, v []byte) {
 	t.n++
 }
 
+// insertString is insert for a key held as a string.
+func (t *strTable) insertString(key string, v []byte) {
+	if (t.n+1)*4 > len(t.slots)*3 {
+		t.grow()
+	}
+	e := make([]byte, len(key)+len(v))
+	copy(e, key)
+	copy(e[len(key):], v)
+	t.place(strSlot{hash: uint32(maphash.String(t.seed, key)), klen: uint32(len(key)), e: e})
+	t.n++
+}
+
 func (t *strTable) place(s strSlot) {
 	mask := len(t.slots) - 1
 	i := int(s.hash) & mask
