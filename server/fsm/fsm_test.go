@@ -842,6 +842,42 @@ func TestStringCacheFresh(t *testing.T) {
 	}
 }
 
+// TestStringCacheWriteThrough: a batch's strings are in the string cache
+// once it is applied, without a Get to fill them, with the value the
+// batch wrote; deleted keys and filters are not; the cache stays within
+// its limit when writes alone fill it.
+func TestStringCacheWriteThrough(t *testing.T) {
+	f, err := Open(t.TempDir(), &Options{StringCacheBytes: 20 * entrySize(4, 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.ApplyBatch(logsOf(1, []Command{put("s1", "v1"), put("s2", "v2"), put("s1", "v3"), del("s2"), bfAdd("bf", "a")}))
+	cached := func(k string) (string, bool) {
+		v, ok, _ := f.strings.get([]byte(k))
+		return string(v), ok
+	}
+	if v, ok := cached("s1"); !ok || v != "v3" {
+		t.Fatalf("s1 in the cache: %q, %v; want v3", v, ok)
+	}
+	for _, k := range []string{"s2", "bf"} {
+		if _, ok := cached(k); ok {
+			t.Fatalf("%s is in the string cache", k)
+		}
+	}
+	for i := range 100 {
+		f.ApplyBatch(logsOf(uint64(2+i), []Command{put(fmt.Sprintf("k%03d", i), "xx")}))
+	}
+	if n, b := f.strings.stats(); n == 0 || b > 20*entrySize(4, 2) {
+		t.Fatalf("after 100 writes: %d strings, %d bytes, limit %d", n, b, 20*entrySize(4, 2))
+	}
+	for i := range 100 {
+		if v, ok := cached(fmt.Sprintf("k%03d", i)); ok && v != "xx" {
+			t.Fatalf("k%03d cached as %q", i, v)
+		}
+	}
+}
+
 // TestCrashReplay: the state database's write-ahead log is never synced
 // (the raft log is the durable record), so after an operating-system
 // crash it holds what its flushes and the page cache happened to keep;
