@@ -89,7 +89,8 @@ func (c *filterCache) stats() (n, bytes int) {
 }
 
 // stringCache keeps string values for Get, so that a GET of a recently
-// read or written key is a hash table lookup instead of a search of the database's
+// read or written key, or of a key read and found absent, is a hash table
+// lookup instead of a search of the database's
 // memtables and tables (a row cache; issue 29: with GETs of 100,000 keys
 // the search was half of the server's CPU time). A Get that misses puts
 // what it read, under the epoch rule of filterCache; a write drops its
@@ -117,16 +118,33 @@ func (c *stringCache) init(limit int) {
 	c.limit = limit
 }
 
-func (c *stringCache) get(key []byte) ([]byte, bool, uint64) {
+// get returns key's cached value: hit is cacheString (v is the value),
+// cacheAbsent (the database does not hold key) or cacheMiss.
+func (c *stringCache) get(key []byte) (v []byte, hit cacheHit, epoch uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v, ok := c.t.get(key)
-	return v, ok, c.epoch
+	v, absent, ok := c.t.get(key)
+	switch {
+	case !ok:
+		return nil, cacheMiss, c.epoch
+	case absent:
+		return nil, cacheAbsent, c.epoch
+	}
+	return v, cacheString, c.epoch
 }
 
-// fill inserts a copy of v for key, read at epoch, unless something
-// changed since or a batch is being applied.
-func (c *stringCache) fill(key, v []byte, epoch uint64) {
+type cacheHit uint8
+
+const (
+	cacheMiss cacheHit = iota
+	cacheString
+	cacheAbsent
+)
+
+// fill inserts a copy of v for key, or with absent a negative entry,
+// read at epoch, unless something changed since or a batch is being
+// applied.
+func (c *stringCache) fill(key, v []byte, absent bool, epoch uint64) {
 	if c.limit == 0 {
 		return
 	}
@@ -135,7 +153,10 @@ func (c *stringCache) fill(key, v []byte, epoch uint64) {
 	if c.epoch != epoch || c.busy || c.t.find(key) >= 0 {
 		return
 	}
-	c.t.insert(key, v)
+	c.t.insert(key, v, absent)
+	if absent {
+		v = nil
+	}
 	c.bytes += entrySize(len(key), len(v))
 	for c.bytes > c.limit && c.t.len() > 0 {
 		c.bytes -= entrySize(c.t.evictOne())

@@ -25,9 +25,16 @@ type strTable struct {
 
 type strSlot struct {
 	hash uint32 // the low 32 bits of the key's hash; slots index by them
-	klen uint32
+	klen uint32 // the key's length, with absentBit for an absent key
 	e    []byte // key, then value; nil: the slot is empty
 }
+
+// absentBit in strSlot.klen marks a key the database does not hold (a
+// negative entry: GETs of absent keys skip the database too). Keys are
+// far shorter than 2^31 bytes.
+const absentBit = 1 << 31
+
+func (s *strSlot) keyLen() int { return int(s.klen &^ absentBit) }
 
 const strTableMin = 1024
 
@@ -47,7 +54,7 @@ func (t *strTable) find(key []byte) int {
 		if s.e == nil {
 			return -1
 		}
-		if s.hash == h && int(s.klen) == len(key) && string(s.e[:s.klen]) == string(key) {
+		if s.hash == h && s.keyLen() == len(key) && string(s.e[:len(key)]) == string(key) {
 			return i
 		}
 	}
@@ -66,35 +73,44 @@ func (t *strTable) findString(key string) int {
 		if s.e == nil {
 			return -1
 		}
-		if s.hash == h && int(s.klen) == len(key) && string(s.e[:s.klen]) == key {
+		if s.hash == h && s.keyLen() == len(key) && string(s.e[:len(key)]) == key {
 			return i
 		}
 	}
 }
 
-// get returns key's value; the bytes are never modified.
-func (t *strTable) get(key []byte) ([]byte, bool) {
+// get returns key's value (the bytes are never modified), or absent
+// true for a negative entry; ok false when key has no entry.
+func (t *strTable) get(key []byte) (v []byte, absent, ok bool) {
 	i := t.find(key)
 	if i < 0 {
-		return nil, false
+		return nil, false, false
 	}
 	s := &t.slots[i]
-	return s.e[s.klen:len(s.e):len(s.e)], true
+	if s.klen&absentBit != 0 {
+		return nil, true, true
+	}
+	return s.e[len(key):len(s.e):len(s.e)], false, true
 }
 
-// insert adds key, which must be absent, with a copy of key and v.
-func (t *strTable) insert(key, v []byte) {
+// insert adds key, which must be absent from the table, with a copy of
+// key and v; with absent, a negative entry (v is ignored).
+func (t *strTable) insert(key, v []byte, absent bool) {
+	klen := uint32(len(key))
+	if absent {
+		v, klen = nil, klen|absentBit
+	}
 	if (t.n+1)*4 > len(t.slots)*3 {
 		t.grow()
 	}
 	e := make([]byte, len(key)+len(v))
 	copy(e, key)
 	copy(e[len(key):], v)
-	t.place(strSlot{hash: uint32(maphash.Bytes(t.seed, key)), klen: uint32(len(key)), e: e})
+	t.place(strSlot{hash: uint32(maphash.Bytes(t.seed, key)), klen: klen, e: e})
 	t.n++
 }
 
-// insertString is insert for a key held as a string.
+// insertString is insert of a string value for a key held as a string.
 func (t *strTable) insertString(key string, v []byte) {
 	if (t.n+1)*4 > len(t.slots)*3 {
 		t.grow()
@@ -128,7 +144,8 @@ func (t *strTable) grow() {
 // remove deletes the entry at slot i and returns the sizes it had.
 func (t *strTable) remove(i int) (klen, vlen int) {
 	mask := len(t.slots) - 1
-	klen, vlen = int(t.slots[i].klen), len(t.slots[i].e)-int(t.slots[i].klen)
+	klen = t.slots[i].keyLen()
+	vlen = len(t.slots[i].e) - klen
 	for j := i; ; {
 		j = (j + 1) & mask
 		if t.slots[j].e == nil {

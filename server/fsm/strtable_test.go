@@ -6,7 +6,8 @@ import (
 	"testing"
 )
 
-// TestStrTableModel: random inserts, removals and evictions, checked
+// TestStrTableModel: random inserts (of values and negative entries),
+// removals and evictions, checked
 // against a Go map after every step: each key the model has is found with
 // its value, each it lacks is not, and the count agrees. The table grows
 // through several sizes and wraps its probes around the end, and removals
@@ -21,14 +22,20 @@ func TestStrTableModel(t *testing.T) {
 			t.Fatalf("step %d: %d entries, model %d", step, tab.len(), len(model))
 		}
 		for k, want := range model {
-			v, ok := tab.get([]byte(k))
-			if !ok || string(v) != want {
+			v, absent, ok := tab.get([]byte(k))
+			if want == "<absent>" {
+				if !ok || !absent || v != nil {
+					t.Fatalf("step %d: %s = %q %v %v, want a negative entry", step, k, v, absent, ok)
+				}
+				continue
+			}
+			if !ok || absent || string(v) != want {
 				t.Fatalf("step %d: %s = %q %v, want %q", step, k, v, ok, want)
 			}
 		}
 		for i := range 50 {
 			k := fmt.Sprint("absent", step, i)
-			if _, ok := tab.get([]byte(k)); ok || tab.findString(k) >= 0 {
+			if _, _, ok := tab.get([]byte(k)); ok || tab.findString(k) >= 0 {
 				t.Fatalf("step %d: found %s", step, k)
 			}
 		}
@@ -39,7 +46,15 @@ func TestStrTableModel(t *testing.T) {
 		case op < 6:
 			if _, ok := model[k]; !ok {
 				v := fmt.Sprint("v", step)
-				tab.insert([]byte(k), []byte(v))
+				switch step % 3 {
+				case 0:
+					tab.insert([]byte(k), []byte(v), false)
+				case 1:
+					tab.insertString(k, []byte(v))
+				default:
+					tab.insert([]byte(k), []byte(v), true)
+					v = "<absent>"
+				}
 				model[k] = v
 			}
 		case op < 9:
@@ -49,7 +64,7 @@ func TestStrTableModel(t *testing.T) {
 			}
 			if i >= 0 {
 				kl, vl := tab.remove(i)
-				if kl != len(k) || vl != len(model[k]) {
+				if want := len(model[k]); kl != len(k) || (vl != want && !(model[k] == "<absent>" && vl == 0)) {
 					t.Fatalf("step %d: removed sizes %d, %d", step, kl, vl)
 				}
 				delete(model, k)
@@ -59,7 +74,7 @@ func TestStrTableModel(t *testing.T) {
 				before := tab.len()
 				tab.evictOne()
 				for mk := range model {
-					if _, ok := tab.get([]byte(mk)); !ok {
+					if _, _, ok := tab.get([]byte(mk)); !ok {
 						delete(model, mk)
 					}
 				}

@@ -45,8 +45,11 @@ func (t *tx) lookup(key []byte) *value {
 	if v, _ := t.f.cache.get(string(key)); v != nil {
 		return v
 	}
-	if v, ok, _ := t.f.strings.get(key); ok {
+	switch v, hit, _ := t.f.strings.get(key); hit {
+	case cacheString:
 		return &value{kind: KindString, str: v}
+	case cacheAbsent:
+		return nil
 	}
 	raw, err := t.db.Get(userKey(key))
 	if errors.Is(err, bloomkv.ErrNotFound) {
