@@ -123,6 +123,15 @@ func (n *Node) serveConn(c *respConn) {
 			c.flush()
 			return
 		}
+		// Replies beyond maxKeptOut go out before the burst ends, so that
+		// a burst of GETs of large values is not answered from one buffer
+		// holding them all. The buffer holds the replies of the commands
+		// before any pending write (those are answered in order when a
+		// later command or the burst's end waits for them), so order
+		// holds.
+		if len(c.out) >= maxKeptOut && !c.flush() {
+			return
+		}
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // chunkReader returns the given chunks in turn, one per Read (as much of
@@ -265,4 +267,38 @@ func FuzzRESPReader(f *testing.F) {
 			t.Fatalf("round trip of %q: %q, cut %v, %v", args, got, cut, err)
 		}
 	})
+}
+
+// TestLargeRepliesInOrder: a pipeline whose replies outgrow the reply
+// buffer (GETs of a 100 KB value, with writes between them) is answered
+// whole and in order: replies are written before the burst ends, pending
+// writes still answered in their place.
+func TestLargeRepliesInOrder(t *testing.T) {
+	_, c := singleNode(t)
+	big := strings.Repeat("b", 100<<10)
+	if err := c.Set(ctx, "big", big, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	pipe := c.Pipeline()
+	var gets []*redis.StringCmd
+	var sets []*redis.StatusCmd
+	for i := range 30 {
+		gets = append(gets, pipe.Get(ctx, "big"))
+		sets = append(sets, pipe.Set(ctx, fmt.Sprint("n", i), fmt.Sprint(i), 0))
+		gets = append(gets, pipe.Get(ctx, fmt.Sprint("n", i)))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range sets {
+		if s.Val() != "OK" {
+			t.Fatalf("SET n%d: %q", i, s.Val())
+		}
+		if v := gets[2*i].Val(); v != big {
+			t.Fatalf("GET big #%d: %d bytes", i, len(v))
+		}
+		if v := gets[2*i+1].Val(); v != fmt.Sprint(i) {
+			t.Fatalf("GET n%d after its SET: %q", i, v)
+		}
+	}
 }
