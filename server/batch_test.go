@@ -50,12 +50,12 @@ func TestPipelineOneEntry(t *testing.T) {
 	if ok, err := nx.Result(); ok || err != nil {
 		t.Fatalf("SET NX on a key the burst set = %v, %v", ok, err)
 	}
-	// 205 writes; redcon may hand the burst over in a few reads, and the
+	// 205 writes; the server may read the burst in a few reads, and the
 	// batcher may send the first write alone before the rest queue. Under
 	// the race detector the connection queues writes slower than raft
-	// commits them, and up to four entries are in flight at once, so the
-	// burst can take several entries (7 and 9 seen with -race, on main
-	// too); 12 still means over 17 writes per entry, not one each.
+	// commits them, so the burst can take several entries (7 and 9 seen
+	// with -race when four entries could be in flight, before issue 29's
+	// one); 12 still means over 17 writes per entry, not one each.
 	entries := n.Raft().LastIndex() - before
 	if entries > 12 || n.metrics.groups.Load()-groups > 12 {
 		t.Fatalf("205 pipelined writes took %d raft entries (%d groups), want a few", entries, n.metrics.groups.Load()-groups)
