@@ -153,3 +153,49 @@ func TestSoleVoterReads(t *testing.T) {
 	}
 	waitCaughtUp(t, n2, n)
 }
+
+// TestConnWritesReused: a connection reuses its proposals and their
+// encodings once every write it handed over is answered (propose.go,
+// connWrites). Bursts of more writes than one slab holds, from several
+// connections at once, with SET ... GET replies that carry the value
+// before: every reply and every stored value is the one written, burst
+// after burst; a reuse while a write was in flight would show another
+// burst's bytes (and the race detector would see it).
+func TestConnWritesReused(t *testing.T) {
+	n, _ := singleNode(t)
+	var wg sync.WaitGroup
+	for cl := range 3 {
+		c := newClient(t, n.Addr())
+		wg.Go(func() {
+			for round := range 4 {
+				pipe := c.Pipeline()
+				var olds []*redis.StatusCmd
+				for i := range 150 {
+					key := fmt.Sprint("c", cl, "k", i)
+					olds = append(olds, pipe.SetArgs(ctx, key, fmt.Sprint("r", round, "-", i), redis.SetArgs{Get: true}))
+				}
+				if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+					t.Error(err)
+					return
+				}
+				for i, o := range olds {
+					want := fmt.Sprint("r", round-1, "-", i)
+					if round == 0 {
+						want = ""
+					}
+					if o.Val() != want {
+						t.Errorf("client %d round %d: SET GET c%dk%d returned %q, want %q", cl, round, cl, i, o.Val(), want)
+						return
+					}
+				}
+			}
+			for i := range 150 {
+				if v := c.Get(ctx, fmt.Sprint("c", cl, "k", i)).Val(); v != fmt.Sprint("r3-", i) {
+					t.Errorf("client %d: c%dk%d = %q", cl, cl, i, v)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

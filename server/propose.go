@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bloomkv/bloomkv/server/fsm"
@@ -53,11 +54,44 @@ const (
 
 // proposal is one client write on its way through the batcher.
 type proposal struct {
-	data []byte        // the command's encoding
-	done chan struct{} // closed once res or err is set
-	res  *fsm.Result
-	err  error // the error to give the client
+	data []byte      // the command's encoding
+	w    *connWrites // the connection's tracker; the completer counts p done there
+	res  *fsm.Result // set before p is counted done
+	err  error       // the error to give the client, likewise
 }
+
+// connWrites tracks a connection's writes in the batcher. The completer
+// answers groups in log order, so a connection's writes finish in the
+// order it sent them, and the connection needs to know only when none is
+// left: one counter and one wake-up per burst of writes, where a channel
+// per write cost two allocations and a close each (issue 29). The
+// proposals and their encodings live in buffers the connection reuses
+// once every write it handed over is done.
+type connWrites struct {
+	outstanding atomic.Int64
+	wake        chan struct{} // capacity 1: a send when outstanding reaches 0
+
+	// Owned by the connection's goroutine.
+	slab []proposal // proposals not yet handed out are slab[used:]
+	used int
+	enc  []byte // the encodings of the proposals handed out
+	lost bool   // a wait ended by shutdown: the buffers may still be in use
+}
+
+func newConnWrites() *connWrites { return &connWrites{wake: make(chan struct{}, 1)} }
+
+// done counts one proposal of w answered; p's result is set before.
+func (w *connWrites) done() {
+	if w.outstanding.Add(-1) == 0 {
+		select {
+		case w.wake <- struct{}{}:
+		default: // a wake-up is already pending
+		}
+	}
+}
+
+// proposalSlab is how many proposals a connection allocates at once.
+const proposalSlab = 64
 
 // group is one raft entry of proposals.
 type group struct {
@@ -69,31 +103,61 @@ type group struct {
 // propose queues a write for the batcher, or refuses it when its log entry
 // would be larger than the raft log stores: handed to raft, the log store
 // would fail to store it and the leader would step down (issue 32).
-func (n *Node) propose(c *fsm.Command) (*proposal, error) {
-	data := c.Encode()
+func (n *Node) propose(w *connWrites, c *fsm.Command) (*proposal, error) {
+	start := len(w.enc)
+	w.enc = c.AppendEncode(w.enc)
+	data := w.enc[start:len(w.enc):len(w.enc)]
 	if len(data) > raftstore.MaxData {
+		w.enc = w.enc[:start]
 		return nil, fmt.Errorf("ERR bloomkv: this command's log entry would be %d bytes, more than the %d one raft log entry holds; send it as several commands", len(data), raftstore.MaxData)
 	}
-	p := &proposal{data: data, done: make(chan struct{})}
+	if w.used == len(w.slab) {
+		// A new slab; the proposals of the old one stay where they are
+		// until they are done and it is dropped.
+		w.slab, w.used = make([]proposal, proposalSlab), 0
+	}
+	p := &w.slab[w.used]
+	w.used++
+	*p = proposal{data: data, w: w}
+	w.outstanding.Add(1)
 	select {
 	case n.proposals <- p:
 		return p, nil
 	case <-n.stop:
+		w.outstanding.Add(-1)
 		return nil, errShuttingDown
 	}
 }
 
 var errShuttingDown = errors.New("ERR the server is shutting down: the write may or may not be applied")
 
-// wait returns p's result, or the error to give the client.
-func (n *Node) wait(p *proposal) (*fsm.Result, error) {
-	select {
-	case <-p.done:
-		return p.res, p.err
-	case <-n.stop:
-		// The write may be in the log already: say so.
-		return nil, errShuttingDown
+// waitWrites waits until every write w handed over is answered. It fails
+// only when the node shuts down: the writes may or may not be applied,
+// and the batcher may still hold them.
+func (n *Node) waitWrites(w *connWrites) error {
+	for w.outstanding.Load() != 0 {
+		select {
+		case <-w.wake:
+		case <-n.stop:
+			w.lost = true
+			return errShuttingDown
+		}
 	}
+	return nil
+}
+
+// reuse lets w hand out its buffers again once every write is answered
+// and its reply written; never after a wait that shutdown cut short.
+func (w *connWrites) reuse() {
+	if w.lost || w.outstanding.Load() != 0 {
+		return
+	}
+	clear(w.slab[:w.used]) // the results of the last burst
+	w.used = 0
+	if cap(w.enc) > 1<<20 { // after a large write: let it go
+		w.enc = nil
+	}
+	w.enc = w.enc[:0]
 }
 
 // runBatcher gathers queued proposals into groups and hands each to raft.
@@ -134,7 +198,10 @@ func (n *Node) runBatcher() {
 		}
 		var data []byte
 		if len(g.props) == 1 {
-			data = first.data
+			// A copy: the proposal's bytes are the connection's buffer,
+			// which it reuses once the write is answered, and raft must
+			// own what it is handed.
+			data = append([]byte(nil), first.data...)
 		} else {
 			encs := make([][]byte, len(g.props))
 			for i, p := range g.props {
@@ -171,7 +238,7 @@ func (n *Node) runCompleter() {
 			err = n.applyErr(err)
 			for _, p := range g.props {
 				p.err = err
-				close(p.done)
+				p.w.done()
 			}
 			continue
 		}
@@ -187,7 +254,7 @@ func (n *Node) runCompleter() {
 			default:
 				p.res = r.Multi[i]
 			}
-			close(p.done)
+			p.w.done()
 		}
 	}
 }

@@ -144,17 +144,24 @@ func (n *Node) endBurst(c *respConn, b *burst) {
 
 // flushWrites waits for the pending writes and writes their replies.
 func (n *Node) flushWrites(c *respConn, b *burst) {
+	if len(b.pending) == 0 {
+		return
+	}
+	werr := n.waitWrites(c.writes)
 	for i, p := range b.pending {
-		r, err := n.wait(p.p)
-		if err != nil {
-			c.WriteError(err.Error())
-		} else {
-			p.reply(c, r)
+		switch {
+		case werr != nil:
+			c.WriteError(werr.Error())
+		case p.p.err != nil:
+			c.WriteError(p.p.err.Error())
+		default:
+			p.reply(c, p.p.res)
 		}
 		p.m.observe(p.start)
 		b.pending[i] = pendingWrite{} // let the results go
 	}
 	b.pending = b.pending[:0]
+	c.writes.reuse()
 }
 
 // runCommand runs one command of a burst, which began at start (the
@@ -192,7 +199,7 @@ func (n *Node) runCommand(c *respConn, b *burst, args [][]byte, start time.Time)
 		cmd, reply, err := spec.write(n, args)
 		var p *proposal
 		if err == nil {
-			p, err = n.propose(cmd)
+			p, err = n.propose(c.writes, cmd)
 		}
 		if err != nil {
 			n.flushWrites(c, b)

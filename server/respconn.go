@@ -24,7 +24,8 @@ type respConn struct {
 	rd      *respReader
 	out     []byte // replies not yet written
 	state   connState
-	closing bool // QUIT: write what is buffered, then close
+	writes  *connWrites // its writes in the batcher (propose.go)
+	closing bool        // QUIT: write what is buffered, then close
 }
 
 // maxKeptOut is the reply buffer a connection keeps between bursts; a
@@ -59,7 +60,7 @@ func (n *Node) serveRESP(ln net.Listener) {
 			continue
 		}
 		delay = 0
-		c := &respConn{nc: nc, rd: newRespReader(n.cfg.MaxBulk, n.cfg.MaxCommand), state: connState{stale: n.cfg.StaleReads}}
+		c := &respConn{nc: nc, rd: newRespReader(n.cfg.MaxBulk, n.cfg.MaxCommand), state: connState{stale: n.cfg.StaleReads}, writes: newConnWrites()}
 		s := &n.respSrv
 		s.mu.Lock()
 		if s.closed {
