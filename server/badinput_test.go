@@ -125,6 +125,34 @@ func TestBadInput(t *testing.T) {
 		t.Fatal("a refused SET was applied")
 	}
 
+	// The server's own reader (issue 29): a protocol error after good
+	// pipelined commands answers them first, then the error, then closes;
+	// inline commands split as Redis splits them; QUIT answers, closes,
+	// and runs nothing pipelined after it.
+	for _, tc := range []struct{ name, req, want string }{
+		{"good then bad", resp("SET", "pb", "1") + resp("GET", "pb") + "*2\r\n$3\r\nGET\r\n:1\r\n",
+			"+OK|$1|1|-ERR Protocol error: expected '$', got ':'"},
+		{"unbalanced quotes", "PING\r\nSET k \"v\r\n", "+PONG|-ERR Protocol error: unbalanced quotes in request"},
+		{"inline", "SET inl \"a b\\x41\"\r\nGET inl\r\nQUIT\r\nSET after 1\r\n", "+OK|$4|a bA|+OK"},
+		{"no CRLF after a bulk", "*1\r\n$4\r\nPINGxx", "-ERR Protocol error: invalid bulk length"},
+	} {
+		conn := rawConn(t, n.Addr())
+		conn.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(conn, tc.req)
+		r := bufio.NewReader(conn)
+		var got []string
+		for range strings.Count(tc.want, "|") + 1 {
+			got = append(got, readReply(t, r))
+		}
+		if strings.Join(got, "|") != tc.want {
+			t.Fatalf("%s: %q, want %q", tc.name, strings.Join(got, "|"), tc.want)
+		}
+		expectClosed(t, r)
+	}
+	if n := c.Exists(ctx, "after").Val(); n != 0 {
+		t.Fatal("a SET pipelined after QUIT was applied")
+	}
+
 	// A connection closed in the middle of a command: the command is not
 	// applied, complete commands before it are, and the server goes on.
 	conn = rawConn(t, n.Addr())

@@ -8,12 +8,11 @@ import (
 
 	"github.com/bloomkv/bloomkv/server/fsm"
 	"github.com/hashicorp/raft"
-	"github.com/tidwall/redcon"
 )
 
 // Connection and server commands.
 
-func cmdPing(_ *Node, c redcon.Conn, _ *connState, a [][]byte) {
+func cmdPing(_ *Node, c *respConn, _ *connState, a [][]byte) {
 	switch len(a) {
 	case 1:
 		c.WriteString("PONG")
@@ -26,7 +25,7 @@ func cmdPing(_ *Node, c redcon.Conn, _ *connState, a [][]byte) {
 
 // cmdHello answers HELLO [protover ...]: this server speaks RESP2 only, so
 // it refuses 3 (clients then fall back to RESP2) and describes itself for 2.
-func cmdHello(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
+func cmdHello(n *Node, c *respConn, _ *connState, a [][]byte) {
 	if len(a) > 1 {
 		v, err := parseInt(a[1])
 		if err != nil {
@@ -59,7 +58,7 @@ func cmdHello(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
 	c.WriteArray(0)
 }
 
-func cmdClient(_ *Node, c redcon.Conn, _ *connState, a [][]byte) {
+func cmdClient(_ *Node, c *respConn, _ *connState, a [][]byte) {
 	switch strings.ToLower(string(a[1])) {
 	case "setinfo", "setname":
 		c.WriteString("OK")
@@ -72,7 +71,7 @@ func cmdClient(_ *Node, c redcon.Conn, _ *connState, a [][]byte) {
 	}
 }
 
-func cmdSelect(_ *Node, c redcon.Conn, _ *connState, a [][]byte) {
+func cmdSelect(_ *Node, c *respConn, _ *connState, a [][]byte) {
 	db, err := parseInt(a[1])
 	switch {
 	case err != nil:
@@ -86,7 +85,7 @@ func cmdSelect(_ *Node, c redcon.Conn, _ *connState, a [][]byte) {
 
 // Strings.
 
-func cmdGet(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
+func cmdGet(n *Node, c *respConn, _ *connState, a [][]byte) {
 	kind, v, err := n.fsm.Get(a[1])
 	switch {
 	case err != nil:
@@ -100,7 +99,7 @@ func cmdGet(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
 	}
 }
 
-func cmdMGet(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
+func cmdMGet(n *Node, c *respConn, _ *connState, a [][]byte) {
 	vals := make([][]byte, len(a)-1)
 	for i, k := range a[1:] {
 		kind, v, err := n.fsm.Get(k)
@@ -122,7 +121,7 @@ func cmdMGet(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
 	}
 }
 
-func cmdExists(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
+func cmdExists(n *Node, c *respConn, _ *connState, a [][]byte) {
 	count := 0
 	for _, k := range a[1:] {
 		kind, _, err := n.fsm.Get(k)
@@ -137,7 +136,7 @@ func cmdExists(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
 	c.WriteInt(count)
 }
 
-func cmdType(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
+func cmdType(n *Node, c *respConn, _ *connState, a [][]byte) {
 	kind, _, err := n.fsm.Get(a[1])
 	if err != nil {
 		writeErr(c, err)
@@ -170,8 +169,11 @@ func cmdSet(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
 	if err := checkKey(a[1]); err != nil {
 		return nil, nil, err
 	}
+	if c.Flags == 0 {
+		return c, replySet, nil // no closure to allocate for a plain SET
+	}
 	get := c.Flags&fsm.PutGet != 0
-	return c, func(conn redcon.Conn, r *fsm.Result) {
+	return c, func(conn *respConn, r *fsm.Result) {
 		switch {
 		case r.Err != nil:
 			writeErr(conn, r.Err)
@@ -183,6 +185,18 @@ func cmdSet(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
 			conn.WriteString("OK")
 		}
 	}, nil
+}
+
+// replySet answers a SET without options.
+func replySet(conn *respConn, r *fsm.Result) {
+	switch {
+	case r.Err != nil:
+		writeErr(conn, r.Err)
+	case r.N == 0:
+		conn.WriteNull()
+	default:
+		conn.WriteString("OK")
+	}
 }
 
 func checkKey(k []byte) error {
@@ -235,7 +249,7 @@ func cmdFlushAll(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
 // a table on this node (cursorTable): it works on this node only, for 10
 // minutes. Every key present for the whole iteration is returned exactly
 // once; keys added or deleted meanwhile may or may not be.
-func cmdScan(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
+func cmdScan(n *Node, c *respConn, _ *connState, a [][]byte) {
 	cursor, err := parseUint(a[1])
 	if err != nil {
 		c.WriteError("ERR invalid cursor")
@@ -469,7 +483,7 @@ func cmdBFInsert(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
 	return c, replyItems, checkKey(a[1])
 }
 
-func cmdBFExists(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
+func cmdBFExists(n *Node, c *respConn, _ *connState, a [][]byte) {
 	got, err := n.fsm.BFExists(a[1], a[2:])
 	if err != nil {
 		writeErr(c, err)
@@ -484,7 +498,7 @@ func cmdBFExists(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
 
 // cmdBFInfo: BF.INFO key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION]. With a
 // field it answers a one-element array, as RedisBloom 2.4 and later do.
-func cmdBFInfo(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
+func cmdBFInfo(n *Node, c *respConn, _ *connState, a [][]byte) {
 	if len(a) > 3 {
 		c.WriteError("ERR wrong number of arguments for 'bf.info' command")
 		return
@@ -530,7 +544,7 @@ func cmdBFInfo(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
 	}
 }
 
-func cmdBFCard(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
+func cmdBFCard(n *Node, c *respConn, _ *connState, a [][]byte) {
 	card, err := n.fsm.BFCard(a[1])
 	if err != nil {
 		writeErr(c, err)
@@ -590,7 +604,7 @@ func cmdCFAdd(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
 	return c, replyOne, checkKey(a[1])
 }
 
-func cmdCFExists(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
+func cmdCFExists(n *Node, c *respConn, _ *connState, a [][]byte) {
 	got, err := n.fsm.CFExists(a[1], a[2:])
 	if err != nil {
 		writeErr(c, err)
@@ -605,7 +619,7 @@ func cmdCFExists(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
 
 // cmdCFInfo: CF.INFO key, RedisBloom's fields. Items inserted are the
 // fingerprints held (adds less deletes), as RedisBloom counts them.
-func cmdCFInfo(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
+func cmdCFInfo(n *Node, c *respConn, _ *connState, a [][]byte) {
 	info, err := n.fsm.CFInfo(a[1])
 	if err != nil {
 		writeErr(c, err)
@@ -640,7 +654,7 @@ func cmdCFDel(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
 // cmdRaftJoin: RAFT.JOIN id raft-address [client-address]: adds a voter
 // (on the leader; a follower answers NOTLEADER) and records its client
 // address.
-func cmdRaftJoin(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
+func cmdRaftJoin(n *Node, c *respConn, _ *connState, a [][]byte) {
 	if len(a) > 4 {
 		c.WriteError("ERR wrong number of arguments for 'raft.join' command")
 		return
@@ -667,7 +681,7 @@ func cmdRaftJoin(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
 	c.WriteString("OK")
 }
 
-func cmdRaftRemove(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
+func cmdRaftRemove(n *Node, c *respConn, _ *connState, a [][]byte) {
 	if n.raft.State() != raft.Leader {
 		writeErr(c, n.errNotLeader())
 		return
@@ -681,7 +695,7 @@ func cmdRaftRemove(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
 
 // cmdRaftSnapshot takes a raft snapshot on this node now (and compacts its
 // log down to the trailing entries).
-func cmdRaftSnapshot(n *Node, c redcon.Conn, _ *connState, _ [][]byte) {
+func cmdRaftSnapshot(n *Node, c *respConn, _ *connState, _ [][]byte) {
 	if err := n.raft.Snapshot().Error(); err != nil {
 		writeErr(c, err)
 		return
@@ -690,7 +704,7 @@ func cmdRaftSnapshot(n *Node, c redcon.Conn, _ *connState, _ [][]byte) {
 }
 
 // cmdInfo: INFO [section]: server, replication, raft, bloomkv.
-func cmdInfo(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
+func cmdInfo(n *Node, c *respConn, _ *connState, a [][]byte) {
 	want := ""
 	if len(a) > 1 {
 		want = strings.ToLower(string(a[1]))

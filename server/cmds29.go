@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/bloomkv/bloomkv/server/fsm"
-	"github.com/tidwall/redcon"
 )
 
 // Commands a Redis user reaches for first (issue 29).
@@ -37,7 +36,7 @@ func cmdIncr(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
 
 // cmdDBSize counts the keys of every kind: a scan of the state, which
 // costs time in proportion to the keys.
-func cmdDBSize(n *Node, c redcon.Conn, _ *connState, _ [][]byte) {
+func cmdDBSize(n *Node, c *respConn, _ *connState, _ [][]byte) {
 	count := 0
 	if err := n.fsm.Scan(nil, func([]byte, fsm.Kind) bool { count++; return true }); err != nil {
 		writeErr(c, err)
@@ -48,7 +47,7 @@ func cmdDBSize(n *Node, c redcon.Conn, _ *connState, _ [][]byte) {
 
 // cmdKeys: KEYS pattern, every matching key in key order. As in Redis it
 // walks the whole key space; SCAN is the command for large databases.
-func cmdKeys(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
+func cmdKeys(n *Node, c *respConn, _ *connState, a [][]byte) {
 	var keys [][]byte
 	err := n.fsm.Scan(nil, func(k []byte, _ fsm.Kind) bool {
 		if globMatch(a[1], k) {
@@ -68,7 +67,7 @@ func cmdKeys(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
 
 // cmdTTL: TTL and PTTL. Keys never expire here, so the answer is the
 // truth: -2 for a key that does not exist, -1 for one without an expiry.
-func cmdTTL(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
+func cmdTTL(n *Node, c *respConn, _ *connState, a [][]byte) {
 	kind, _, err := n.fsm.Get(a[1])
 	switch {
 	case err != nil:
@@ -86,7 +85,7 @@ func cmdTTL(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
 // then the refusal is clear and changes nothing.
 var errNoExpiry = errors.New("ERR bloomkv: keys do not expire; EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT, GETEX, SETEX, PSETEX and SET's EX, PX, EXAT, PXAT and KEEPTTL are not supported")
 
-func cmdNoExpiry(_ *Node, c redcon.Conn, _ *connState, _ [][]byte) { writeErr(c, errNoExpiry) }
+func cmdNoExpiry(_ *Node, c *respConn, _ *connState, _ [][]byte) { writeErr(c, errNoExpiry) }
 
 // configValues are the parameters clients ask for on connecting
 // (redis-benchmark asks for save and appendonly), with the values that
@@ -107,7 +106,7 @@ var configValues = [][2]string{
 // cmdConfig: CONFIG GET pattern [pattern ...] answers from configValues;
 // CONFIG SET, REWRITE and RESETSTAT are refused (settings are flags of
 // kvserver).
-func cmdConfig(n *Node, c redcon.Conn, _ *connState, a [][]byte) {
+func cmdConfig(n *Node, c *respConn, _ *connState, a [][]byte) {
 	switch strings.ToLower(string(a[1])) {
 	case "get":
 		if len(a) < 3 {

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	"github.com/tidwall/redcon"
 )
 
 // cmdDoc is what COMMAND, COMMAND INFO and COMMAND DOCS tell about one
@@ -106,7 +104,7 @@ func commandNames() []string {
 
 // cmdCommand answers COMMAND and its subcommands COUNT, LIST, INFO and
 // DOCS with the reply shapes of Redis 7.
-func cmdCommand(_ *Node, c redcon.Conn, _ *connState, a [][]byte) {
+func cmdCommand(_ *Node, c *respConn, _ *connState, a [][]byte) {
 	if len(a) == 1 {
 		names := commandNames()
 		c.WriteArray(len(names))
@@ -187,7 +185,7 @@ func cmdCommand(_ *Node, c redcon.Conn, _ *connState, a [][]byte) {
 // categories, tips, key specifications, subcommands. The last four are
 // empty: there are no ACLs, and the first/last/step triple says where
 // every command's keys are.
-func writeCommandInfo(c redcon.Conn, name string) {
+func writeCommandInfo(c *respConn, name string) {
 	spec, d := commands[name], cmdDocs[name]
 	c.WriteArray(10)
 	c.WriteBulkString(name)

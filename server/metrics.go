@@ -34,6 +34,7 @@ type nodeMetrics struct {
 	apply     prometheus.Histogram // one ApplyBatch of the state machine
 	readRound prometheus.Histogram // one ReadIndex round: commit index noted, leadership confirmed
 	cmds      map[string]*cmdMetric
+	cmdList   []*cmdMetric // the same, by command.idx
 	unknown   *cmdMetric
 }
 
@@ -55,6 +56,15 @@ func (m *cmdMetric) observe(start time.Time) {
 	})
 	m.call.Inc()
 	m.dur.Observe(time.Since(start).Seconds())
+}
+
+// observeSpan is observe with the end time already read.
+func (m *cmdMetric) observeSpan(start, end time.Time) {
+	m.once.Do(func() {
+		m.call, m.dur = m.calls.WithLabelValues(m.name), m.durs.WithLabelValues(m.name)
+	})
+	m.call.Inc()
+	m.dur.Observe(end.Sub(start).Seconds())
 }
 
 // latencyBuckets span 50 µs to about 6.5 s: an in-memory read to a write
@@ -90,22 +100,15 @@ func newNodeMetrics() *nodeMetrics {
 		Help:    "Time from reading a command to writing its reply, by name; a write's includes its commit.",
 		Buckets: latencyBuckets,
 	}, []string{"command"})
-	for name := range commands {
+	m.cmdList = make([]*cmdMetric, len(commands))
+	for name, c := range commands {
 		m.cmds[name] = &cmdMetric{name: name, calls: calls, durs: durs}
+		m.cmdList[c.idx] = m.cmds[name]
 	}
 	m.unknown = &cmdMetric{name: "unknown", calls: calls, durs: durs}
 	m.reg.MustRegister(m.commit, m.apply, m.readRound, calls, durs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
-}
-
-// command returns the metric of a command of the table, or of the
-// unknown ones.
-func (m *nodeMetrics) command(name string) *cmdMetric {
-	if c := m.cmds[name]; c != nil {
-		return c
-	}
-	return m.unknown
 }
 
 func (m *nodeMetrics) groupSubmitted(cmds, bytes int) {

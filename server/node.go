@@ -20,7 +20,6 @@ import (
 	"github.com/bloomkv/bloomkv/server/raftstore"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	"github.com/tidwall/redcon"
 )
 
 // Peer is one member of a cluster's initial configuration.
@@ -90,7 +89,7 @@ type Node struct {
 	logs     *raftstore.Store
 	trans    *raft.NetworkTransport
 	respLn   net.Listener
-	resp     *redcon.Server
+	respSrv  respServer
 	respDone chan struct{}
 	cursors  *cursorTable
 	id       raft.ServerID
@@ -287,13 +286,10 @@ func Start(c Config) (n *Node, err error) {
 	if n.cfg.AdvertiseAddr == "" {
 		n.cfg.AdvertiseAddr = n.respLn.Addr().String()
 	}
-	n.resp = redcon.NewServerNetwork("tcp", "", n.serveRESP,
-		func(redcon.Conn) bool { n.clients.Add(1); return true },
-		func(redcon.Conn, error) { n.clients.Add(-1) })
-	ln := &guardListener{Listener: n.respLn, maxBulk: int64(cfg.MaxBulk), maxCommand: int64(cfg.MaxCommand)}
+	n.respSrv.conns = make(map[*respConn]struct{})
 	go func() {
 		defer close(n.respDone)
-		n.resp.Serve(ln)
+		n.serveRESP(n.respLn)
 	}()
 
 	n.bg.Add(3)
@@ -350,11 +346,8 @@ func (n *Node) Close() error {
 		if n.metricsSrv != nil {
 			n.metricsSrv.Close()
 		}
-		n.resp.Close()
-		// redcon's Close does nothing if Serve has not yet begun (a Close
-		// right after Start), and Serve would then run on: closing the
-		// listener ends it either way.
 		n.respLn.Close()
+		n.respSrv.closeConns()
 		<-n.respDone
 		err = n.raft.Shutdown().Error()
 		n.bg.Wait()

@@ -89,69 +89,91 @@ func (c *filterCache) stats() (n, bytes int) {
 }
 
 // stringCache keeps string values for Get, so that a GET of a recently
-// read key is a map lookup instead of a search of the database's
+// read or written key, or of a key read and found absent, is a hash table
+// lookup instead of a search of the database's
 // memtables and tables (a row cache; issue 29: with GETs of 100,000 keys
 // the search was half of the server's CPU time). A Get that misses puts
 // what it read, under the epoch rule of filterCache; a write drops its
-// keys (tx.stringsBefore). The map holds byte slices, not values: two
-// objects per entry, neither with pointers for the garbage collector to
-// follow, which a cache of a hundred thousand keys otherwise made it do at
-// every cycle. Cached bytes are never modified.
+// keys before it is applied and puts its strings after (tx.stringsBefore,
+// tx.commit). The table (strTable) holds each key and its
+// value in one allocation without pointers, so that a cache of a hundred
+// thousand keys costs the garbage collector one pointer per key. Cached
+// bytes are never modified.
 type stringCache struct {
 	mu    sync.Mutex
-	m     map[string][]byte // guarded by mu
-	bytes int               // guarded by mu: the sum of entrySize
-	limit int               // constant after init; 0: the cache is off
-	epoch uint64            // guarded by mu: batches committed (and restores)
-	busy  bool              // guarded by mu: a batch is being applied, its keys dropped (tx.stringsBefore)
+	t     strTable // guarded by mu
+	bytes int      // guarded by mu: the sum of entrySize
+	limit int      // constant after init; 0: the cache is off
+	epoch uint64   // guarded by mu: batches committed (and restores)
+	busy  bool     // guarded by mu: a batch is being applied, its keys dropped (tx.stringsBefore)
 }
 
 // entrySize counts a cached string with what holding it costs beside its
-// bytes: the key, the map slot and the slice header.
-func entrySize(key string, v []byte) int { return len(key) + len(v) + 64 }
+// bytes: the slot, its share of the empty slots, and the allocation's
+// header.
+func entrySize(klen, vlen int) int { return klen + vlen + 64 }
 
 func (c *stringCache) init(limit int) {
-	c.m = make(map[string][]byte)
+	c.t = newStrTable()
 	c.limit = limit
 }
 
-func (c *stringCache) get(key string) ([]byte, bool, uint64) {
+// get returns key's cached value: hit is cacheString (v is the value),
+// cacheAbsent (the database does not hold key) or cacheMiss.
+func (c *stringCache) get(key []byte) (v []byte, hit cacheHit, epoch uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v, ok := c.m[key]
-	return v, ok, c.epoch
+	v, absent, ok := c.t.get(key)
+	switch {
+	case !ok:
+		return nil, cacheMiss, c.epoch
+	case absent:
+		return nil, cacheAbsent, c.epoch
+	}
+	return v, cacheString, c.epoch
 }
 
-// fill inserts v for key, read at epoch, unless something changed since
-// or a batch is being applied.
-func (c *stringCache) fill(key string, v []byte, epoch uint64) {
+type cacheHit uint8
+
+const (
+	cacheMiss cacheHit = iota
+	cacheString
+	cacheAbsent
+)
+
+// fill inserts a copy of v for key, or with absent a negative entry,
+// read at epoch, unless something changed since or a batch is being
+// applied.
+func (c *stringCache) fill(key, v []byte, absent bool, epoch uint64) {
 	if c.limit == 0 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[key]; ok || c.epoch != epoch || c.busy {
+	if c.epoch != epoch || c.busy || c.t.find(key) >= 0 {
 		return
 	}
-	c.m[key] = v
-	c.bytes += entrySize(key, v)
-	for k, old := range c.m { // evict arbitrary entries (map order)
-		if c.bytes <= c.limit {
-			break
-		}
-		c.dropLocked(k, old)
+	c.t.insert(key, v, absent)
+	if absent {
+		v = nil
+	}
+	c.bytes += entrySize(len(key), len(v))
+	for c.bytes > c.limit && c.t.len() > 0 {
+		c.bytes -= entrySize(c.t.evictOne())
 	}
 }
 
-func (c *stringCache) dropLocked(key string, v []byte) {
-	c.bytes -= entrySize(key, v)
-	delete(c.m, key)
+// dropLocked removes key if it is cached.
+func (c *stringCache) dropLocked(key string) {
+	if i := c.t.findString(key); i >= 0 {
+		c.bytes -= entrySize(c.t.remove(i))
+	}
 }
 
 func (c *stringCache) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.m = make(map[string][]byte)
+	c.t = newStrTable()
 	c.bytes = 0
 	c.epoch++
 }
@@ -159,5 +181,5 @@ func (c *stringCache) reset() {
 func (c *stringCache) stats() (n, bytes int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.m), c.bytes
+	return c.t.len(), c.bytes
 }

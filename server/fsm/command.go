@@ -89,7 +89,12 @@ var ErrBadCommand = errors.New("bloomkv/fsm: malformed command")
 
 // Encode returns c's encoding (docs/server.md).
 func (c *Command) Encode() []byte {
-	return c.appendBody(append(make([]byte, 0, 32+len(c.Key)+len(c.Value)), CommandVersion))
+	return c.AppendEncode(make([]byte, 0, 32+len(c.Key)+len(c.Value)))
+}
+
+// AppendEncode appends c's encoding (Encode's bytes) to dst.
+func (c *Command) AppendEncode(dst []byte) []byte {
+	return c.appendBody(append(dst, CommandVersion))
 }
 
 // EncodeMulti returns the encoding of a Multi of the commands whose

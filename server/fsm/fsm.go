@@ -90,6 +90,14 @@ type FSM struct {
 	cache   filterCache // decoded filters
 	strings stringCache // string values for Get; limit 0: off
 
+	// The apply goroutine's scratch (raft calls ApplyBatch from one
+	// goroutine): the batch each commit writes and the bytes of its keys
+	// and string values, kept between commits so that a commit allocates
+	// no per-key buffers and does not grow a new batch from 256 bytes
+	// (issue 29: 15% of the bytes allocated under pipelined SETs).
+	batch        bloomkv.Batch
+	keyBuf, vBuf []byte
+
 	restores, restoresSkipped, snapshots atomic.Uint64
 	closed                               atomic.Bool
 }

@@ -842,6 +842,107 @@ func TestStringCacheFresh(t *testing.T) {
 	}
 }
 
+// TestStringCacheAbsentFresh: a key GET found absent is remembered as
+// absent (a negative entry), and that never outlives a write of the key:
+// while the key exists for the whole of a Get (no delete begun before it
+// ended), the Get finds it, however the readers' fills interleave with
+// the writer's deletes and puts.
+func TestStringCacheAbsentFresh(t *testing.T) {
+	f, err := Open(t.TempDir(), &Options{StringCacheBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// gen is even while the key exists: made odd before each delete is
+	// applied, even again after the put that follows it is applied.
+	var gen atomic.Int64
+	gen.Store(1) // absent until the first put
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var absentSeen atomic.Int64
+	for range 3 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				g1 := gen.Load()
+				kind, _, err := f.Get([]byte("k"))
+				g2 := gen.Load()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if kind == KindNone {
+					absentSeen.Add(1)
+					if g1 == g2 && g1%2 == 0 {
+						t.Errorf("Get(k) found it absent while it existed (gen %d)", g1)
+						return
+					}
+				}
+			}
+		})
+	}
+	idx := uint64(1)
+	for i := range 3000 {
+		if i%10 == 5 {
+			gen.Add(1)
+			f.ApplyBatch(logsOf(idx, []Command{del("k")}))
+			idx++
+			time.Sleep(50 * time.Microsecond) // let readers find it absent and fill
+			continue
+		}
+		f.ApplyBatch(logsOf(idx, []Command{put("k", strconv.Itoa(i))}))
+		idx++
+		if gen.Load()%2 == 1 {
+			gen.Add(1)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if absentSeen.Load() == 0 {
+		t.Fatal("no reader ever found the key absent: the test did not test")
+	}
+}
+
+// TestStringCacheWriteThrough: a batch's strings are in the string cache
+// once it is applied, without a Get to fill them, with the value the
+// batch wrote; deleted keys and filters are not; the cache stays within
+// its limit when writes alone fill it.
+func TestStringCacheWriteThrough(t *testing.T) {
+	f, err := Open(t.TempDir(), &Options{StringCacheBytes: 20 * entrySize(4, 2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.ApplyBatch(logsOf(1, []Command{put("s1", "v1"), put("s2", "v2"), put("s1", "v3"), del("s2"), bfAdd("bf", "a")}))
+	cached := func(k string) (string, bool) {
+		v, hit, _ := f.strings.get([]byte(k))
+		return string(v), hit == cacheString
+	}
+	if v, ok := cached("s1"); !ok || v != "v3" {
+		t.Fatalf("s1 in the cache: %q, %v; want v3", v, ok)
+	}
+	for _, k := range []string{"s2", "bf"} {
+		if _, ok := cached(k); ok {
+			t.Fatalf("%s is in the string cache", k)
+		}
+	}
+	for i := range 100 {
+		f.ApplyBatch(logsOf(uint64(2+i), []Command{put(fmt.Sprintf("k%03d", i), "xx")}))
+	}
+	if n, b := f.strings.stats(); n == 0 || b > 20*entrySize(4, 2) {
+		t.Fatalf("after 100 writes: %d strings, %d bytes, limit %d", n, b, 20*entrySize(4, 2))
+	}
+	for i := range 100 {
+		if v, ok := cached(fmt.Sprintf("k%03d", i)); ok && v != "xx" {
+			t.Fatalf("k%03d cached as %q", i, v)
+		}
+	}
+}
+
 // TestCrashReplay: the state database's write-ahead log is never synced
 // (the raft log is the durable record), so after an operating-system
 // crash it holds what its flushes and the page cache happened to keep;

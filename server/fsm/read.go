@@ -17,9 +17,12 @@ func (f *FSM) Get(key []byte) (Kind, []byte, error) {
 		return KindNone, nil, nil
 	}
 	// The epoch is read before the handle is taken, as in filterValue.
-	v, ok, epoch := f.strings.get(string(key))
-	if ok {
+	v, hit, epoch := f.strings.get(key)
+	switch hit {
+	case cacheString:
 		return KindString, v, nil
+	case cacheAbsent:
+		return KindNone, nil, nil
 	}
 	h, err := f.acquire()
 	if err != nil {
@@ -28,6 +31,11 @@ func (f *FSM) Get(key []byte) (Kind, []byte, error) {
 	defer h.release()
 	raw, err := h.db.Get(userKey(key))
 	if errors.Is(err, bloomkv.ErrNotFound) {
+		// Remembered as absent: a key GET finds missing is often asked
+		// for again (issue 29: redis-benchmark's GETs after as many SETs
+		// of random keys miss a third of the time, and each miss searched
+		// the memtables and the tables' filters).
+		f.strings.fill(key, nil, true, epoch)
 		return KindNone, nil, nil
 	}
 	if err != nil {
@@ -37,7 +45,7 @@ func (f *FSM) Get(key []byte) (Kind, []byte, error) {
 		return KindNone, nil, errorf("empty value under %q", key)
 	}
 	if Kind(raw[0]) == KindString {
-		f.strings.fill(string(key), raw[1:], epoch)
+		f.strings.fill(key, raw[1:], false, epoch)
 		return KindString, raw[1:], nil
 	}
 	return Kind(raw[0]), nil, nil

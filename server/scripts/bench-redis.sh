@@ -13,7 +13,9 @@
 # (uptime) taken just before it: the machine is shared. REPEAT (default 1)
 # runs each measurement that many times, the targets taking turns; the
 # medians per target and measurement follow at the end. TESTS (default
-# "set get") picks redis-benchmark's tests.
+# "set get") picks redis-benchmark's tests. GOMAXPROCS in the environment
+# reaches the kvserver processes (Go programs) and not Redis; the first
+# line of the output says what was set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=("$@")
@@ -38,6 +40,8 @@ waitport() {
   done
   echo "nothing answers on 127.0.0.1:$1" >&2; return 1
 }
+
+echo "bench-redis: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) cores, GOMAXPROCS=${GOMAXPROCS:-unset}, REPEAT=$REPEAT, N=$N"
 
 declare -A port
 for target in "${targets[@]}"; do
