@@ -98,7 +98,7 @@ func (ra *readahead) fill(off, n uint64) error {
 	}
 	*ra.window = (*ra.window)[:want]
 	ra.off = off
-	if err := ra.r.readAt(*ra.window, location{ra.r.name, kindData, off}); err != nil {
+	if err := ra.r.preadAt(*ra.window, location{ra.r.name, kindData, off}); err != nil {
 		*ra.window = (*ra.window)[:0] // nothing valid: the next call reads again
 		return err
 	}

@@ -133,3 +133,69 @@ func testMmapReaderTruncated(t *testing.T, c Compression) {
 		t.Fatalf("after cutting the mapped file to 4 KiB: %d keys found, %d reads failed; want both", found, failed)
 	}
 }
+
+// readCountingFile counts the reads that reach a file through ReadAt, and
+// maps it as the file it wraps does.
+type readCountingFile struct {
+	vfs.File
+	reads int
+}
+
+func (f *readCountingFile) ReadAt(p []byte, off int64) (int, error) {
+	f.reads++
+	return f.File.ReadAt(p, off)
+}
+
+func (f *readCountingFile) Map(size int64) ([]byte, func() error, error) {
+	return f.File.(vfs.Mapper).Map(size)
+}
+
+// TestCompactionIterPreads: a mapped table's Gets copy blocks out of the
+// mapping (no read reaches the file), while a compaction iterator reads
+// its windows with pread, so a compaction does not map its inputs' pages
+// into the process; both see every entry.
+func TestCompactionIterPreads(t *testing.T) {
+	if !mmapSupported() {
+		t.Skip("tables are not mapped on this system")
+	}
+	dir := t.TempDir()
+	es := randomEntries(rand.New(rand.NewPCG(5, 6)), 3000, 1)
+	meta := writeTableFile(t, dir, 1, es, WriterOptions{BlockSize: 512, BloomBitsPerKey: 10})
+	path := filepath.Join(dir, base.MakeFilename(base.FileTypeTable, 1))
+	inner, err := vfs.Default.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &readCountingFile{File: inner}
+	r, err := Open(f, "counted", 1, int64(meta.Size), ReaderOptions{Mmap: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.mapped == nil {
+		t.Fatal("the table was not mapped")
+	}
+	opened := f.reads
+	for _, e := range es[:100] {
+		if _, _, ok, err := r.Get(kv.UserKey(e.key), kv.MaxSeq, true, nil); !ok || err != nil {
+			t.Fatalf("Get(%s): %v %v", kv.FormatInternalKey(e.key), ok, err)
+		}
+	}
+	if f.reads != opened {
+		t.Fatalf("Gets of a mapped table made %d file reads, want 0", f.reads-opened)
+	}
+	it := r.NewCompactionIter()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if !bytes.Equal(it.Key(), es[n].key) || !bytes.Equal(it.Value(), es[n].value) {
+			t.Fatalf("entry %d: %s", n, kv.FormatInternalKey(it.Key()))
+		}
+		n++
+	}
+	if err := it.Close(); err != nil || n != len(es) {
+		t.Fatalf("compaction iterator: %d of %d entries, %v", n, len(es), err)
+	}
+	if f.reads == opened {
+		t.Fatal("the compaction iterator read nothing through the file: it read the mapping")
+	}
+}
