@@ -47,6 +47,7 @@ func TestPartitionedIndexBoundsMemory(t *testing.T) {
 		fs := vfs.NewMem()
 		o := cacheFiltersOptions(fs)
 		o.CacheFilterBlocks = true
+		o.AlwaysReadFilters = true // every filter partition read, as counted below
 		o.IndexPartitionSize = size
 		db := writeLevelsTree(t, o, n)
 		db.Close()
