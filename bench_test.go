@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/cputime"
 )
 
 // benchKey writes the 16-byte key of index i into k (big-endian index,
@@ -49,7 +51,7 @@ func benchmarkGet(b *testing.B, hit bool, opts *Options) {
 	before := db.Metrics()
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := processCPUTime()
+	cpu0 := cputime.Process()
 	for i := 0; i < b.N; i++ {
 		idx := 2 * rng.Uint64N(benchKeys)
 		if !hit {
@@ -61,7 +63,7 @@ func benchmarkGet(b *testing.B, hit bool, opts *Options) {
 		}
 	}
 	b.StopTimer()
-	if cpu := processCPUTime() - cpu0; cpu > 0 {
+	if cpu := cputime.Process() - cpu0; cpu > 0 {
 		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 	d := db.Metrics().Sub(before)
@@ -183,9 +185,9 @@ func benchmarkGetParallel(b *testing.B, hit bool, opts *Options) {
 	defer db.Close()
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := processCPUTime()
+	cpu0 := cputime.Process()
 	defer func() {
-		if cpu := processCPUTime() - cpu0; cpu > 0 {
+		if cpu := cputime.Process() - cpu0; cpu > 0 {
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 		}
 	}()

@@ -3,6 +3,8 @@ package bloomkv
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/cputime"
 )
 
 // BenchmarkCompactRandom measures the compaction work alone: a tree of
@@ -43,11 +45,11 @@ func BenchmarkCompactRandom(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		cpu := processCPUTime()
+		cpu := cputime.Process()
 		if err := db.Compact(nil, nil); err != nil {
 			b.Fatal(err)
 		}
-		cpuNanos += float64(processCPUTime() - cpu)
+		cpuNanos += float64(cputime.Process() - cpu)
 		b.StopTimer()
 		if err := db.Close(); err != nil {
 			b.Fatal(err)

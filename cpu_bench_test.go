@@ -3,6 +3,8 @@ package bloomkv
 import (
 	"testing"
 	"time"
+
+	"github.com/bloomkv/bloomkv/internal/cputime"
 )
 
 // cpuMeter reports the CPU time per operation of a benchmark's timed part,
@@ -14,8 +16,8 @@ type cpuMeter struct{ start time.Duration }
 
 // cpuTime (cputime_*_test.go) is the CPU time the process has used.
 
-func startCPU() cpuMeter { return cpuMeter{processCPUTime()} }
+func startCPU() cpuMeter { return cpuMeter{cputime.Process()} }
 
 func (m cpuMeter) report(b *testing.B) {
-	b.ReportMetric(float64(processCPUTime()-m.start)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cputime.Process()-m.start)/float64(b.N), "cpu-ns/op")
 }

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/cputime"
 )
 
 // TestEveryWorkloadEveryEngine runs every workload on every engine in every
@@ -64,7 +66,7 @@ func TestEveryWorkloadEveryEngine(t *testing.T) {
 					t.Errorf("%s %s %s: ops/s %g, p50 %g, p99 %g", p.Durability, e, w, m.OpsPerSec, m.P50us, m.P99us)
 				}
 				// CPU time, read in the child process that ran the engine.
-				if processCPU() > 0 && (m.CPUSeconds <= 0 || m.CPUUsPerOp <= 0 || m.CPUUsPerOp > m.CPUSeconds*1e6/float64(m.Ops)*1.000001) {
+				if cputime.Process() > 0 && (m.CPUSeconds <= 0 || m.CPUUsPerOp <= 0 || m.CPUUsPerOp > m.CPUSeconds*1e6/float64(m.Ops)*1.000001) {
 					t.Errorf("%s %s %s: cpu_seconds %g, cpu_us_per_op %g over %d ops", p.Durability, e, w, m.CPUSeconds, m.CPUUsPerOp, m.Ops)
 				}
 				var wantOps int64 = reads

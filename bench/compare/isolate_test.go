@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/cputime"
 )
 
 // TestMain lets the test binary stand in for the harness in the child
@@ -49,7 +51,7 @@ func TestPeakRSSPerEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The CPU table says when its figures can hold other engines' work.
-		if shared := strings.Contains(stdout.String(), "Every engine ran in the one harness process"); processCPU() > 0 && shared == isolate {
+		if shared := strings.Contains(stdout.String(), "Every engine ran in the one harness process"); cputime.Process() > 0 && shared == isolate {
 			t.Errorf("-isolate=%v: the CPU table's note on a shared process printed: %v\n%s", isolate, shared, stdout.String())
 		}
 		for _, r := range rep.Pairings[0].Runs {

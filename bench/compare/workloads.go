@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/bloomkv/bloomkv/internal/cputime"
 )
 
 // Workload names accepted by -benchmarks.
@@ -91,7 +93,7 @@ func cpuSince(cpu0 time.Duration) time.Duration {
 	if cpu0 <= 0 {
 		return 0
 	}
-	return max(0, processCPU()-cpu0)
+	return max(0, cputime.Process()-cpu0)
 }
 
 // stream derives a generator stream from a workload name and a goroutine
@@ -120,7 +122,7 @@ func fill(st store, ks *keySpace, name string, writers int, seed uint64) (measur
 	errs := make([]error, writers)
 	var failed atomic.Bool
 	var wg sync.WaitGroup
-	cpu0 := processCPU()
+	cpu0 := cputime.Process()
 	begin := time.Now()
 	for w := range writers {
 		hists[w] = newHistogram()
@@ -180,7 +182,7 @@ func read(st store, ks *keySpace, name string, rc readConfig) (measurement, erro
 	results := make([]result, rc.threads)
 	var failed atomic.Bool
 	var wg sync.WaitGroup
-	cpu0 := processCPU()
+	cpu0 := cputime.Process()
 	begin := time.Now()
 	for t := range rc.threads {
 		share := rc.ops / rc.threads

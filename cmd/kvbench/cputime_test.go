@@ -6,13 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bloomkv/bloomkv/internal/cputime"
 )
 
 // TestCPUTimeTiny: a tiny run records, for every workload, the process's
 // CPU time over its timed phase (positive) and that time per operation,
 // prints them in a table of their own, and -report reprints it exactly.
 func TestCPUTimeTiny(t *testing.T) {
-	if processCPU() == 0 {
+	if cputime.Process() == 0 {
 		t.Skip("this system does not report process CPU time")
 	}
 	jsonPath := filepath.Join(t.TempDir(), "cpu.json")

@@ -13,6 +13,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/bloomkv/bloomkv"
+	"github.com/bloomkv/bloomkv/internal/cputime"
 )
 
 // workloadRun is what one workload did, before its metrics are attached.
@@ -66,7 +67,7 @@ func (r *runner) fill(db *bloomkv.DB, name string) (*workloadRun, error) {
 	run := &workloadRun{name: name, hist: newLatencyHistogram()}
 	batch := bloomkv.NewBatch()
 	var key, value []byte
-	cpu0 := processCPU()
+	cpu0 := cputime.Process()
 	begin := time.Now()
 	for i := 0; i < num; i += r.cfg.batchSize {
 		n := min(r.cfg.batchSize, num-i)
@@ -129,7 +130,7 @@ func (r *runner) read(db *bloomkv.DB, name string, reads int) (*workloadRun, err
 	}
 	results := make([]result, threads)
 	var wg sync.WaitGroup
-	cpu0 := processCPU()
+	cpu0 := cputime.Process()
 	begin := time.Now()
 	for t := range threads {
 		share := ops/threads + b2i(t < ops%threads)
@@ -170,7 +171,7 @@ func cpuSince(cpu0 time.Duration) time.Duration {
 	if cpu0 <= 0 {
 		return 0
 	}
-	return max(0, processCPU()-cpu0)
+	return max(0, cputime.Process()-cpu0)
 }
 
 func b2i(b bool) int64 {
