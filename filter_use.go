@@ -55,12 +55,19 @@ func (o *probeOutcomes) mostlyFound() bool {
 	return p >= outcomeMinProbes && 2*o.found.Load() > p
 }
 
+// skipsEvictedFilters reports whether the options let Gets skip evicted
+// filters at all; only then are probe outcomes counted (two atomic adds a
+// probe that other configurations need not pay).
+func (db *DB) skipsEvictedFilters() bool {
+	return db.opts.CacheFilterBlocks && !db.opts.AlwaysReadFilters && !db.opts.IgnoreFilters
+}
+
 // filterUse says how a Get consults the filters of level's tables.
 func (db *DB) filterUse(sh *readShard, level int) sstable.FilterUse {
 	switch {
 	case db.opts.IgnoreFilters:
 		return sstable.FilterIgnore
-	case db.opts.CacheFilterBlocks && !db.opts.AlwaysReadFilters && sh.outcomes[level].mostlyFound():
+	case db.skipsEvictedFilters() && sh.outcomes[level].mostlyFound():
 		return sstable.FilterProbeIfCached
 	}
 	return sstable.FilterProbe

@@ -185,7 +185,9 @@ func (db *DB) getFromTable(sh *readShard, slot int, f *manifest.FileMetadata, le
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("bloomkv: get: %w", err)
 	}
-	sh.outcomes[level].record(ok)
+	if db.skipsEvictedFilters() {
+		sh.outcomes[level].record(ok)
+	}
 	if *tomb != 0 && (!ok || vseq < *tomb) {
 		held.Release()
 		return nil, base.KindDelete, true, nil
