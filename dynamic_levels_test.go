@@ -2,6 +2,7 @@ package bloomkv
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -20,9 +21,8 @@ import (
 // grows, and the last level holds most of the bytes. Compact(nil, nil)
 // then leaves one run in level 6.
 func TestDynamicLevelShape(t *testing.T) {
-	o := tinyOptions(vfs.NewMem())
-	o.DynamicLevelBytes = true
-	o.LevelMultiplier = 4 // more levels from little data
+	o := tinyOptions(vfs.NewMem()) // dynamic targets: the default
+	o.LevelMultiplier = 4          // more levels from little data
 	o.Compression = NoCompression
 	db := mustOpen(t, "/db", o)
 	defer func() { db.Close() }()
@@ -91,9 +91,91 @@ func TestDynamicLevelShape(t *testing.T) {
 	// Reopened with static targets, the same tree stays readable and
 	// settles by the other rule without losing anything.
 	db.Close()
-	o.DynamicLevelBytes = false
+	o.StaticLevelBytes = true
 	db = mustOpen(t, "/db", o)
 	checkContents(t, db, model)
+}
+
+// TestStaticTreeOpensDynamic: a tree built with static targets (the
+// default before dynamic ones), opened with today's defaults, keeps its
+// last level, drains the levels above the base level into it as writes go
+// on, and loses nothing.
+func TestStaticTreeOpensDynamic(t *testing.T) {
+	o := tinyOptions(vfs.NewMem())
+	o.StaticLevelBytes = true
+	o.LevelMultiplier = 4
+	o.Compression = NoCompression
+	db := mustOpen(t, "/db", o)
+	rng := rand.New(rand.NewPCG(25, 2))
+	model := map[string]string{}
+	put := func(n int) {
+		t.Helper()
+		for range n {
+			k, v := fmt.Sprintf("key%07d", rng.IntN(40000)), fmt.Sprintf("v%d", rng.Uint32())
+			if err := db.Put([]byte(k), []byte(v)); err != nil {
+				t.Fatal(err)
+			}
+			model[k] = v
+		}
+		if err := db.WaitForCompactions(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(20000)
+	before, _ := dynamicShape(db)
+	m := db.Metrics()
+	levels := 0
+	for l := 1; l < manifest.NumLevels; l++ {
+		if m.Levels[l].Files > 0 {
+			levels++
+		}
+	}
+	if levels < 3 || before.Last >= manifest.NumLevels-1 || m.Levels[1].Files == 0 {
+		t.Fatalf("static tree: %d levels below level 0, last L%d, %d tables in L1; want 3+, above L%d, some (to drain)\n%s", levels, before.Last, m.Levels[1].Files, manifest.NumLevels-1, m)
+	}
+	db.Close()
+
+	o.StaticLevelBytes = false
+	db = mustOpen(t, "/db", o)
+	defer func() { db.Close() }()
+	if !db.opts.DynamicLevelBytes {
+		t.Fatal("default Options: DynamicLevelBytes false")
+	}
+	checkContents(t, db, model)
+	put(20000)
+	s, bytes := dynamicShape(db)
+	t.Logf("static last level L%d; reopened dynamic: base L%d, last L%d\n%s", before.Last, s.Base, s.Last, db.Metrics())
+	if s.Last != before.Last {
+		t.Fatalf("last level moved from L%d to L%d", before.Last, s.Last)
+	}
+	for l := 1; l < s.Base; l++ {
+		if bytes[l] > 0 {
+			t.Fatalf("level %d above the base L%d still holds %d bytes after settling\n%s", l, s.Base, bytes[l], db.Metrics())
+		}
+	}
+	checkContents(t, db, model)
+	checkInvariants(t, db)
+}
+
+// TestLevelSizingOptions: dynamic targets unless StaticLevelBytes, and
+// both asked for is refused.
+func TestLevelSizingOptions(t *testing.T) {
+	for _, tc := range []struct {
+		o       Options
+		dynamic bool
+	}{
+		{Options{}, true},
+		{Options{DynamicLevelBytes: true}, true},
+		{Options{StaticLevelBytes: true}, false},
+	} {
+		r, err := tc.o.withDefaults()
+		if err != nil || r.DynamicLevelBytes != tc.dynamic {
+			t.Errorf("Static %v, Dynamic %v: DynamicLevelBytes %v, %v; want %v", tc.o.StaticLevelBytes, tc.o.DynamicLevelBytes, r.DynamicLevelBytes, err, tc.dynamic)
+		}
+	}
+	if _, err := (&Options{StaticLevelBytes: true, DynamicLevelBytes: true}).withDefaults(); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("both set: %v, want ErrInvalidArgument", err)
+	}
 }
 
 // dynamicShape returns the current version's shape under db's options and

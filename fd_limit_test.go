@@ -53,7 +53,8 @@ func fdLimitOptions() *Options {
 		MaxImmutableMemtables:     8,
 		LBaseMaxBytes:             24 << 10,
 		TargetFileSize:            6 << 10,
-		TargetFileSizeMultiplier:  1, // many small tables on every level
+		TargetFileSizeMultiplier:  1,    // many small tables on every level
+		StaticLevelBytes:          true, // tables on three levels or more
 		MaxOpenFiles:              fdLimitMaxOpen,
 	}
 }

@@ -25,6 +25,9 @@ func levelsOptions() *Options {
 		LBaseMaxBytes:          32 << 10,
 		LevelMultiplier:        4,
 		TargetFileSize:         16 << 10,
+		// Static targets spread these trees over three levels or more,
+		// which the per-level policy needs to weigh.
+		StaticLevelBytes: true,
 	}
 }
 

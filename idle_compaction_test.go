@@ -74,7 +74,9 @@ func TestIdleCompactionDrainsLevel0(t *testing.T) {
 	}}
 	// The timer is fired by hand once the three tables exist (a real one
 	// could fire between two flushes on a loaded machine).
-	db := idleTestDB(t, time.Hour, l)
+	// Static targets: level 0 compacts into level 1 (TestDynamicLevelShape
+	// covers the base level under dynamic ones).
+	db := idleTestDB(t, time.Hour, l, func(o *Options) { o.StaticLevelBytes = true })
 	defer db.Close()
 	// Interleaved ranges, so that the tables overlap each other.
 	putFlush(t, db, 0, 300)
@@ -245,6 +247,7 @@ func TestIdleCompactionDeclinesSmallFlush(t *testing.T) {
 	db := idleTestDB(t, 10*time.Millisecond, nil, func(o *Options) {
 		o.LBaseMaxBytes = 4 << 20
 		o.TargetFileSize = 4 << 20 // level 1 is one table
+		o.StaticLevelBytes = true  // level 0 compacts into level 1
 	})
 	defer db.Close()
 	putFlush(t, db, 0, 3000)

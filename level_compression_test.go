@@ -35,6 +35,7 @@ func TestLevelCompression(t *testing.T) {
 	mem := vfs.NewMem()
 	o := tinyOptions(mem)
 	o.LevelCompression = []Compression{SnappyCompression, SnappyCompression, ZstdCompression}
+	o.StaticLevelBytes = true // levels 1 and 2 both hold tables
 	db := mustOpen(t, "/db", o)
 	want := model{}
 	for i := range 6000 {

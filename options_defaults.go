@@ -153,7 +153,11 @@ func (o *Options) withDefaults() (Options, error) {
 		return bad("MaxOpenFiles %d below 10", r.MaxOpenFiles)
 	case r.MaxManifestFileSize < 1<<10:
 		return bad("MaxManifestFileSize %d below 1 KiB", r.MaxManifestFileSize)
+	case r.StaticLevelBytes && r.DynamicLevelBytes:
+		return bad("StaticLevelBytes with DynamicLevelBytes: choose one (dynamic is the default)")
 	}
+	// The engine reads DynamicLevelBytes; dynamic is the default.
+	r.DynamicLevelBytes = !r.StaticLevelBytes
 	return r, nil
 }
 

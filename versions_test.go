@@ -152,13 +152,23 @@ func TestObsoleteFilesDeletedOnce(t *testing.T) {
 		},
 	}
 	db := mustOpen(t, "/db", o)
+	// The writers go on past perWriter until 20 compactions have run (how
+	// many writes that takes depends on the tree's shape rule).
 	const writers, perWriter = 4, 1500
 	var wg sync.WaitGroup
+	done := make(chan struct{})
 	for w := range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range perWriter {
+			for i := 0; ; i++ {
+				if i >= perWriter {
+					select {
+					case <-done:
+						return
+					default:
+					}
+				}
 				k := fmt.Appendf(nil, "k%05d", (i*7919+w*131)%4000)
 				if err := db.Put(k, make([]byte, 40)); err != nil {
 					t.Error(err)
@@ -169,7 +179,6 @@ func TestObsoleteFilesDeletedOnce(t *testing.T) {
 	}
 	// Manual compactions and flushes collect files too, beside the
 	// background loop's collection.
-	done := make(chan struct{})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -192,7 +201,12 @@ func TestObsoleteFilesDeletedOnce(t *testing.T) {
 		}
 	}()
 	time.Sleep(10 * time.Millisecond)
-	for db.Metrics().Compactions < 20 {
+	for deadline := time.Now().Add(time.Minute); db.Metrics().Compactions < 20; {
+		if time.Now().After(deadline) {
+			close(done)
+			wg.Wait()
+			t.Fatalf("%d compactions in a minute, want 20", db.Metrics().Compactions)
+		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	close(done)

@@ -25,7 +25,8 @@
 // Leveled compaction: level 0 holds flushed memtables, which may overlap;
 // every deeper level is one sorted run whose size target is LBaseMaxBytes
 // for level 1 and LevelMultiplier times the level above for each one below
-// (static targets), or, with Options.DynamicLevelBytes, the last level's
+// (static targets), or, with Options.DynamicLevelBytes (the engine's
+// default; bloomkv.Options.StaticLevelBytes turns it off), the last level's
 // size divided by LevelMultiplier once per level above it, with level 0
 // compacting into the base level, the shallowest level whose target is at
 // least LBaseMaxBytes (dynamic targets: shape.go has the rule and what it

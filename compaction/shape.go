@@ -3,7 +3,8 @@ package compaction
 // Level size targets: static (from the top down) or dynamic (from the
 // bottom up).
 //
-// Static targets (the default): level 1's target is LBaseMaxBytes and each
+// Static targets (bloomkv.Options.StaticLevelBytes; the engine's default
+// until 2026-12): level 1's target is LBaseMaxBytes and each
 // level below is LevelMultiplier times the one above. Level 0 compacts into
 // level 1. A tree's size decides how deep it reaches, and the last level
 // holds whatever is left over: at 1.16 GB with the defaults, L1 9 MiB, L2
@@ -12,7 +13,8 @@ package compaction
 // that make space amplification, and the filters and probes of a level
 // that need not exist.
 //
-// Dynamic targets (Options.DynamicLevelBytes; RocksDB's
+// Dynamic targets (Options.DynamicLevelBytes, which the engine sets by
+// default; RocksDB's
 // level_compaction_dynamic_level_bytes, Pebble's only mode) size the tree
 // from its last level up:
 //

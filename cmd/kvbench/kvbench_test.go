@@ -21,7 +21,7 @@ import (
 var tinyTree = []string{
 	"-num", "20000", "-reads", "5000", "-progress=false",
 	"-write_buffer_size", "131072", "-target_file_size_base", "65536",
-	"-max_bytes_for_level_base", "262144",
+	"-max_bytes_for_level_base", "131072",
 }
 
 // runOK runs kvbench in-process and fails the test unless it exits 0.

@@ -195,24 +195,25 @@ func TestSweepReportAgrees(t *testing.T) {
 }
 
 // TestShapeFlagsReachOptions: the tree-shape and I/O flags set the
-// Options they name, and are off without them.
+// Options they name: dynamic level sizes unless -dynamic_level_bytes=false
+// (the engine's default), mmap unless -disable_mmap.
 func TestShapeFlagsReachOptions(t *testing.T) {
 	for _, tc := range []struct {
 		args          []string
 		dynamic, mmap bool
 	}{
-		{nil, false, false},
-		{[]string{"-dynamic_level_bytes"}, true, false},
-		{[]string{"-disable_mmap"}, false, true},
-		{[]string{"-disable_mmap", "-dynamic_level_bytes"}, true, true},
+		{nil, true, false},
+		{[]string{"-dynamic_level_bytes=false"}, false, false},
+		{[]string{"-disable_mmap"}, true, true},
+		{[]string{"-disable_mmap", "-dynamic_level_bytes=false"}, false, true},
 	} {
 		c, err := parseConfig(tc.args, io.Discard)
 		if err != nil {
 			t.Fatalf("%v: %v", tc.args, err)
 		}
 		o := (&study{cfg: c}).options(c.bloomBits, false)
-		if o.DynamicLevelBytes != tc.dynamic || o.DisableMmap != tc.mmap {
-			t.Errorf("%v: DynamicLevelBytes %v, DisableMmap %v; want %v, %v", tc.args, o.DynamicLevelBytes, o.DisableMmap, tc.dynamic, tc.mmap)
+		if o.StaticLevelBytes == tc.dynamic || o.DisableMmap != tc.mmap {
+			t.Errorf("%v: StaticLevelBytes %v, DisableMmap %v; want %v, %v", tc.args, o.StaticLevelBytes, o.DisableMmap, !tc.dynamic, tc.mmap)
 		}
 	}
 }

@@ -79,6 +79,13 @@ func configFromReport(values map[string]any) (*config, error) {
 				return fmt.Errorf("config: -%s %s: %w", name, s, err)
 			}
 		}
+		if _, ok := values["dynamic_level_bytes"]; !ok {
+			// Written before the flag existed, when every tree had
+			// static level targets (the default changed later).
+			if err := fs.Set("dynamic_level_bytes", "false"); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 }

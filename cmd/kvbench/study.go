@@ -192,7 +192,7 @@ func (s *study) options(bits int, ignoreFilters bool) *bloomkv.Options {
 		TargetFileSize:           s.cfg.targetFileSize,
 		TargetFileSizeMultiplier: s.cfg.fileSizeMult,
 		LBaseMaxBytes:            s.cfg.levelBaseBytes,
-		DynamicLevelBytes:        s.cfg.dynamicLevels,
+		StaticLevelBytes:         !s.cfg.dynamicLevels,
 		DisableMmap:              s.cfg.disableMmap,
 		L0CompactionThreshold:    s.cfg.l0Trigger,
 		IdleCompactionDelay:      s.cfg.idleDelay,

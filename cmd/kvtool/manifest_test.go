@@ -24,7 +24,7 @@ func TestManifestPrintsEdits(t *testing.T) {
 		if len(edits) != len(hist.edits) || len(edits) < 3 {
 			t.Fatalf("%d edits printed, the manifest has %d:\n%s", len(edits), len(hist.edits), out)
 		}
-		for _, want := range []string{"edit 1 at offset 0 (snapshot)", "add ", "delete ", "L0", "L1", "version after", "LEVEL"} {
+		for _, want := range []string{"edit 1 at offset 0 (snapshot)", "add ", "delete ", "L0", "L6", "version after", "LEVEL"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}
