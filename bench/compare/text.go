@@ -78,56 +78,20 @@ func writePairing(w io.Writer, rep *report, p *pairingReport) {
 			peers = append(peers, name)
 		}
 	}
-	_, haveBase := p.Medians[bloomkvEngine.name]
-	spread := pr.Runs > 1
-	head := []string{"workload"}
-	align := []string{"---"}
-	for _, name := range p.Engines {
-		head = append(head, name+" ops/s")
-		align = append(align, "--:")
-		if spread {
-			head = append(head, "min-max")
-			align = append(align, "--:")
-		}
-		head = append(head, "p50 µs", "p99 µs")
-		align = append(align, "--:", "--:")
-	}
-	if haveBase {
-		for _, peer := range peers {
-			head = append(head, "bloomkv/"+peer)
-			align = append(align, "--:")
-		}
-	}
-	fmt.Fprintf(w, "| %s |\n|%s|\n", strings.Join(head, " | "), strings.Join(align, "|"))
-	for _, wl := range pr.Workloads {
-		row := []string{wl}
-		for _, name := range p.Engines {
-			m, ok := p.Medians[name][wl]
-			if !ok {
-				row = append(row, "")
-				if spread {
-					row = append(row, "")
-				}
-				row = append(row, "", "")
-				continue
-			}
-			row = append(row, thousands(m.OpsPerSec))
-			if spread {
-				row = append(row, compact(p.Mins[name][wl].OpsPerSec)+"-"+compact(p.Maxs[name][wl].OpsPerSec))
-			}
-			row = append(row, latency(m.P50us), latency(m.P99us))
-		}
-		if haveBase {
-			for _, peer := range peers {
-				if r, ok := p.Ratios[wl][peer]; ok {
-					row = append(row, fmt.Sprintf("%.2fx", r))
-				} else {
-					row = append(row, "")
-				}
-			}
-		}
-		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
-	}
+	writeEngineTable(w, pr, p, peers, engineTable{
+		unit:  "ops/s",
+		extra: []string{"p50 µs", "p99 µs"},
+		has:   func(measurement) bool { return true },
+		cells: func(m measurement) []string {
+			return []string{thousands(m.OpsPerSec), latency(m.P50us), latency(m.P99us)}
+		},
+		spread:    func(lo, hi measurement) string { return compact(lo.OpsPerSec) + "-" + compact(hi.OpsPerSec) },
+		ratioHead: func(peer string) string { return "bloomkv/" + peer },
+		ratio: func(wl, peer string) (float64, bool) {
+			r, ok := p.Ratios[wl][peer]
+			return r, ok
+		},
+	})
 	fmt.Fprintln(w)
 	writeCPU(w, pr, p, peers)
 
@@ -276,52 +240,22 @@ func writeCPU(w io.Writer, pr params, p *pairingReport, peers []string) {
 		what = "median of runs, min-max beside it"
 	}
 	fmt.Fprintf(w, "CPU time per operation, µs (the process's user + system CPU over each timed phase / operations: the engine's calls and its background work meanwhile, and the harness's own loop, alike for every engine; %s):\n\n", what)
-	_, haveBase := p.Medians[bloomkvEngine.name]
-	head := []string{"workload"}
-	align := []string{"---"}
-	for _, name := range p.Engines {
-		head = append(head, name+" CPU µs/op")
-		align = append(align, "--:")
-		if spread {
-			head = append(head, "min-max")
-			align = append(align, "--:")
-		}
-	}
-	if haveBase {
-		for _, peer := range peers {
-			head = append(head, peer+"/bloomkv")
-			align = append(align, "--:")
-		}
-	}
-	fmt.Fprintf(w, "| %s |\n|%s|\n", strings.Join(head, " | "), strings.Join(align, "|"))
-	for _, wl := range pr.Workloads {
-		row := []string{wl}
-		for _, name := range p.Engines {
-			m, ok := p.Medians[name][wl]
-			if !ok || m.CPUUsPerOp <= 0 {
-				row = append(row, "")
-				if spread {
-					row = append(row, "")
-				}
-				continue
-			}
-			row = append(row, latency(m.CPUUsPerOp))
-			if spread {
-				row = append(row, latency(p.Mins[name][wl].CPUUsPerOp)+"-"+latency(p.Maxs[name][wl].CPUUsPerOp))
-			}
-		}
-		if haveBase {
+	writeEngineTable(w, pr, p, peers, engineTable{
+		unit:      "CPU µs/op",
+		has:       func(m measurement) bool { return m.CPUUsPerOp > 0 },
+		cells:     func(m measurement) []string { return []string{latency(m.CPUUsPerOp)} },
+		spread:    func(lo, hi measurement) string { return latency(lo.CPUUsPerOp) + "-" + latency(hi.CPUUsPerOp) },
+		ratioHead: func(peer string) string { return peer + "/bloomkv" },
+		ratio: func(wl, peer string) (float64, bool) {
 			base := p.Medians[bloomkvEngine.name][wl].CPUUsPerOp
-			for _, peer := range peers {
-				if m, ok := p.Medians[peer][wl]; ok && m.CPUUsPerOp > 0 && base > 0 {
-					row = append(row, fmt.Sprintf("%.2fx", m.CPUUsPerOp/base))
-				} else {
-					row = append(row, "")
-				}
+			m, ok := p.Medians[peer][wl]
+			if !ok || m.CPUUsPerOp <= 0 || base <= 0 {
+				return 0, false
 			}
-		}
-		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
-	}
+			return m.CPUUsPerOp / base, true
+		},
+	})
+	_, haveBase := p.Medians[bloomkvEngine.name]
 	fmt.Fprintln(w)
 	if haveBase && len(peers) > 0 {
 		fmt.Fprintln(w, "peer/bloomkv = the peer's median CPU per operation / bloomkv's (above 1: bloomkv spends less CPU per operation).")
@@ -330,6 +264,82 @@ func writeCPU(w io.Writer, pr params, p *pairingReport, peers []string) {
 		fmt.Fprintln(w, "Every engine ran in the one harness process: an engine's figure can include background work an earlier engine left running.")
 	}
 	fmt.Fprintln(w)
+}
+
+// engineTable says what a table of writeEngineTable holds: per engine, a
+// figure of each workload's median (with the smallest and largest run
+// beside it when there were several) and extra columns, then one ratio
+// column per peer.
+type engineTable struct {
+	unit      string   // the engine's first column: "NAME unit"
+	extra     []string // headings of the columns after the spread
+	has       func(m measurement) bool
+	cells     func(m measurement) []string // the first column's cell, then extra's
+	spread    func(lo, hi measurement) string
+	ratioHead func(peer string) string
+	ratio     func(wl, peer string) (float64, bool)
+}
+
+// writeEngineTable prints the throughput table and the CPU table alike: a
+// row per workload, the columns t says per engine, and when bloomkv took
+// part, a ratio per peer. A workload an engine has no figure for leaves
+// its cells empty.
+func writeEngineTable(w io.Writer, pr params, p *pairingReport, peers []string, t engineTable) {
+	_, haveBase := p.Medians[bloomkvEngine.name]
+	spread := pr.Runs > 1
+	head := []string{"workload"}
+	align := []string{"---"}
+	for _, name := range p.Engines {
+		head = append(head, name+" "+t.unit)
+		align = append(align, "--:")
+		if spread {
+			head = append(head, "min-max")
+			align = append(align, "--:")
+		}
+		for _, x := range t.extra {
+			head = append(head, x)
+			align = append(align, "--:")
+		}
+	}
+	if haveBase {
+		for _, peer := range peers {
+			head = append(head, t.ratioHead(peer))
+			align = append(align, "--:")
+		}
+	}
+	fmt.Fprintf(w, "| %s |\n|%s|\n", strings.Join(head, " | "), strings.Join(align, "|"))
+	for _, wl := range pr.Workloads {
+		row := []string{wl}
+		for _, name := range p.Engines {
+			m, ok := p.Medians[name][wl]
+			if !ok || !t.has(m) {
+				row = append(row, "")
+				if spread {
+					row = append(row, "")
+				}
+				for range t.extra {
+					row = append(row, "")
+				}
+				continue
+			}
+			cells := t.cells(m)
+			row = append(row, cells[0])
+			if spread {
+				row = append(row, t.spread(p.Mins[name][wl], p.Maxs[name][wl]))
+			}
+			row = append(row, cells[1:]...)
+		}
+		if haveBase {
+			for _, peer := range peers {
+				if r, ok := t.ratio(wl, peer); ok {
+					row = append(row, fmt.Sprintf("%.2fx", r))
+				} else {
+					row = append(row, "")
+				}
+			}
+		}
+		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+	}
 }
 
 // compact formats an ops/s figure in three significant digits with a k or

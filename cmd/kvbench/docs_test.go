@@ -27,13 +27,19 @@ import (
 // package's <!-- golden: filter/testdata/FILE.md -->, whose table
 // TestGoldenDocTables checks). In a scope:
 //
-//   - every line of a sample block (a fence without a language) is a line
-//     of the text report `kvbench -report` prints from one of the files;
-//   - every figure in the prose and tables (a number with a decimal point
-//     or thousands separators, or of three digits or more; not inside
-//     `code`) is one of the numbers those reports print: the whole number,
-//     thousands separators aside, so a rounded 0.15 does not pass for the
-//     report's 0.1586.
+//   - kvbench's own report is printed line-exact: every line of a sample
+//     block (a fence without a language) is a line of the text report
+//     `kvbench -report` prints from one of the files (lines may be left
+//     out, not changed), as bench/compare's table rows are;
+//   - a Markdown table is a hand-made excerpt (kvbench prints no Markdown:
+//     these put several runs, or several of a report's tables, side by
+//     side), and must be one of excerptTables; any other table fails, to
+//     be printed as the report's own lines in a sample block instead;
+//   - every figure in the prose and in those excerpts (a number with a
+//     decimal point or thousands separators, or of three digits or more;
+//     not inside `code`) is one of the numbers those reports print: the
+//     whole number, thousands separators aside, so a rounded 0.15 does not
+//     pass for the report's 0.1586.
 //
 // Outside every scope, a table row of measured figures (a decimal point or
 // thousands separators, outside `code`) fails, in those docs, in every
@@ -58,6 +64,23 @@ func TestDocsFromJSON(t *testing.T) {
 		scopes, problems := docScopes(string(data))
 		for _, p := range problems {
 			t.Errorf("%s %s", doc, p)
+		}
+		excerpts := excerptTables[doc]
+		found := make([]int, len(excerpts))
+		for _, sc := range scopes {
+			for _, tb := range sc.tables {
+				i := slices.IndexFunc(excerpts, func(e string) bool { return strings.HasPrefix(tb.header, e) })
+				if i < 0 {
+					t.Errorf("%s line %d: a table in a kvbench scope that is not one of excerptTables:\n%s\n(print the report's own lines, `go run ./cmd/kvbench -report FILE` for FILE in %s, in a plain fence; or list the table in excerptTables as a hand-made excerpt)", doc, tb.line, tb.header, strings.Join(sc.files, " "))
+					continue
+				}
+				found[i]++
+			}
+		}
+		for i, e := range excerpts {
+			if found[i] != 1 {
+				t.Errorf("%s: the excerpt table headed %q is in its kvbench scopes %d times, want once", doc, e, found[i])
+			}
 		}
 		if len(scopes) == 0 && slices.Contains(scopedDocs, doc) {
 			t.Errorf("%s: no <!-- kvbench: FILE.json --> scope", doc)
@@ -98,6 +121,31 @@ func TestDocsFromJSON(t *testing.T) {
 
 // scopedDocs publish kvbench reports: each has at least one scope.
 var scopedDocs = []string{"README.md", "docs/studying-filters.md", "docs/filter-policy.md", "docs/tree-filter.md", "docs/benchmarks.md"}
+
+// excerptTables are the Markdown tables of kvbench scopes, per doc, each
+// named by the start of its header row: hand-made excerpts whose figures
+// are checked one by one against the scope's reports. Every other
+// published kvbench figure is a line of kvbench's own report (a sample
+// block), checked whole.
+var excerptTables = map[string][]string{
+	// Both passes of both rounds of -compare_filters, with their ratios.
+	"README.md": {"| `go run ./cmd/kvbench -compare_filters` at"},
+	"docs/studying-filters.md": {
+		"| 10M keys, 10 bits/key", // five runs: the fill, two pairs off/on
+		"| 100M keys |",           // one report's fill, tree, memory, reads and cache
+		"| 30M keys |",            // the same for the 30M run
+		"| workload | W |",        // four widths, one report each
+	},
+	"docs/filter-policy.md": {
+		"| budget | setting | filter memory (bits/key) | absent keys: false positives per `Get` (3 runs)", // six runs
+		"| budget | setting | filter memory (bits/key) | bits by level (2 runs)",                          // two runs
+		"| block cache | filters |", // nine runs: the fill, four settings twice
+	},
+	"docs/tree-filter.md": {
+		"| 1M-key fill, 2 runs |", // four fills, off and on alternated
+		"| 1M keys | run 1 |",     // three runs side by side
+	},
+}
 
 // uncheckedDocs are docs/*.md left out of the loose-table check, and why
 // (none today: docs/server.md's redis-benchmark tables are marked history,
@@ -143,6 +191,13 @@ type docScope struct {
 	files   []string
 	sample  []string
 	figures []string
+	tables  []docTable // the Markdown tables in it, hand-made excerpts
+}
+
+// docTable is a Markdown table of a scope: its header row and where.
+type docTable struct {
+	line   int
+	header string
 }
 
 var (
@@ -180,8 +235,14 @@ func docScopes(doc string) ([]docScope, []string) {
 	// inCode: a code span opened on an earlier line of the paragraph is
 	// still open (a long command wraps inside its backticks).
 	inCode := false
+	inTable := false // the line before was a table row
 	for i, line := range strings.Split(doc, "\n") {
 		trimmed := strings.TrimRight(line, " ")
+		row := strings.HasPrefix(trimmed, "|")
+		if row && !inTable && cur != nil && !inFence {
+			cur.tables = append(cur.tables, docTable{line: i + 1, header: trimmed})
+		}
+		inTable = row
 		if strings.HasPrefix(trimmed, "```") {
 			// A plain fence is report output; ```sh and the like are
 			// commands and code.
@@ -307,7 +368,8 @@ func TestReportNumbers(t *testing.T) {
 // TestDocScopesLooseTables: a table row of measured figures must be in a
 // scope -- kvbench's, another tool's (through its report's own level-4
 // headings), or a history marker that names a commit; rows whose figures
-// are in code, or that have none, need none.
+// are in code, or that have none, need none. A table in a kvbench scope
+// is recorded, for TestDocsFromJSON to hold to excerptTables.
 func TestDocScopesLooseTables(t *testing.T) {
 	doc := strings.Join([]string{
 		"# Doc",                                 // 1
@@ -335,6 +397,11 @@ func TestDocScopesLooseTables(t *testing.T) {
 	}
 	if len(scopes) != 1 || !slices.Equal(scopes[0].figures, []string{"3.5"}) {
 		t.Errorf("scopes %+v, want one with the figure 3.5", scopes)
+	}
+	// The kvbench scope's table, which TestDocsFromJSON requires to be
+	// one of excerptTables.
+	if want := []docTable{{line: 14, header: "| checked | 3.5 |"}}; len(scopes) != 1 || !slices.Equal(scopes[0].tables, want) {
+		t.Errorf("scopes %+v, want one with the table %+v", scopes, want)
 	}
 }
 
