@@ -28,9 +28,9 @@ var bloomkvEngine = &engine{
 	settingNotes: func(s *settings) []string {
 		var notes []string
 		if s.matched {
-			notes = append(notes, "bloomkv: the shape settings above (its defaults before 2026-12-03: TargetFileSizeMultiplier 1, MaxOpenFiles 500) and snappy; WALMode per pairing")
+			notes = append(notes, "bloomkv: the shape settings above (its defaults before 2026-12-03: TargetFileSizeMultiplier 1, MaxOpenFiles 500) with dynamic level sizes (its default since 2026-12-05, as Pebble's) and snappy; WALMode per pairing")
 		} else {
-			notes = append(notes, "bloomkv: its defaults (tables of TargetFileSize 2 MiB growing x2 per level, MaxOpenFiles half the descriptor limit, level 1 target 10 MiB, L0 compaction at 4 tables, snappy) except BlockSize, MemtableSize, BlockCacheSize, BloomBitsPerKey and WALMode")
+			notes = append(notes, "bloomkv: its defaults (dynamic level sizes: the last level about 90% of the data, level 0 compacting into the base level, whose target is at least LBaseMaxBytes 10 MiB; tables of TargetFileSize 2 MiB in the base level growing x2 per level below it, MaxOpenFiles half the descriptor limit, L0 compaction at 4 tables, snappy) except BlockSize, MemtableSize, BlockCacheSize, BloomBitsPerKey and WALMode")
 		}
 		if s.equalMemory {
 			notes = append(notes, "bloomkv: CacheFilterBlocks from the fill on: tables whose index outgrows 2 KiB are written with partitioned index and filters (IndexPartitionSize's default with it), whose partitions and filter blocks are charged to its block cache (level 0 filters pinned in it); the cache is smaller by the index it keeps outside (top-level indexes of partitioned tables, whole index blocks of small ones): block cache + that index = -cache_size, as the peers' caches hold their filters and index")
@@ -38,7 +38,7 @@ var bloomkvEngine = &engine{
 			notes = append(notes, "bloomkv: keeps each open table's index and filter blocks in memory outside its block cache (Pebble and goleveldb keep theirs in the cache): at the same -cache_size it holds more memory for reads (the memory table says how much)")
 		}
 		notes = append(notes, "bloomkv: reads open tables through read-only memory maps (a copy per block instead of a pread) and, write-through on 64-bit Linux, writes its log through a shared memory map (a copy per write instead of a write call); Options.DisableMmap turns both off; Pebble and goleveldb pread and write; mapped table pages count in its RSS (RssFile), not in the others'")
-		notes = append(notes, "bloomkv: its idle compaction moves level-0 tables left below the threshold into level 1 once no write has come for 1 s (IdleCompactionDelay); the settle's quiet period is longer, so it runs before the reads")
+		notes = append(notes, "bloomkv: its idle compaction moves level-0 tables left below the threshold into the base level once no write has come for 1 s (IdleCompactionDelay); the settle's quiet period is longer, so it runs before the reads")
 		if s.readCompactions {
 			notes = append(notes, "bloomkv: read-triggered compactions on (its default), at most 32 MiB/s of compaction input")
 		} else {
