@@ -152,6 +152,38 @@ func TestSoleVoterReads(t *testing.T) {
 		t.Fatalf("two voters: %d rounds, %d sole-voter checks for 10 reads; want >= 1 and 0", r, s)
 	}
 	waitCaughtUp(t, n2, n)
+
+	// Back to one voter: the reads skip the rounds again (the check is
+	// asked again after the change, voterCheck).
+	if err := c.Do(ctx, "RAFT.REMOVE", n2.ID()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rounds := n.metrics.readRounds.Load()
+	for range 10 {
+		if v, err := c.Get(ctx, "k").Result(); v != "2" || err != nil {
+			t.Fatalf("GET k after the removal = %q, %v", v, err)
+		}
+	}
+	if r := n.metrics.readRounds.Load() - rounds; r != 0 {
+		t.Fatalf("one voter again: %d rounds for 10 reads, want 0", r)
+	}
+
+	// A voter added on Node.Raft directly, bypassing RAFT.JOIN, ends the
+	// check as well (raft's PeerObservation); the address need not
+	// answer for the configuration to name it, and what soleVoterNow must
+	// check is only the latest configuration: raft (v1.7.2) appends it
+	// before AddVoter answers, whether or not it commits.
+	if !n.soleVoterNow() {
+		t.Fatal("one voter, before n3: soleVoterNow false")
+	}
+	err := n.Raft().AddVoter("n3", "127.0.0.1:1", 0, time.Second).Error()
+	latest := n.Raft().GetConfiguration().Configuration()
+	if len(latest.Servers) != 2 {
+		t.Fatalf("AddVoter n3: %v; configuration %+v, want two voters", err, latest)
+	}
+	if n.soleVoterNow() {
+		t.Fatal("the latest configuration names n3 as a voter, and soleVoterNow still says this node is the only one")
+	}
 }
 
 // TestConnWritesReused: a connection reuses its proposals and their

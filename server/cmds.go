@@ -663,7 +663,9 @@ func cmdRaftJoin(n *Node, c *respConn, _ *connState, a [][]byte) {
 		writeErr(c, n.errNotLeader())
 		return
 	}
-	if err := n.raft.AddVoter(raft.ServerID(a[1]), raft.ServerAddress(a[2]), 0, n.cfg.ApplyTimeout).Error(); err != nil {
+	if err := n.changeMembership(func() raft.Future {
+		return n.raft.AddVoter(raft.ServerID(a[1]), raft.ServerAddress(a[2]), 0, n.cfg.ApplyTimeout)
+	}); err != nil {
 		writeErr(c, err)
 		return
 	}
@@ -686,7 +688,9 @@ func cmdRaftRemove(n *Node, c *respConn, _ *connState, a [][]byte) {
 		writeErr(c, n.errNotLeader())
 		return
 	}
-	if err := n.raft.RemoveServer(raft.ServerID(a[1]), 0, n.cfg.ApplyTimeout).Error(); err != nil {
+	if err := n.changeMembership(func() raft.Future {
+		return n.raft.RemoveServer(raft.ServerID(a[1]), 0, n.cfg.ApplyTimeout)
+	}); err != nil {
 		writeErr(c, err)
 		return
 	}

@@ -103,6 +103,14 @@ type Node struct {
 	readyAt atomic.Uint64
 	clients atomic.Int64
 
+	// Whether this node is the only voter, asked of raft once per term and
+	// membership change (propose.go, voterCheck). cfgGen is odd while
+	// changeMembership runs, which holds cfgMu (one change at a time), and
+	// grows by 2 with every PeerObservation of raft.
+	voters atomic.Pointer[voterCheck]
+	cfgGen atomic.Uint64
+	cfgMu  sync.Mutex
+
 	// The write batcher (propose.go): proposals queue for it; inFlight
 	// holds a token per group in raft; groups carries them, in log
 	// order, to the goroutine that answers them.
@@ -254,6 +262,16 @@ func Start(c Config) (n *Node, err error) {
 		return nil, fmt.Errorf("bloomkv/server: %w", err)
 	}
 	cleanup = append(cleanup, func() { self.raft.Shutdown().Error() })
+	// raft calls the filter in its own goroutine as it starts or stops
+	// replicating to a peer, just after it took a new configuration: a
+	// change made on Node.Raft directly, not through changeMembership,
+	// still ends the sole-voter check (propose.go, voterCheck).
+	n.raft.RegisterObserver(raft.NewObserver(nil, false, func(o *raft.Observation) bool {
+		if _, ok := o.Data.(raft.PeerObservation); ok {
+			self.cfgGen.Add(2)
+		}
+		return false
+	}))
 	if !existing && cfg.Join == "" {
 		servers := []raft.Server{{ID: n.id, Address: n.trans.LocalAddr()}}
 		if len(cfg.Peers) > 0 {

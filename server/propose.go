@@ -369,23 +369,13 @@ func (n *Node) confirmLeadership() (index, at uint64, err error) {
 // as in confirmLeadership. The saving is the hand-off to the round
 // goroutine and raft's leader loop and back, for every read of a
 // one-node cluster (docs/server.md, "Throughput against Redis").
+//
+// Whether this node is the only voter comes from soleVoterCheck, which
+// asks raft once per term and membership change (voterCheck).
 func (n *Node) soleVoterRead() (*readRound, bool) {
 	at := n.readyAt.Load()
 	index := n.raft.CommitIndex()
-	cfg := n.raft.GetConfiguration() // answered at once from a copy (raft v1.7.2)
-	if cfg.Error() != nil {
-		return nil, false
-	}
-	voters := 0
-	for _, s := range cfg.Configuration().Servers {
-		if s.Suffrage == raft.Voter {
-			if s.ID != n.id {
-				return nil, false
-			}
-			voters++
-		}
-	}
-	if voters != 1 {
+	if !n.soleVoterNow() {
 		return nil, false
 	}
 	if at == 0 || n.raft.State() != raft.Leader || n.readyAt.Load() != at {
@@ -393,6 +383,76 @@ func (n *Node) soleVoterRead() (*readRound, bool) {
 	}
 	n.metrics.soleVoterReads.Add(1)
 	return &readRound{index: index, at: at}, true
+}
+
+// voterCheck is what soleVoterNow found out about the latest
+// configuration: whether it names this node its only voter, while this
+// node led in term, with no membership change begun since cfgGen was gen.
+//
+// raft's GetConfiguration allocates a future and a channel per call, 5.5%
+// of the CPU time of a one-node cluster under GET load (issue 29), and
+// the answer changes only in two ways. On a leader, only by a membership
+// change this leader appends: Node makes those (RAFT.JOIN, RAFT.REMOVE)
+// through changeMembership, which makes cfgGen odd before it asks raft
+// and even again after raft answered, by which time raft has taken the
+// new configuration; the PeerObservation raft emits as it starts or
+// stops replicating to a peer also moves cfgGen, for a change made on
+// Node.Raft directly. On a follower, by the entries of another leader;
+// to lead again after them, this node must win a later term. A check is
+// therefore good for as long as cfgGen is unchanged and even and the node
+// leads in the same term: one node leads at most once per term.
+type voterCheck struct {
+	term uint64
+	gen  uint64
+	sole bool
+}
+
+// soleVoterNow reports whether the latest configuration, at a moment
+// after the call began, names this node its only voter; false also when
+// the node does not lead (the caller checks leadership after).
+func (n *Node) soleVoterNow() bool {
+	if c := n.voters.Load(); c != nil {
+		// State before term: raft sets a new term before it makes the
+		// node a candidate, and a candidate before a leader, so a leader
+		// seen here with the check's term is the leader of that term.
+		if n.raft.State() == raft.Leader && n.raft.CurrentTerm() == c.term && n.cfgGen.Load() == c.gen {
+			return c.sole
+		}
+	}
+	gen := n.cfgGen.Load()
+	term := n.raft.CurrentTerm()
+	if n.raft.State() != raft.Leader {
+		return false
+	}
+	cfg := n.raft.GetConfiguration() // answered at once from a copy (raft v1.7.2)
+	if cfg.Error() != nil {
+		return false
+	}
+	voters, self := 0, false
+	for _, s := range cfg.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			voters++
+			self = self || s.ID == n.id
+		}
+	}
+	sole := voters == 1 && self
+	// Leader in term both before and after the configuration was read:
+	// the same leadership throughout, so only changeMembership can have
+	// changed it, and cfgGen says whether one began.
+	if gen%2 == 0 && n.raft.State() == raft.Leader && n.raft.CurrentTerm() == term {
+		n.voters.Store(&voterCheck{term: term, gen: gen, sole: sole})
+	}
+	return sole
+}
+
+// changeMembership runs one membership change (AddVoter, RemoveServer) and
+// waits for raft's answer, with cfgGen odd meanwhile (voterCheck).
+func (n *Node) changeMembership(change func() raft.Future) error {
+	n.cfgMu.Lock()
+	defer n.cfgMu.Unlock()
+	n.cfgGen.Add(1)
+	defer n.cfgGen.Add(1)
+	return change().Error()
 }
 
 // readBarrier makes a linearizable read safe: the node is the leader,

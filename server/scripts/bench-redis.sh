@@ -15,7 +15,10 @@
 # medians per target and measurement follow at the end. TESTS (default
 # "set get") picks redis-benchmark's tests. GOMAXPROCS in the environment
 # reaches the kvserver processes (Go programs) and not Redis; the first
-# line of the output says what was set.
+# line of the output says what was set. SETTLE (seconds, default 0)
+# sleeps before each run: a kvserver flushes and compacts for a while
+# after a burst of writes, on the cores the next target's run then
+# shares.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=("$@")
@@ -41,7 +44,7 @@ waitport() {
   echo "nothing answers on 127.0.0.1:$1" >&2; return 1
 }
 
-echo "bench-redis: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) cores, GOMAXPROCS=${GOMAXPROCS:-unset}, REPEAT=$REPEAT, N=$N"
+echo "bench-redis: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) cores, GOMAXPROCS=${GOMAXPROCS:-unset}, REPEAT=$REPEAT, N=$N, SETTLE=${SETTLE:-0}"
 
 declare -A port
 for target in "${targets[@]}"; do
@@ -94,6 +97,7 @@ for p in "" 16; do
   for t in ${TESTS:-set get}; do
     for _ in $(seq "$REPEAT"); do
       for target in "${targets[@]}"; do
+        sleep "${SETTLE:-0}"
         load=$(uptime | sed 's/.*load average: //')
         args=(-h 127.0.0.1 -p "${port[$target]}" -c 50 -r 100000 -n "$N" -t "$t" -q)
         [ -n "$p" ] && args+=(-P "$p")
