@@ -89,12 +89,9 @@ func (ra *readahead) fill(off, n uint64) error {
 	end := min(off+uint64(max(ra.next, 1)), ra.r.props.DataSize)
 	end = max(end, off+n)
 	ra.next = min(2*ra.next, ra.max)
-	if ra.window == nil {
-		ra.window = readaheadWindows.Get().(*[]byte)
-	}
 	want := int(end - off)
-	if cap(*ra.window) < want {
-		*ra.window = make([]byte, want)
+	if ra.window == nil || cap(*ra.window) < want {
+		ra.takeWindow(want)
 	}
 	*ra.window = (*ra.window)[:want]
 	ra.off = off
@@ -105,17 +102,45 @@ func (ra *readahead) fill(off, n uint64) error {
 	return nil
 }
 
+// takeWindow gives ra a window of at least want bytes, in place of the
+// one it holds. Windows of about the full size come from readaheadWindows;
+// smaller ones are allocated to size. Why: a compaction positions all its
+// inputs at once, and an input that took a pooled full-size window for its
+// first 8 KiB would sit on 256 KiB until the merge reaches it. A level-0
+// compaction into a base level of 100 MiB has some 50 inputs: with pooled
+// windows they held 24 MiB of the heap at once (peak anonymous RSS of a
+// 10M-key fill 171 MiB instead of 113; docs/design-notes.md).
+func (ra *readahead) takeWindow(want int) {
+	ra.putWindow()
+	if want < compactionReadahead/2 {
+		w := make([]byte, want)
+		ra.window = &w
+		return
+	}
+	ra.window = readaheadWindows.Get().(*[]byte)
+	if cap(*ra.window) < want {
+		*ra.window = make([]byte, want)
+	}
+}
+
+// putWindow returns the window to the pool if it is one of the sizes the
+// pool hands out (not a small window, nor one huge block's), and drops it.
+func (ra *readahead) putWindow() {
+	if ra.window == nil {
+		return
+	}
+	if c := cap(*ra.window); c >= compactionReadahead/2 && c <= 2*compactionReadahead {
+		*ra.window = (*ra.window)[:0]
+		readaheadWindows.Put(ra.window)
+	}
+	ra.window = nil
+}
+
 // release returns the window to the pool; the blocks served from it are
 // invalid from here on. The table iterator calls it when it runs off
 // either end, so that finished inputs of a long compaction hold nothing; a
 // later block read takes a window again.
 func (ra *readahead) release() {
-	if ra.window == nil {
-		return
-	}
-	if cap(*ra.window) <= 2*compactionReadahead { // do not pool one huge block's window
-		*ra.window = (*ra.window)[:0]
-		readaheadWindows.Put(ra.window)
-	}
-	ra.window, ra.dec = nil, nil
+	ra.putWindow()
+	ra.dec = nil
 }

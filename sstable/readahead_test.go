@@ -213,3 +213,47 @@ func TestReadaheadWindowGrowth(t *testing.T) {
 	}
 	_ = it.Close()
 }
+
+// TestReadaheadPositionedHoldsLittle: inputs positioned but not yet read
+// hold windows of their first read's size, even when the pool has
+// full-size windows to give (a compaction positions all its inputs at
+// once, and dozens of them holding 256 KiB each made a fill's peak heap).
+func TestReadaheadPositionedHoldsLittle(t *testing.T) {
+	_, es := readaheadTable(t, SnappyCompression)
+	big := make([]refEntry, 0, 4*len(es))
+	for i := 0; i < 4; i++ {
+		for _, e := range es {
+			big = append(big, refEntry{append([]byte{byte(i)}, e.key...), e.value})
+		}
+	}
+	sortEntries(big)
+	data, _ := buildTable(t, big, WriterOptions{Compression: SnappyCompression, BlockSize: 512})
+	r := mustOpenBytes(t, data, ReaderOptions{})
+	defer r.Close()
+	for round := range 3 {
+		// Scans to the end return full-size windows to the pool.
+		var scans []*tableIter
+		for range 4 {
+			it := r.newReadaheadIter(compactionReadahead)
+			scans = append(scans, it)
+			for ok := it.First(); ok; ok = it.Next() {
+			}
+		}
+		for _, it := range scans {
+			_ = it.Close()
+		}
+		var held int
+		for i := range 16 {
+			it := r.newReadaheadIter(compactionReadahead)
+			if !it.First() {
+				t.Fatal(it.Error())
+			}
+			if c := cap(*it.ra.window); c > initialReadahead {
+				t.Fatalf("round %d: positioned input %d holds a window of %d bytes, want at most %d", round, i, c, initialReadahead)
+			}
+			held += cap(*it.ra.window)
+			defer it.Close()
+		}
+		t.Logf("round %d: 16 positioned inputs hold %d bytes of windows", round, held)
+	}
+}
