@@ -249,8 +249,9 @@ type Options struct {
 	// MaxImmutableMemtables is the number of full memtables that may wait
 	// for a flush before writes wait (default 2).
 	MaxImmutableMemtables int
-	// LBaseMaxBytes is the least size target of the base level, the one
-	// level 0 compacts into (default 10 MiB; see StaticLevelBytes); with
+	// LBaseMaxBytes is the size the base level's target is kept near, the
+	// level 0 compacts into (default 10 MiB): within a factor
+	// sqrt(LevelMultiplier) of it either way (see StaticLevelBytes). With
 	// StaticLevelBytes it is level 1's target, and each deeper level's is
 	// LevelMultiplier times the one above.
 	LBaseMaxBytes int64
@@ -260,8 +261,10 @@ type Options struct {
 	// level_compaction_dynamic_level_bytes, Pebble's only mode): the
 	// deepest level holding a table is as large as it is, each level above
 	// it LevelMultiplier times smaller, and level 0 compacts into the base
-	// level, the shallowest whose target is still at least LBaseMaxBytes;
-	// the levels above the base stay empty. About 90% of the data then
+	// level, the shallowest whose target is still at least
+	// LBaseMaxBytes/sqrt(LevelMultiplier) (3.2 MiB with the defaults; the
+	// level whose target is nearest LBaseMaxBytes); the levels above the
+	// base stay empty. About 90% of the data then
 	// sits in the last level (with the default multiplier), which bounds
 	// what older versions above it can take, the tree has no more levels
 	// than its size needs, and a present-key Get probes fewer tables (at

@@ -29,7 +29,8 @@
 // default; bloomkv.Options.StaticLevelBytes turns it off), the last level's
 // size divided by LevelMultiplier once per level above it, with level 0
 // compacting into the base level, the shallowest level whose target is at
-// least LBaseMaxBytes (dynamic targets: shape.go has the rule and what it
+// least LBaseMaxBytes/sqrt(LevelMultiplier) (dynamic targets: shape.go has
+// the rule and what it
 // means for every kind of compaction). Scores says how far each level is over its trigger (level 0: its table
 // count against L0CompactionThreshold; others: bytes against the target);
 // a size compaction takes the level with the highest score of at least 1:

@@ -30,7 +30,7 @@ var bloomkvEngine = &engine{
 		if s.matched {
 			notes = append(notes, "bloomkv: the shape settings above (its defaults before 2026-12-03: TargetFileSizeMultiplier 1, MaxOpenFiles 500) with dynamic level sizes (its default since 2026-12-05, as Pebble's) and snappy; WALMode per pairing")
 		} else {
-			notes = append(notes, "bloomkv: its defaults (dynamic level sizes: the last level about 90% of the data, level 0 compacting into the base level, whose target is at least LBaseMaxBytes 10 MiB; tables of TargetFileSize 2 MiB in the base level growing x2 per level below it, MaxOpenFiles half the descriptor limit, L0 compaction at 4 tables, snappy) except BlockSize, MemtableSize, BlockCacheSize, BloomBitsPerKey and WALMode")
+			notes = append(notes, "bloomkv: its defaults (dynamic level sizes: the last level about 90% of the data, level 0 compacting into the base level, whose target is kept within a factor sqrt(10) of LBaseMaxBytes 10 MiB; tables of TargetFileSize 2 MiB in the base level growing x2 per level below it, MaxOpenFiles half the descriptor limit, L0 compaction at 4 tables, snappy) except BlockSize, MemtableSize, BlockCacheSize, BloomBitsPerKey and WALMode")
 		}
 		if s.equalMemory {
 			notes = append(notes, "bloomkv: CacheFilterBlocks from the fill on: tables whose index outgrows 2 KiB are written with partitioned index and filters (IndexPartitionSize's default with it), whose partitions and filter blocks are charged to its block cache (level 0 filters pinned in it); the cache is smaller by the index it keeps outside (top-level indexes of partitioned tables, whole index blocks of small ones): block cache + that index = -cache_size, as the peers' caches hold their filters and index")
