@@ -1,7 +1,10 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 )
@@ -9,25 +12,47 @@ import (
 // The commit a run was built from, so that a committed JSON report names
 // the code that produced it (issue 31: every published table says the
 // commit and the command it came from).
+//
+// Where it comes from:
+//
+//   - a binary from `go build` carries a VCS stamp (vcs.revision,
+//     vcs.modified) when built with -buildvcs=auto (the default) or
+//     -buildvcs=true; GOFLAGS=-buildvcs=false (set in some environments:
+//     `go env GOFLAGS`) leaves it out, so the docs build with
+//     `go build -buildvcs=true -o /tmp/kvbench ./cmd/kvbench`;
+//   - `go run ./cmd/kvbench` never stamps one, but builds from the source
+//     as it is at that moment: kvbench asks git in the directory its
+//     source was compiled from (not the one it runs in);
+//   - any other binary without a stamp was built from a tree that may
+//     have changed since, so nothing is recorded rather than a guess.
 
 // buildCommit returns the commit of the binary's source and whether the
-// working tree had uncommitted changes: from the build's VCS stamp when
-// there is one (go build with -buildvcs), else from git in the directory
-// kvbench runs in, which is the source's for `go run ./cmd/kvbench` from
-// the repository. "" when neither can tell.
+// working tree had uncommitted changes (see above); "" when it cannot
+// tell.
 func buildCommit() (string, bool) {
 	var settings []debug.BuildSetting
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		settings = bi.Settings
 	}
-	return commitFrom(settings, func(args ...string) (string, error) {
-		out, err := exec.Command("git", args...).Output()
+	exe, _ := os.Executable()
+	_, src, _, _ := runtime.Caller(0)
+	return commitFrom(settings, exe, src, func(dir string, args ...string) (string, error) {
+		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).Output()
 		return string(out), err
 	})
 }
 
-// commitFrom is buildCommit over a build's settings and a way to run git.
-func commitFrom(settings []debug.BuildSetting, git func(args ...string) (string, error)) (string, bool) {
+// isGoRun tells whether exe is a binary `go run` built: it lives in the
+// go command's temporary work directory, .../go-buildNNN/bNNN/exe/NAME.
+func isGoRun(exe string) bool {
+	dir := filepath.Dir(exe)
+	return filepath.Base(dir) == "exe" && strings.HasPrefix(filepath.Base(filepath.Dir(filepath.Dir(dir))), "go-build")
+}
+
+// commitFrom is buildCommit over a build's settings, the executable's
+// path, the path of a source file as compiled (runtime.Caller) and a way
+// to run git in a directory.
+func commitFrom(settings []debug.BuildSetting, exe, src string, git func(dir string, args ...string) (string, error)) (string, bool) {
 	var rev string
 	modified := false
 	for _, s := range settings {
@@ -41,11 +66,17 @@ func commitFrom(settings []debug.BuildSetting, git func(args ...string) (string,
 	if rev != "" {
 		return rev, modified
 	}
-	out, err := git("rev-parse", "HEAD")
+	// Without a stamp, only a `go run` binary whose source path is a real
+	// directory (not -trimpath's module path) can be asked about.
+	if !isGoRun(exe) || !filepath.IsAbs(src) {
+		return "", false
+	}
+	dir := filepath.Dir(src)
+	out, err := git(dir, "rev-parse", "HEAD")
 	if err != nil {
 		return "", false
 	}
 	rev = strings.TrimSpace(out)
-	status, err := git("status", "--porcelain", "--untracked-files=no")
+	status, err := git(dir, "status", "--porcelain", "--untracked-files=no")
 	return rev, err == nil && strings.TrimSpace(status) != ""
 }
