@@ -15,14 +15,16 @@ import (
 //
 // Where it comes from:
 //
+//   - `go run ./cmd/kvbench` stamps no VCS information, but builds from the
+//     source as it is at that moment: kvbench asks git in the directory its
+//     source was compiled from (not the one it runs in), which works in a
+//     linked git worktree too. The docs' commands run it this way.
 //   - a binary from `go build` carries a VCS stamp (vcs.revision,
-//     vcs.modified) when built with -buildvcs=auto (the default) or
-//     -buildvcs=true; GOFLAGS=-buildvcs=false (set in some environments:
-//     `go env GOFLAGS`) leaves it out, so the docs build with
-//     `go build -buildvcs=true -o /tmp/kvbench ./cmd/kvbench`;
-//   - `go run ./cmd/kvbench` never stamps one, but builds from the source
-//     as it is at that moment: kvbench asks git in the directory its
-//     source was compiled from (not the one it runs in);
+//     vcs.modified) with -buildvcs=auto (the default) or -buildvcs=true,
+//     but not where GOFLAGS says -buildvcs=false (`go env GOFLAGS`), and
+//     not in a linked git worktree, whose .git is a file the go command
+//     does not recognize: it stamps nothing there, or, in a worktree nested
+//     in another checkout, that checkout's commit (golang/go#58218);
 //   - any other binary without a stamp was built from a tree that may
 //     have changed since, so nothing is recorded rather than a guess.
 

@@ -175,7 +175,7 @@ func parseConfigPreset(args []string, stderr io.Writer, preset func(*flag.FlagSe
 	fs.IntVar(&c.baselineReads, "baseline_reads", 0, fmt.Sprintf("the default run's without-filters pass: reads per workload on the same tables with Options.IgnoreFilters, the first of the keys the filtered pass read; 0 = the default (%d, or -reads if fewer), negative = no baseline", defaultBaselineReads))
 	fs.BoolVar(&c.legend, "legend", true, "print a few lines under each table of the report saying what its columns mean (-legend=false for the tables alone)")
 	fs.StringVar(&sweep, "sweep", "", "comma list of bits per key, each a whole number in [1, 64] or off (tables without filters; -1 also works): load once, then for each setting recompact all tables with it and run the read workloads")
-	fs.StringVar(&c.jsonPath, "json", "", "write every figure of the report as JSON to this file, with the commit kvbench was built from (run.commit): the VCS stamp of a go build (-buildvcs=true where GOFLAGS turns it off), or git in the source tree for go run; none for other unstamped binaries")
+	fs.StringVar(&c.jsonPath, "json", "", "write every figure of the report as JSON to this file, with the commit kvbench was built from (run.commit): for go run, from git in the source tree; for a go build binary, its VCS stamp (none in a linked git worktree or with GOFLAGS=-buildvcs=false, and then none is recorded)")
 	fs.StringVar(&c.csvPath, "csv", "", "write one CSV row per workload run to this file")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (fills and reads) to this file, for go tool pprof")
 	fs.StringVar(&c.memProfile, "memprofile", "", "write a heap profile (allocations since the start) to this file at the end of the run")

@@ -18,12 +18,11 @@
 // block cache). -bloom_bits is a deprecated alias of -filter_bits.
 //
 // A -json report records the commit kvbench was built from (run.commit,
-// run.commit_modified; printed under the report's first line): a binary
-// from `go build -buildvcs=true -o /tmp/kvbench ./cmd/kvbench` carries it in
-// its VCS stamp (-buildvcs=auto, the default, does too unless GOFLAGS says
-// -buildvcs=false); `go run` stamps none, so kvbench then asks git in the
-// directory its source was compiled from. An unstamped binary from go build
-// records none, since its tree may have changed since it was built.
+// run.commit_modified; printed under the report's first line). `go run`
+// stamps no VCS information, so kvbench asks git in the directory its
+// source was compiled from; a `go build` binary carries the stamp only
+// outside a linked git worktree and where GOFLAGS does not say
+// -buildvcs=false (commit.go), and an unstamped one records none.
 //
 // Run with -h for every flag. docs/studying-filters.md explains the report
 // at length and the JSON fields.
