@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -44,12 +45,23 @@ func buildCommit() (string, bool) {
 	})
 }
 
-// isGoRun tells whether exe is a binary `go run` built: it lives in the
-// go command's temporary work directory, .../go-buildNNN/bNNN/exe/NAME.
+// isGoRun tells whether exe is a binary `go run` built: one it built just
+// now, in its temporary work directory (.../go-buildNNN/bNNN/exe/NAME), or
+// one it took from the build cache (Go 1.24 on: GOCACHE/xx/HASH-d/NAME),
+// which it does only when the cached binary was built from the same
+// source as it would build now.
 func isGoRun(exe string) bool {
 	dir := filepath.Dir(exe)
-	return filepath.Base(dir) == "exe" && strings.HasPrefix(filepath.Base(filepath.Dir(filepath.Dir(dir))), "go-build")
+	if filepath.Base(dir) == "exe" && strings.HasPrefix(filepath.Base(filepath.Dir(filepath.Dir(dir))), "go-build") {
+		return true
+	}
+	return cachedExe.MatchString(filepath.Base(dir)) && cacheShard.MatchString(filepath.Base(filepath.Dir(dir)))
 }
+
+var (
+	cachedExe  = regexp.MustCompile(`^[0-9a-f]{64}-d$`)
+	cacheShard = regexp.MustCompile(`^[0-9a-f]{2}$`)
+)
 
 // commitFrom is buildCommit over a build's settings, the executable's
 // path, the path of a source file as compiled (runtime.Caller) and a way

@@ -11,7 +11,7 @@ import (
 )
 
 // TestCommitFrom: the build's VCS stamp wins; without one, a `go run`
-// binary asks git in its source's directory for HEAD and whether tracked
+// binary (built now, or taken from the build cache) asks git in its source's directory for HEAD and whether tracked
 // files were changed; any other unstamped binary, or no git, records
 // nothing.
 func TestCommitFrom(t *testing.T) {
@@ -36,6 +36,10 @@ func TestCommitFrom(t *testing.T) {
 	}
 	if c, m := commitFrom(nil, goRun, src, git("")); c != "0123456789abcdef0123456789abcdef01234567" || m {
 		t.Errorf("go run, clean tree: %q %v", c, m)
+	}
+	cached := filepath.FromSlash("/root/.cache/go-build/c0/c096fbc83ccda4283c5cadcbbe32bc9610e00ab5952cbcb36876828cba211a91-d/kvbench")
+	if c, m := commitFrom(nil, cached, src, git("")); c != "0123456789abcdef0123456789abcdef01234567" || m {
+		t.Errorf("go run from the build cache, clean tree: %q %v", c, m)
 	}
 	if c, m := commitFrom(nil, goRun, src, git(" M db.go\n")); c == "" || !m {
 		t.Errorf("go run, changed tree: %q %v", c, m)
