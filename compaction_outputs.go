@@ -17,9 +17,11 @@ import (
 // tombstones each keeps), and the version edit that replaces the inputs
 // with them. compact.go decides what runs and installs the result.
 
-// compactionOutputs writes a compaction's output tables, splitting them at
-// the output level's target file size and where one would overlap too much of the grandparent
-// level, but never between two versions of one user key.
+// compactionOutputs writes a compaction's output tables, splitting them
+// where compaction.OutputSplitter says: at the output level's target file
+// size, where one would overlap too much of the grandparent level, and at
+// grandparent boundaries once half that size; never between two versions
+// of one user key.
 type compactionOutputs struct {
 	db        *DB
 	c         *tableCompaction
@@ -34,9 +36,8 @@ type compactionOutputs struct {
 	// decided when the compaction starts (0 = no filter).
 	filterBits float64
 
-	gpIndex   int
-	gpOverlap int64
-	seenKey   bool
+	// split decides where outputs end (compaction/split.go).
+	split *compaction.OutputSplitter[*manifest.FileMetadata]
 
 	// rangeDels are the range tombstones the outputs keep; rangeLo is where
 	// the current output's share of them starts (nil: the first output).
@@ -55,10 +56,18 @@ type compactionOutputs struct {
 func (out *compactionOutputs) add(ikey, value []byte) error {
 	ukey := base.UserKey(ikey)
 	newKey := out.lastUkey == nil || !bytes.Equal(ukey, out.lastUkey)
-	if out.w != nil && newKey &&
-		(int64(out.w.EstimatedSize()) >= out.c.TargetFileSize(out.o) || out.stopBefore(ukey)) {
-		if err := out.finishTable(); err != nil {
-			return err
+	if newKey {
+		if out.split == nil {
+			out.split = out.c.Splitter(out.o)
+		}
+		var size int64
+		if out.w != nil {
+			size = int64(out.w.EstimatedSize())
+		}
+		if out.split.SplitBefore(ukey, size) {
+			if err := out.finishTable(); err != nil {
+				return err
+			}
 		}
 	}
 	if out.w == nil {
@@ -110,24 +119,6 @@ func (out *compactionOutputs) finishLastTable() error {
 	}
 	out.lastUkey = nil
 	return out.finishTable()
-}
-
-// stopBefore reports whether the current output has overlapped enough of
-// the grandparent level that ukey should start a new one.
-func (out *compactionOutputs) stopBefore(ukey []byte) bool {
-	gp := out.c.Grandparents
-	for out.gpIndex < len(gp) && bytes.Compare(ukey, base.UserKey(gp[out.gpIndex].Largest)) > 0 {
-		if out.seenKey {
-			out.gpOverlap += int64(gp[out.gpIndex].Size)
-		}
-		out.gpIndex++
-	}
-	out.seenKey = true
-	if out.gpOverlap > out.c.MaxGrandparentOverlapBytes(out.o) {
-		out.gpOverlap = 0
-		return true
-	}
-	return false
 }
 
 func (out *compactionOutputs) finishTable() error {
