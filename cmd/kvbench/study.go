@@ -225,12 +225,17 @@ func (s *study) withDB(bits int, ignoreFilters bool, f func(*bloomkv.DB) error) 
 	return f(db)
 }
 
+// testBetweenPasses, set by a test, runs between the default run's filtered
+// pass and its baseline.
+var testBetweenPasses func(*study)
+
 // plain: load, then one read pass on the same open database, then the
 // baseline: the same tables reopened with IgnoreFilters and read again for
 // the first -baseline_reads keys of each workload, so that the default run
 // shows what the filters bought without the minute a full unfiltered pass
 // of absent keys takes.
 func (s *study) plain() error {
+	var tables []string // the table files the filtered pass read
 	if err := s.withDB(s.cfg.bloomBits, false, func(db *bloomkv.DB) error {
 		if err := s.load(db); err != nil {
 			return err
@@ -240,6 +245,10 @@ func (s *study) plain() error {
 				return err
 			}
 		}
+		var err error
+		if tables, err = tableFiles(s.dir); err != nil {
+			return err
+		}
 		return s.readPass(db, "read", s.cfg.bloomBits, true)
 	}); err != nil {
 		return err
@@ -247,10 +256,22 @@ func (s *study) plain() error {
 	if s.cfg.baselineReads == 0 || s.cfg.bloomBits < 0 || len(s.cfg.readWorkloads()) == 0 {
 		return nil // no baseline asked for, or nothing to compare
 	}
+	// The report says the baseline read the same tables: check it, as
+	// -compare_filters does (-read_compactions has no baseline, config.go).
+	if testBetweenPasses != nil {
+		testBetweenPasses(s)
+	}
 	if err := s.withDB(s.cfg.bloomBits, true, func(db *bloomkv.DB) error {
 		return s.readPassN(db, "ignore_filters", s.cfg.bloomBits, false, s.cfg.baselineReads)
 	}); err != nil {
 		return err
+	}
+	now, err := tableFiles(s.dir)
+	if err != nil {
+		return err
+	}
+	if !slices.Equal(now, tables) {
+		return fmt.Errorf("the table files changed between the filtered pass and the without-filters baseline (%d tables before the first, %d after the second): the passes did not read the same tables", len(tables), len(now))
 	}
 	s.rep.Comparisons = compareResults(s.rep.Results)
 	return nil
