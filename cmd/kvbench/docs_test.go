@@ -129,7 +129,7 @@ var scopedDocs = []string{"README.md", "docs/studying-filters.md", "docs/filter-
 // block), checked whole.
 var excerptTables = map[string][]string{
 	// Both passes of both rounds of -compare_filters, with their ratios.
-	"README.md": {"| `go run ./cmd/kvbench -compare_filters` at"},
+	"README.md": {"| `go run ./cmd/kvbench -compare_filters -json "},
 	"docs/studying-filters.md": {
 		"| 10M keys, 10 bits/key", // five runs: the fill, two pairs off/on
 		"| 100M keys |",           // one report's fill, tree, memory, reads and cache
