@@ -38,6 +38,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if cfg.summary {
 			writeSummaryHeader(stdout)
 			writeSummary(stdout, rep, cfg.reportPath)
+			fmt.Fprintf(stdout, "\n%s\n", tieLegend)
 			return 0
 		}
 		writeText(stdout, rep)

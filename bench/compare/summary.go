@@ -62,7 +62,11 @@ func writeSummary(w io.Writer, rep *report, jsonPath string) {
 			row := []string{how + ": vs " + peerLabel(peer)}
 			for _, wl := range summaryWorkloads {
 				if r, ok := p.Ratios[wl][peer]; ok {
-					row = append(row, fmt.Sprintf("%.2fx", r))
+					cell := fmt.Sprintf("%.2fx", r)
+					if rangesOverlap(p, wl, bloomkvEngine.name, peer) {
+						cell += tieMark
+					}
+					row = append(row, cell)
 				} else {
 					row = append(row, "")
 				}
@@ -71,6 +75,39 @@ func writeSummary(w io.Writer, rep *report, jsonPath string) {
 			fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
 		}
 	}
+}
+
+// tieMark follows a ratio whose engines' ops/s ranges over the runs
+// overlap: one run of the slower-median engine was as fast as one of the
+// faster's, so the median ratio alone does not rank them.
+const tieMark = " (tie)"
+
+// tieLegend says what tieMark means, for the line under a table of rows.
+const tieLegend = "(tie): bloomkv's min-max ops/s over the runs overlaps the peer's"
+
+// rangesOverlap reports whether a's and b's ops/s in workload wl, min to
+// max over p's runs, overlap. A run of one has no range: it marks nothing.
+func rangesOverlap(p pairingReport, wl, a, b string) bool {
+	span := func(engine string) (lo, hi float64, n int) {
+		for _, r := range p.Runs {
+			if m, ok := r.Results[wl]; ok && r.Engine == engine && m.OpsPerSec > 0 {
+				if n == 0 || m.OpsPerSec < lo {
+					lo = m.OpsPerSec
+				}
+				if n == 0 || m.OpsPerSec > hi {
+					hi = m.OpsPerSec
+				}
+				n++
+			}
+		}
+		return lo, hi, n
+	}
+	alo, ahi, an := span(a)
+	blo, bhi, bn := span(b)
+	if an < 2 || bn < 2 {
+		return false
+	}
+	return alo <= bhi && blo <= ahi
 }
 
 func peerLabel(name string) string {

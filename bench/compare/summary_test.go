@@ -154,7 +154,11 @@ func TestSummaryRows(t *testing.T) {
 		for _, peer := range p.Engines[1:] {
 			cells := []string{}
 			for _, wl := range summaryWorkloads {
-				cells = append(cells, fmt.Sprintf("%.2fx", p.Ratios[wl][peer]))
+				cell := fmt.Sprintf("%.2fx", p.Ratios[wl][peer])
+				if rangesOverlap(p, wl, bloomkvEngine.name, peer) {
+					cell += tieMark // TestSummaryTies
+				}
+				cells = append(cells, cell)
 			}
 			want = append(want, strings.Join(cells, " | "))
 		}
@@ -184,6 +188,45 @@ func TestSummaryRows(t *testing.T) {
 	for name, v := range was {
 		if !slices.Contains(outputFlags, name) && !reflect.DeepEqual(got[name], v) {
 			t.Errorf("%s sets -%s to %v; the run had %v", cmd, name, got[name], v)
+		}
+	}
+}
+
+// TestSummaryTies: a ratio is marked (tie) when bloomkv's min-max ops/s
+// over the runs overlaps the peer's, and not when the ranges are apart or
+// there was one run.
+func TestSummaryTies(t *testing.T) {
+	runs := func(engine string, ops ...float64) []engineRun {
+		var out []engineRun
+		for i, o := range ops {
+			out = append(out, engineRun{Engine: engine, Run: i + 1, Results: map[string]measurement{fillSeq: {OpsPerSec: o}}})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name      string
+		bloom, pb []float64
+		tie       bool
+	}{
+		{"apart", []float64{120, 130, 140}, []float64{90, 100, 110}, false},
+		{"overlap", []float64{100, 120, 140}, []float64{90, 105, 110}, true},
+		{"touching", []float64{110, 120, 130}, []float64{90, 100, 110}, true},
+		{"slower but overlapping", []float64{90, 95, 112}, []float64{100, 105, 110}, true},
+		{"one run", []float64{100}, []float64{101}, false},
+	} {
+		p := pairingReport{Engines: []string{bloomkvEngine.name, "pebble"}}
+		p.Runs = append(runs(bloomkvEngine.name, c.bloom...), runs("pebble", c.pb...)...)
+		p.Ratios = map[string]map[string]float64{fillSeq: {"pebble": c.bloom[len(c.bloom)/2] / c.pb[len(c.pb)/2]}}
+		rep := &report{Pairings: []pairingReport{p}}
+		rep.Params.Num = 1000000
+		rep.Params.Runs = len(c.bloom)
+		var out bytes.Buffer
+		writeSummary(&out, rep, "x.json")
+		if got := strings.Contains(out.String(), tieMark); got != c.tie {
+			t.Errorf("%s: marked %v, want %v:\n%s", c.name, got, c.tie, out.String())
+		}
+		if !rangesOverlap(p, fillSeq, bloomkvEngine.name, "pebble") && c.tie {
+			t.Errorf("%s: rangesOverlap false", c.name)
 		}
 	}
 }

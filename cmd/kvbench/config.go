@@ -172,7 +172,7 @@ func parseConfigPreset(args []string, stderr io.Writer, preset func(*flag.FlagSe
 	fs.BoolVar(&c.filterWholeKey, "filter_whole_key", false, "with -rows: filters hold whole keys as well as rows (Options.FilterWholeKey), so an absent column of a present row is a filter negative")
 	fs.IntVar(&c.batchSize, "batch_size", 1, "fill: keys per write (1 = Put, more = an atomic Batch)")
 	fs.BoolVar(&c.compareFilters, "compare_filters", false, "run the read workloads twice on the same tables, each with all -reads on a cold cache: consulting filters, then with Options.IgnoreFilters, and compare (the default run does this with -baseline_reads reads)")
-	fs.IntVar(&c.baselineReads, "baseline_reads", 0, fmt.Sprintf("the default run's without-filters pass: reads per workload on the same tables with Options.IgnoreFilters, the first of the keys the filtered pass read; 0 = the default (%d, or -reads if fewer), negative = no baseline", defaultBaselineReads))
+	fs.IntVar(&c.baselineReads, "baseline_reads", 0, fmt.Sprintf("the default run's without-filters pass: reads per workload on the same tables with Options.IgnoreFilters, the first of the keys the filtered pass read (the run fails if the table files changed between the passes); 0 = the default (%d, or -reads if fewer; none with -read_compactions), negative = no baseline", defaultBaselineReads))
 	fs.BoolVar(&c.legend, "legend", true, "print a few lines under each table of the report saying what its columns mean (-legend=false for the tables alone)")
 	fs.StringVar(&sweep, "sweep", "", "comma list of bits per key, each a whole number in [1, 64] or off (tables without filters; -1 also works): load once, then for each setting recompact all tables with it and run the read workloads")
 	fs.StringVar(&c.jsonPath, "json", "", "write every figure of the report as JSON to this file, with the commit kvbench was built from (run.commit): for go run, from git in the source tree; for a go build binary, its VCS stamp (none in a linked git worktree or with GOFLAGS=-buildvcs=false, and then none is recorded)")
@@ -221,6 +221,15 @@ func parseConfigPreset(args []string, stderr io.Writer, preset func(*flag.FlagSe
 		c.reads = c.num
 	}
 	switch {
+	case c.readCompactions && c.baselineReads > 0 && !c.compareFilters:
+		// The baseline reads the tables the filtered pass read; with
+		// read-triggered compactions that pass's Gets may have changed them.
+		return nil, errors.New("-baseline_reads reads the tables the filtered pass read: it cannot run with -read_compactions, which lets that pass's reads change them")
+	case c.readCompactions:
+		c.baselineReads = 0 // no baseline: see above
+		if !c.compareFilters {
+			fmt.Fprintln(stderr, "kvbench: note: -read_compactions: no without-filters baseline (the filtered pass's reads may change the tables it would read again)")
+		}
 	case c.baselineReads == 0:
 		c.baselineReads = min(defaultBaselineReads, c.reads)
 	case c.baselineReads < 0:

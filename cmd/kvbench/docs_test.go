@@ -129,7 +129,7 @@ var scopedDocs = []string{"README.md", "docs/studying-filters.md", "docs/filter-
 // block), checked whole.
 var excerptTables = map[string][]string{
 	// Both passes of both rounds of -compare_filters, with their ratios.
-	"README.md": {"| `go run ./cmd/kvbench -compare_filters` at"},
+	"README.md": {"| `go run ./cmd/kvbench -compare_filters -json "},
 	"docs/studying-filters.md": {
 		"| 10M keys, 10 bits/key", // five runs: the fill, two pairs off/on
 		"| 100M keys |",           // one report's fill, tree, memory, reads and cache
@@ -214,16 +214,32 @@ var (
 	measured = regexp.MustCompile(`\d\.\d|\d,\d{3}`)
 	// A history marker's commit.
 	commitHash = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
+	// A command in prose: a code span that starts with one (a long one may
+	// wrap inside its backticks).
+	// A command in a history marker, after its commit.
+	markerCommand = regexp.MustCompile(`\s(go run|go test|kvbench) `)
+	proseCommand  = regexp.MustCompile("`(go run |go test |go -C |kvbench |cd [^`]*&& go |bash |\\./|server/scripts/)")
 	// A figure: digits with a decimal point or thousands separators, or
 	// three digits or more (156631 µs), not part of a longer token
 	// (go1.26.8, v1.0.0, 2026-12-05); flag values in code are left out.
 	figure = regexp.MustCompile(`(^|[\s(\[/|~–-])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+\.\d+|\d{3,})([\s)\]%x,;:/|]|\.(\s|$)|$)`)
 )
 
+// historyCommandLines is how far above a history marker the command that
+// made its tables may be (or it is in the marker, or in the scope above
+// the table).
+const historyCommandLines = 20
+
 // docScopes returns the kvbench scopes of doc, and its problems outside
 // them: a table row of measured figures in no tool's scope (kvbench's,
 // bench/compare's, or <!-- history: COMMIT --> for a record of a run whose
-// JSON was not kept), and a history marker that names no commit. Another
+// JSON was not kept), a history marker that names no commit, and a table
+// in a history scope with no command above it, in the scope or within
+// historyCommandLines lines above the marker (a line of a ```sh, ```bash
+// or ```console block; a code span starting `go run `, `go test `, `go -C
+// `, `kvbench `, `cd ... && go `, `bash `, `./` or `server/scripts/`; or
+// go run, go test or kvbench in the marker after its commit): a record of
+// a run says how to run it again. Another
 // tool's scope ends at the next marker or at a heading of level 1 to 3
 // (bench/compare's reports print level-4 headings of their own).
 func docScopes(doc string) ([]docScope, []string) {
@@ -235,28 +251,43 @@ func docScopes(doc string) ([]docScope, []string) {
 	// inCode: a code span opened on an earlier line of the paragraph is
 	// still open (a long command wraps inside its backticks).
 	inCode := false
-	inTable := false // the line before was a table row
+	inTable := false                        // the line before was a table row
+	history := false                        // the open scope is a history one
+	shell := false                          // the open fence is a ```sh (or bash, console) block
+	lastCommand := -historyCommandLines - 1 // the last line holding a command
+	historyStart := 0                       // the open history marker's line
 	for i, line := range strings.Split(doc, "\n") {
 		trimmed := strings.TrimRight(line, " ")
 		row := strings.HasPrefix(trimmed, "|")
 		if row && !inTable && cur != nil && !inFence {
 			cur.tables = append(cur.tables, docTable{line: i + 1, header: trimmed})
 		}
+		if row && !inTable && history && !inFence && historyStart-lastCommand > historyCommandLines {
+			problems = append(problems, fmt.Sprintf("line %d: a history table with no command in its scope or within %d lines above its marker (put the command that made it in a ```sh block, a `go run ...` span or the marker):\n%s", i+1, historyCommandLines, trimmed))
+		}
 		inTable = row
 		if strings.HasPrefix(trimmed, "```") {
 			// A plain fence is report output; ```sh and the like are
 			// commands and code.
 			inFence, sample = !inFence, !inFence && trimmed == "```"
+			lang := strings.TrimPrefix(trimmed, "```")
+			shell = inFence && (lang == "sh" || lang == "bash" || lang == "console")
 			continue
 		}
 		if inFence {
+			if shell && trimmed != "" {
+				lastCommand = i
+			}
 			if cur != nil && sample && trimmed != "" {
 				cur.sample = append(cur.sample, trimmed)
 			}
 			continue
 		}
+		if proseCommand.MatchString(trimmed) {
+			lastCommand = i
+		}
 		if m := scopeOpen.FindStringSubmatch(trimmed); m != nil {
-			cur, other = nil, false
+			cur, other, history = nil, false, false
 			switch {
 			case m[2] == "end":
 			case m[1] == "kvbench":
@@ -266,7 +297,10 @@ func docScopes(doc string) ([]docScope, []string) {
 				if f := strings.Fields(m[2]); len(f) == 0 || !commitHash.MatchString(f[0]) {
 					problems = append(problems, fmt.Sprintf("line %d: a history marker names no commit: %s", i+1, trimmed))
 				}
-				other = true
+				other, history, historyStart = true, true, i
+				if markerCommand.MatchString(m[2]) {
+					lastCommand = i
+				}
 			default:
 				other = true
 			}
@@ -275,7 +309,7 @@ func docScopes(doc string) ([]docScope, []string) {
 		if strings.HasPrefix(trimmed, "#") {
 			cur = nil
 			if !strings.HasPrefix(trimmed, "####") {
-				other = false
+				other, history = false, false
 			}
 			continue
 		}
@@ -368,8 +402,10 @@ func TestReportNumbers(t *testing.T) {
 // TestDocScopesLooseTables: a table row of measured figures must be in a
 // scope -- kvbench's, another tool's (through its report's own level-4
 // headings), or a history marker that names a commit; rows whose figures
-// are in code, or that have none, need none. A table in a kvbench scope
-// is recorded, for TestDocsFromJSON to hold to excerptTables.
+// are in code, or that have none, need none. A history table needs the
+// command that made it: in the scope above it, within historyCommandLines
+// lines above its marker, or in the marker. A table in a kvbench scope is
+// recorded, for TestDocsFromJSON to hold to excerptTables.
 func TestDocScopesLooseTables(t *testing.T) {
 	doc := strings.Join([]string{
 		"# Doc",                                 // 1
@@ -382,17 +418,39 @@ func TestDocScopesLooseTables(t *testing.T) {
 		"### Next",                              // 8: closes it
 		"| after | 1.5 |",                       // 9: a problem
 		"<!-- history: 651564d -->",             // 10
-		"| old | 2.5 |",                         // 11: history
+		"| old | 2.5 |",                         // 11: history without a command: a problem
 		"<!-- history: last week -->",           // 12: a problem
 		"<!-- kvbench: docs/kvbench/x.json -->", // 13
 		"| checked | 3.5 |",                     // 14: kvbench's, its figures checked
+		"### History with commands",             // 15
+		"```sh",                                 // 16
+		"go run ./cmd/kvbench -num 1000",        // 17: a command above the marker
+		"```",                                   // 18
+		"<!-- history: 651564d -->",             // 19
+		"| old | 2.5 |",                         // 20: its command at 17
+		"",                                      // 21
+		"| older | 3.5 |",                       // 22: the same scope's command
+		"<!-- history: 651564d go test ./filter -bench . -->", // 23
+		"| old | 4.5 |",                           // 24: the command in the marker
+		"<!-- history: 651564d -->",               // 25
+		"Run with `go test -run X .` at 651564d:", // 26: in the scope
+		"| old | 5.5 |",                           // 27
+		"### Another",                             // 28
 	}, "\n")
+	// The command at 26 is more than historyCommandLines lines above the
+	// next marker; a sample block's line and a marker's prose are no
+	// commands.
+	for i := 0; i < historyCommandLines; i++ {
+		doc += "\nfiller"
+	}
+	doc += "\n```\ngo run ./cmd/kvbench\n```\n<!-- history: 651564d (it was run with go run) -->\n| old | 6.5 |"
 	scopes, problems := docScopes(doc)
 	var lines []string
 	for _, p := range problems {
 		lines = append(lines, strings.SplitN(p, ":", 2)[0])
 	}
-	if want := []string{"line 2", "line 9", "line 12"}; !slices.Equal(lines, want) {
+	far := fmt.Sprintf("line %d", 28+historyCommandLines+5)
+	if want := []string{"line 2", "line 9", "line 11", "line 12", far}; !slices.Equal(lines, want) {
 		t.Errorf("problems at %q, want %q:\n%s", lines, want, strings.Join(problems, "\n"))
 	}
 	if len(scopes) != 1 || !slices.Equal(scopes[0].figures, []string{"3.5"}) {

@@ -225,12 +225,17 @@ func (s *study) withDB(bits int, ignoreFilters bool, f func(*bloomkv.DB) error) 
 	return f(db)
 }
 
+// testBetweenPasses, set by a test, runs between the default run's filtered
+// pass and its baseline.
+var testBetweenPasses func(*study)
+
 // plain: load, then one read pass on the same open database, then the
 // baseline: the same tables reopened with IgnoreFilters and read again for
 // the first -baseline_reads keys of each workload, so that the default run
 // shows what the filters bought without the minute a full unfiltered pass
 // of absent keys takes.
 func (s *study) plain() error {
+	var changed error // the tree changed during the filtered pass
 	if err := s.withDB(s.cfg.bloomBits, false, func(db *bloomkv.DB) error {
 		if err := s.load(db); err != nil {
 			return err
@@ -240,17 +245,46 @@ func (s *study) plain() error {
 				return err
 			}
 		}
-		return s.readPass(db, "read", s.cfg.bloomBits, true)
+		// No flush or compaction may change the tree during the pass (the
+		// directory cannot tell: it still lists tables a compaction
+		// replaced until they are deleted).
+		m0 := db.Metrics()
+		if err := s.readPass(db, "read", s.cfg.bloomBits, true); err != nil {
+			return err
+		}
+		if m1 := db.Metrics(); m1.Flushes != m0.Flushes || m1.Compactions != m0.Compactions {
+			changed = fmt.Errorf("the tree changed during the filtered pass (%d flushes, %d compactions): the baseline would not read the same tables", m1.Flushes-m0.Flushes, m1.Compactions-m0.Compactions)
+		}
+		return nil
 	}); err != nil {
 		return err
 	}
 	if s.cfg.baselineReads == 0 || s.cfg.bloomBits < 0 || len(s.cfg.readWorkloads()) == 0 {
 		return nil // no baseline asked for, or nothing to compare
 	}
+	// The report says the baseline read the same tables: check it, as
+	// -compare_filters does (-read_compactions has no baseline, config.go).
+	if changed != nil {
+		return changed
+	}
+	tables, err := tableFiles(s.dir) // after the close: none left to delete
+	if err != nil {
+		return err
+	}
+	if testBetweenPasses != nil {
+		testBetweenPasses(s)
+	}
 	if err := s.withDB(s.cfg.bloomBits, true, func(db *bloomkv.DB) error {
 		return s.readPassN(db, "ignore_filters", s.cfg.bloomBits, false, s.cfg.baselineReads)
 	}); err != nil {
 		return err
+	}
+	now, err := tableFiles(s.dir)
+	if err != nil {
+		return err
+	}
+	if !slices.Equal(now, tables) {
+		return fmt.Errorf("the table files changed between the filtered pass and the without-filters baseline (%d tables after the first, %d after the second): the passes did not read the same tables", len(tables), len(now))
 	}
 	s.rep.Comparisons = compareResults(s.rep.Results)
 	return nil
