@@ -173,3 +173,21 @@ func BenchmarkGetSharedPrefix(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAddSequential inserts keys in ascending order, as the raft log
+// store's memtable receives its entries (a kind byte and a big-endian
+// index), a fresh memtable every benchEntries.
+func BenchmarkAddSequential(b *testing.B) {
+	value := make([]byte, 100)
+	key := make([]byte, 9)
+	key[0] = 'l'
+	b.ReportAllocs()
+	m := New()
+	for i := 0; b.Loop(); i++ {
+		if i%benchEntries == 0 && i > 0 {
+			m = New()
+		}
+		binary.BigEndian.PutUint64(key[1:], uint64(5_000_000+i))
+		m.Add(uint64(i+1), kv.KindSet, key, value)
+	}
+}
