@@ -2,6 +2,7 @@ package memtable
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -122,5 +123,71 @@ func BenchmarkNewIter(b *testing.B) {
 		it := m.NewIter()
 		it.First()
 		it.Close()
+	}
+}
+
+// sharedPrefixKeys returns n keys shaped like the state database's keys
+// under redis-benchmark -r 100000: a kind byte, then "key:" and twelve
+// digits of a random number below 100,000, so that every key shares its
+// first 12 bytes with every other.
+func sharedPrefixKeys(n int) [][]byte {
+	rng := rand.New(rand.NewPCG(7, 8))
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "\x01key:%012d", rng.IntN(100000))
+	}
+	return keys
+}
+
+// sharedPrefixEntries is about the entries of a 4 MiB memtable of such
+// keys with 4-byte values (EntryOverhead included).
+const sharedPrefixEntries = 45000
+
+// BenchmarkAddSharedPrefix is BenchmarkAdd with keys that share their
+// first 12 bytes, a fresh memtable every sharedPrefixEntries.
+func BenchmarkAddSharedPrefix(b *testing.B) {
+	keys := sharedPrefixKeys(sharedPrefixEntries)
+	value := []byte("sxxx")
+	b.ReportAllocs()
+	m := New()
+	for i := 0; b.Loop(); i++ {
+		if i%sharedPrefixEntries == 0 && i > 0 {
+			m = New()
+		}
+		m.Add(uint64(i+1), kv.KindSet, keys[i%sharedPrefixEntries], value)
+	}
+}
+
+// BenchmarkGetSharedPrefix is BenchmarkGet with keys that share their first
+// 12 bytes.
+func BenchmarkGetSharedPrefix(b *testing.B) {
+	keys := sharedPrefixKeys(sharedPrefixEntries)
+	m := New()
+	for i, k := range keys {
+		m.Add(uint64(i+1), kv.KindSet, k, []byte("sxxx"))
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, _, ok := m.Get(keys[i%sharedPrefixEntries], kv.MaxSeq); !ok {
+			b.Fatal("missing key")
+		}
+	}
+}
+
+// BenchmarkAddSequential inserts keys in ascending order, as the raft log
+// store's memtable receives its entries (a kind byte and a big-endian
+// index), a fresh memtable every benchEntries.
+func BenchmarkAddSequential(b *testing.B) {
+	value := make([]byte, 100)
+	key := make([]byte, 9)
+	key[0] = 'l'
+	b.ReportAllocs()
+	m := New()
+	for i := 0; b.Loop(); i++ {
+		if i%benchEntries == 0 && i > 0 {
+			m = New()
+		}
+		binary.BigEndian.PutUint64(key[1:], uint64(5_000_000+i))
+		m.Add(uint64(i+1), kv.KindSet, key, value)
 	}
 }

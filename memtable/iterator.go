@@ -52,6 +52,7 @@ type iterator struct {
 	skipAnchor bool
 	collectFn  func(entry) bool // it.collect, bound once to avoid an allocation per fill
 	mem        *Memtable        // for its filter (SeekPrefixGE); nil in tests
+	codec      *keyCodec        // the codec of tree's entries, for seek pivots; nil: empty
 }
 
 // SeekPrefixGE is SeekGE, unless the memtable's filter says no key has
@@ -154,7 +155,7 @@ func (it *iterator) parseSeekKey(ikey []byte) (entry, bool) {
 		it.atFirst, it.atLast = false, false
 		return entry{}, false
 	}
-	return pivot(kv.UserKey(ikey), kv.Trailer(ikey)), true
+	return it.codec.pivot(kv.UserKey(ikey), kv.Trailer(ikey)), true
 }
 
 // SeekGE moves to the first entry whose internal key is >= ikey.

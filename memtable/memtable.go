@@ -40,7 +40,14 @@ type Memtable struct {
 		// immutable memtable thus clones once, not once per iterator, and
 		// readers of a quiet table never take the exclusive lock.
 		snapshot *btree.BTreeG[entry]
+		// codec made the prefixes of tree's entries (and of snapshot's:
+		// a new codec comes with a new tree and clears snapshot). nil is
+		// the empty codec; Add sets it once (tune), and only Add writes
+		// it, so Add reads it without the lock.
+		codec *keyCodec
 	}
+	// tuned says Add has chosen the codec (tune); Add's alone.
+	tuned bool
 	// size and count mirror the tree's totals so that the flush trigger
 	// and Len can read them without the lock.
 	size  atomic.Int64
@@ -136,7 +143,11 @@ func (m *Memtable) Add(seq uint64, kind kv.Kind, ukey, value []byte) {
 		panic(fmt.Sprintf("bloomkv/memtable: cannot store kind %s", kind))
 	}
 	// Copy outside the lock so readers wait only for the tree insert.
+	if !m.tuned && m.mu.tree.Len() >= tuneAt {
+		m.tune()
+	}
 	e := newEntryIn(m.slab.alloc(len(ukey)+kv.TrailerLen+len(value)), seq, kind, ukey, value)
+	e.prefix = m.mu.codec.prefix(ukey)
 	if m.filter != nil {
 		// Before the insert: a reader that finds the entry in the tree
 		// must find its key in the filter too.
@@ -158,6 +169,36 @@ func (m *Memtable) Add(seq uint64, kind kv.Kind, ukey, value []byte) {
 		m.count.Add(1)
 	}
 	m.size.Add(delta)
+}
+
+// tuneAt is the number of entries at which Add chooses the tree's codec
+// (keyCodec): enough to see which prefix most keys share, few enough that
+// rebuilding the tree costs little (some 0.2 ms, once per memtable).
+const tuneAt = 1024
+
+// tune chooses the codec from the entries so far and, when it is not the
+// empty codec, rebuilds the tree with it. Add calls it once.
+func (m *Memtable) tune() {
+	m.tuned = true
+	m.mu.RLock()
+	es := make([]entry, 0, m.mu.tree.Len())
+	m.mu.tree.Ascend(func(e entry) bool {
+		es = append(es, e)
+		return true
+	})
+	m.mu.RUnlock()
+	c := tuneCodec(es)
+	if len(c.common) == 0 {
+		return
+	}
+	t := btree.NewG(btreeDegree, lessEntries)
+	for _, e := range es {
+		e.prefix = c.prefix(e.ukey)
+		t.ReplaceOrInsert(e)
+	}
+	m.mu.Lock()
+	m.mu.tree, m.mu.codec, m.mu.snapshot = t, c, nil
+	m.mu.Unlock()
 }
 
 // AddRangeDel adds the range tombstone [start, end)#seq (start < end),
@@ -236,10 +277,10 @@ func (m *Memtable) GetSeq(ukey []byte, seq uint64) (value []byte, kind kv.Kind, 
 	// The pivot sorts before every version of ukey with sequence <= seq
 	// and after every newer one, so the first entry at or after it is the
 	// answer if its user key matches.
-	p := pivot(ukey, kv.MakeTrailer(seq, kv.KindSeek))
 	var hit entry
 	var ok bool
 	m.mu.RLock()
+	p := m.mu.codec.pivot(ukey, kv.MakeTrailer(seq, kv.KindSeek))
 	m.mu.tree.AscendGreaterOrEqual(p, func(e entry) bool {
 		hit, ok = e, true
 		return false
@@ -266,18 +307,21 @@ func (m *Memtable) Empty() bool { return m.count.Load() == 0 }
 // lock while it moves. The iterator is not safe for concurrent use; Close it
 // to release its view of the tree.
 func (m *Memtable) NewIter() kv.Iterator {
-	it := newIterator(m.snapshotTree())
+	tree, codec := m.snapshotTree()
+	it := newIterator(tree)
+	it.codec = codec
 	it.mem = m
 	return it
 }
 
-// snapshotTree returns a clone of the tree that nobody will ever write.
-func (m *Memtable) snapshotTree() *btree.BTreeG[entry] {
+// snapshotTree returns a clone of the tree that nobody will ever write, and
+// the codec of its entries.
+func (m *Memtable) snapshotTree() (*btree.BTreeG[entry], *keyCodec) {
 	m.mu.RLock()
-	snap := m.mu.snapshot
+	snap, codec := m.mu.snapshot, m.mu.codec
 	m.mu.RUnlock()
 	if snap != nil {
-		return snap
+		return snap, codec
 	}
 	// Clone writes the tree's copy-on-write context, so it needs the
 	// exclusive lock.
@@ -286,5 +330,5 @@ func (m *Memtable) snapshotTree() *btree.BTreeG[entry] {
 	if m.mu.snapshot == nil {
 		m.mu.snapshot = m.mu.tree.Clone()
 	}
-	return m.mu.snapshot
+	return m.mu.snapshot, m.mu.codec
 }

@@ -270,3 +270,124 @@ func TestMemtableFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestCodecCompareMatchesCompareInternal is
+// TestCompareEntriesMatchesCompareInternal for trees with a common prefix
+// (keyCodec): entries and pivots made with one codec compare as their
+// internal keys do, whether or not their keys start with the prefix, are
+// shorter than it or extend it by zero bytes.
+func TestCodecCompareMatchesCompareInternal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	alphabet := []byte{0, 1, 0x7f, 0x80, 0xff}
+	randBytes := func(n int) []byte {
+		k := make([]byte, n)
+		for i := range k {
+			k[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return k
+	}
+	for range 2000 {
+		c := &keyCodec{common: randBytes(1 + rng.IntN(6))}
+		randKey := func() []byte {
+			switch rng.IntN(4) {
+			case 0:
+				return randBytes(rng.IntN(13))
+			case 1:
+				return bytes.Clone(c.common[:rng.IntN(len(c.common)+1)])
+			default:
+				return append(bytes.Clone(c.common), randBytes(rng.IntN(12))...)
+			}
+		}
+		for range 100 {
+			ka, kb := randKey(), randKey()
+			sa, sb := uint64(rng.IntN(3)), uint64(rng.IntN(3))
+			ia, ib := kv.MakeInternalKey(ka, sa, kv.KindSet), kv.MakeInternalKey(kb, sb, kv.KindSet)
+			ea := newEntry(sa, kv.KindSet, ka, nil)
+			ea.prefix = c.prefix(ka)
+			eb := c.pivot(kb, kv.Trailer(ib))
+			want := kv.CompareInternal(ia, ib)
+			if got := compareEntries(ea, eb); got != want {
+				t.Fatalf("common %q: compareEntries(%s, %s) = %d, want %d", c.common, kv.FormatInternalKey(ia), kv.FormatInternalKey(ib), got, want)
+			}
+			if got := lessEntries(ea, eb); got != (want < 0) {
+				t.Fatalf("common %q: lessEntries(%s, %s) = %v, want %v", c.common, kv.FormatInternalKey(ia), kv.FormatInternalKey(ib), got, want < 0)
+			}
+		}
+	}
+}
+
+// TestTunedCodec: a memtable of keys that share a long prefix, with a few
+// bookkeeping keys before and after them (as the server's state database
+// holds), chooses that prefix once it reaches tuneAt entries and still
+// finds every version, iterates in order and seeks to keys inside and
+// outside the prefix as the sorted reference does; an iterator opened
+// before the codec changed keeps working on its own view.
+func TestTunedCodec(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	var ref refTable
+	m := New()
+	var early kv.Iterator
+	for i := range 3 * tuneAt {
+		var ukey []byte
+		switch {
+		case i%20 == 0:
+			ukey = []byte("\x00a")
+		case i%50 == 1:
+			ukey = []byte("\x02z")
+		default:
+			ukey = fmt.Appendf(nil, "\x01key:%012d", rng.IntN(5000))
+		}
+		value := fmt.Appendf(nil, "v%d", i)
+		m.Add(uint64(i+1), kv.KindSet, ukey, value)
+		ref = append(ref, refEntry{ikey: kv.MakeInternalKey(ukey, uint64(i+1), kv.KindSet), value: value})
+		if i == tuneAt-2 {
+			early = m.NewIter()
+		}
+	}
+	if m.mu.codec == nil || string(m.mu.codec.common) != "\x01key:00000000" {
+		t.Fatalf("codec %+v, want common prefix %q (numbers below 5000)", m.mu.codec, "\x01key:00000000")
+	}
+	defer early.Close()
+	n := 0
+	for ok := early.First(); ok; ok = early.Next() {
+		n++
+	}
+	if n != tuneAt-1 {
+		t.Fatalf("iterator opened before tuning saw %d entries, want %d", n, tuneAt-1)
+	}
+	want := ref.sorted()
+	it := m.NewIter()
+	defer it.Close()
+	i := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if !bytes.Equal(it.Key(), want[i].ikey) {
+			t.Fatalf("entry %d: %s, want %s", i, kv.FormatInternalKey(it.Key()), kv.FormatInternalKey(want[i].ikey))
+		}
+		i++
+	}
+	if i != len(want) {
+		t.Fatalf("iterated %d entries, want %d", i, len(want))
+	}
+	probes := [][]byte{nil, []byte("\x00"), []byte("\x00a"), []byte("\x00b"), []byte("\x01"), []byte("\x01key:"),
+		[]byte("\x01key:0000000"), []byte("\x01key:00000000"), []byte("\x01key:0000000\x00"), []byte("\x01key:1"),
+		[]byte("\x02"), []byte("\x02z"), []byte("\x03")}
+	for range 300 {
+		probes = append(probes, fmt.Appendf(nil, "\x01key:%012d", rng.IntN(5001)))
+	}
+	for _, p := range probes {
+		for _, seq := range []uint64{1, uint64(tuneAt), kv.MaxSeq} {
+			gv, gk, gf := m.Get(p, seq)
+			rv, rk, rf := want.get(p, seq)
+			if gf != rf || gk != rk || !bytes.Equal(gv, rv) {
+				t.Fatalf("Get(%q, %d) = %q %v %v, want %q %v %v", p, seq, gv, gk, gf, rv, rk, rf)
+			}
+			ikey := kv.MakeInternalKey(p, seq, kv.KindSeek)
+			if j := want.seekGE(ikey); it.SeekGE(ikey) != (j < len(want)) || (j < len(want) && !bytes.Equal(it.Key(), want[j].ikey)) {
+				t.Fatalf("SeekGE(%s) at %s, want index %d", kv.FormatInternalKey(ikey), kv.FormatInternalKey(it.Key()), j)
+			}
+			if j := want.seekLT(ikey); it.SeekLT(ikey) != (j >= 0) || (j >= 0 && !bytes.Equal(it.Key(), want[j].ikey)) {
+				t.Fatalf("SeekLT(%s) at %s, want index %d", kv.FormatInternalKey(ikey), kv.FormatInternalKey(it.Key()), j)
+			}
+		}
+	}
+}
