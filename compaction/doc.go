@@ -48,6 +48,8 @@
 // splitting outputs, the overlapping tables two levels down
 // (grandparents). A single input with nothing to merge below it and little
 // grandparent overlap is a trivial move: the table changes level unchanged.
+// Where a compaction's output tables end (target size, grandparent
+// overlap, grandparent boundaries) is OutputSplitter's rule (split.go).
 // The same range compaction -- every table of a level overlapping a key
 // range, with its overlap below -- serves Compact(start, end), level by
 // level (Triggers.Manual), the idle rule (every level-0 table into the
