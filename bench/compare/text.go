@@ -182,6 +182,7 @@ func writePairing(w io.Writer, rep *report, p *pairingReport) {
 	} else {
 		fmt.Fprintln(w, "Peak RSS: every engine in the one harness process, so a peak can include what engines before it left behind.")
 	}
+	fmt.Fprintln(w, "Peak RSS (VmHWM) counts the pages of files an engine maps: bloomkv reads its tables through mmap, so its figure includes the table pages it touched, page cache that other engines reach through read calls; peak anon RSS (RssAnon, sampled) is each engine's own memory.")
 
 	// Background work while reads were timed.
 	fmt.Fprintln(w)
