@@ -33,26 +33,36 @@ func benchTable(keys [][]byte) *Memtable {
 func BenchmarkAdd(b *testing.B) {
 	keys := benchKeys(benchEntries)
 	value := make([]byte, 100)
-	b.ReportAllocs()
 	b.SetBytes(int64(len(keys[0]) + len(value)))
+	benchAdd(b, keys, value)
+}
+
+// benchAdd adds keys in turn, each with value, to a fresh memtable every
+// len(keys) entries.
+func benchAdd(b *testing.B, keys [][]byte, value []byte) {
+	b.ReportAllocs()
 	m := New()
 	for i := 0; b.Loop(); i++ {
-		if i%benchEntries == 0 && i > 0 {
+		if i%len(keys) == 0 && i > 0 {
 			m = New()
 		}
-		m.Add(uint64(i+1), kv.KindSet, keys[i%benchEntries], value)
+		m.Add(uint64(i+1), kv.KindSet, keys[i%len(keys)], value)
+	}
+}
+
+// benchGet Gets keys in turn from m, which holds them all.
+func benchGet(b *testing.B, m *Memtable, keys [][]byte) {
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, _, ok := m.Get(keys[i%len(keys)], kv.MaxSeq); !ok {
+			b.Fatal("missing key")
+		}
 	}
 }
 
 func BenchmarkGet(b *testing.B) {
 	keys := benchKeys(benchEntries)
-	m := benchTable(keys)
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		if _, _, ok := m.Get(keys[i%benchEntries], kv.MaxSeq); !ok {
-			b.Fatal("missing key")
-		}
-	}
+	benchGet(b, benchTable(keys), keys)
 }
 
 func BenchmarkGetParallel(b *testing.B) {
@@ -147,15 +157,7 @@ const sharedPrefixEntries = 45000
 // first 12 bytes, a fresh memtable every sharedPrefixEntries.
 func BenchmarkAddSharedPrefix(b *testing.B) {
 	keys := sharedPrefixKeys(sharedPrefixEntries)
-	value := []byte("sxxx")
-	b.ReportAllocs()
-	m := New()
-	for i := 0; b.Loop(); i++ {
-		if i%sharedPrefixEntries == 0 && i > 0 {
-			m = New()
-		}
-		m.Add(uint64(i+1), kv.KindSet, keys[i%sharedPrefixEntries], value)
-	}
+	benchAdd(b, keys, []byte("sxxx"))
 }
 
 // BenchmarkGetSharedPrefix is BenchmarkGet with keys that share their first
@@ -166,12 +168,7 @@ func BenchmarkGetSharedPrefix(b *testing.B) {
 	for i, k := range keys {
 		m.Add(uint64(i+1), kv.KindSet, k, []byte("sxxx"))
 	}
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		if _, _, ok := m.Get(keys[i%sharedPrefixEntries], kv.MaxSeq); !ok {
-			b.Fatal("missing key")
-		}
-	}
+	benchGet(b, m, keys)
 }
 
 // BenchmarkAddSequential inserts keys in ascending order, as the raft log
