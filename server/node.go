@@ -73,6 +73,12 @@ type Config struct {
 	// Prometheus's text format (docs/server.md, "Metrics").
 	MetricsAddr string
 
+	// ConnGoroutines serves each client connection on a goroutine of its
+	// own, reading through Go's network poller, instead of every
+	// connection from one event loop (eventloop.go; docs/server.md,
+	// "Throughput against Redis").
+	ConnGoroutines bool
+
 	NoSync    bool         // raft log writes without fsync: tests only
 	Logger    *slog.Logger // default slog.Default()
 	LogOutput io.Writer    // raft's own log (default os.Stderr)
@@ -91,6 +97,7 @@ type Node struct {
 	respLn   net.Listener
 	respSrv  respServer
 	respDone chan struct{}
+	loop     *loopServer // nil with Config.ConnGoroutines
 	cursors  *cursorTable
 	id       raft.ServerID
 
@@ -305,6 +312,13 @@ func Start(c Config) (n *Node, err error) {
 		n.cfg.AdvertiseAddr = n.respLn.Addr().String()
 	}
 	n.respSrv.conns = make(map[*respConn]struct{})
+	if !cfg.ConnGoroutines {
+		if err := n.startLoop(); err != nil {
+			n.respLn.Close()
+			return nil, err
+		}
+		cleanup = append(cleanup, func() { self.loop.stop() })
+	}
 	go func() {
 		defer close(n.respDone)
 		n.serveRESP(n.respLn)
@@ -367,6 +381,9 @@ func (n *Node) Close() error {
 		n.respLn.Close()
 		n.respSrv.closeConns()
 		<-n.respDone
+		if n.loop != nil {
+			n.loop.stop()
+		}
 		err = n.raft.Shutdown().Error()
 		n.bg.Wait()
 		if cerr := n.trans.Close(); err == nil {

@@ -70,6 +70,9 @@ type proposal struct {
 type connWrites struct {
 	outstanding atomic.Int64
 	wake        chan struct{} // capacity 1: a send when outstanding reaches 0
+	// notify, if set, is called too when outstanding reaches 0: it wakes
+	// an event loop connection (eventloop.go). Set before the first write.
+	notify func()
 
 	// Owned by the connection's goroutine.
 	slab []proposal // proposals not yet handed out are slab[used:]
@@ -86,6 +89,9 @@ func (w *connWrites) done() {
 		select {
 		case w.wake <- struct{}{}:
 		default: // a wake-up is already pending
+		}
+		if w.notify != nil {
+			w.notify()
 		}
 	}
 }

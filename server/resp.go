@@ -27,6 +27,7 @@ type command struct {
 	idx   int    // its place in the table's order, for per-node lists (set by init)
 	arity int    // Redis's convention: n exactly n arguments (with the name), -n at least n
 	kind  cmdKind
+	slow  bool // may take long or wait (a full scan, a membership change): never on the event loop
 	write func(n *Node, args [][]byte) (*fsm.Command, replyFunc, error)
 	run   func(n *Node, c *respConn, cs *connState, args [][]byte)
 }
@@ -60,8 +61,8 @@ func init() {
 		}},
 		"info":   {arity: -1, run: cmdInfo},
 		"config": {arity: -2, run: cmdConfig},
-		"dbsize": {arity: 1, kind: kindRead, run: cmdDBSize},
-		"keys":   {arity: 2, kind: kindRead, run: cmdKeys},
+		"dbsize": {arity: 1, kind: kindRead, slow: true, run: cmdDBSize},
+		"keys":   {arity: 2, kind: kindRead, slow: true, run: cmdKeys},
 		"ttl":    {arity: 2, kind: kindRead, run: cmdTTL},
 		"pttl":   {arity: 2, kind: kindRead, run: cmdTTL},
 		"incr":   {arity: 2, kind: kindWrite, write: cmdIncr},
@@ -103,9 +104,9 @@ func init() {
 		"cf.del":     {arity: 3, kind: kindWrite, write: cmdCFDel},
 		"cf.info":    {arity: 2, kind: kindRead, run: cmdCFInfo},
 
-		"raft.join":     {arity: -3, run: cmdRaftJoin},
-		"raft.remove":   {arity: 2, run: cmdRaftRemove},
-		"raft.snapshot": {arity: 1, run: cmdRaftSnapshot},
+		"raft.join":     {arity: -3, slow: true, run: cmdRaftJoin},
+		"raft.remove":   {arity: 2, slow: true, run: cmdRaftRemove},
+		"raft.snapshot": {arity: 1, slow: true, run: cmdRaftSnapshot},
 	}
 	i := 0
 	for name, c := range commands {

@@ -60,6 +60,12 @@ func (n *Node) serveRESP(ln net.Listener) {
 			continue
 		}
 		delay = 0
+		if n.loop != nil {
+			if err := n.loop.enroll(nc); err != nil {
+				n.cfg.Logger.Warn("bloomkv/server: a connection could not join the event loop", "err", err)
+			}
+			continue
+		}
 		c := &respConn{nc: nc, rd: newRespReader(n.cfg.MaxBulk, n.cfg.MaxCommand), state: connState{stale: n.cfg.StaleReads}, writes: newConnWrites()}
 		s := &n.respSrv
 		s.mu.Lock()
