@@ -66,6 +66,10 @@ type loopServer struct {
 
 	stopOnce sync.Once
 
+	// Counts for tests and metrics: connections paused for their replies,
+	// closed past inLimit, and commands run on a goroutine.
+	pauses, overLimit, offloads atomic.Int64
+
 	mu     sync.Mutex
 	paused map[*loopConn]struct{} // guarded by mu: waiting for their replies to drain
 }
@@ -172,6 +176,7 @@ func (h *loopHandler) OnTick() (time.Duration, gnet.Action) {
 // closes the connection once it holds more than inLimit.
 func (s *loopServer) holdInput(lc *loopConn) gnet.Action {
 	if lc.gc.InboundBuffered() > s.inLimit {
+		s.overLimit.Add(1)
 		s.n.cfg.Logger.Warn("bloomkv/server: closing a client past the query buffer limit", "addr", lc.gc.RemoteAddr(), "limit", s.inLimit)
 		return gnet.Close
 	}
@@ -236,6 +241,7 @@ func (s *loopServer) serve(lc *loopConn) gnet.Action {
 // hands the connection back to the loop.
 func (s *loopServer) offload(lc *loopConn, fn func()) {
 	s.flush(lc)
+	s.offloads.Add(1)
 	lc.offloaded.Store(true)
 	go func() {
 		fn()
@@ -266,6 +272,7 @@ func (s *loopServer) setPaused(lc *loopConn, paused bool) {
 	lc.paused = paused
 	s.mu.Lock()
 	if paused {
+		s.pauses.Add(1)
 		s.paused[lc] = struct{}{}
 	} else {
 		delete(s.paused, lc)
