@@ -1,9 +1,13 @@
 package server
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,6 +88,16 @@ type loopConn struct {
 	offloaded atomic.Bool // a goroutine owns c and b (see the invariants)
 	open      bool        // between OnOpen and OnClose; loop-owned
 	paused    bool        // in loopServer.paused; loop-owned
+
+	// mu orders the end of an offload against OnClose detaching the
+	// connection (detach): whichever comes second serves it detached.
+	mu       sync.Mutex
+	detached *detached // guarded by mu
+
+	// A write refused (bad arguments, too large) while earlier writes
+	// wait: its error, answered by the offload after their replies.
+	refused       error
+	refusedMetric *cmdMetric
 }
 
 type loopHandler struct {
@@ -140,16 +154,87 @@ func (h *loopHandler) OnOpen(gc gnet.Conn) ([]byte, gnet.Action) {
 	return nil, gnet.None
 }
 
-func (h *loopHandler) OnClose(gc gnet.Conn, _ error) gnet.Action {
+func (h *loopHandler) OnClose(gc gnet.Conn, err error) gnet.Action {
 	lc := gc.Context().(*loopConn)
-	if lc.open {
-		lc.open = false
-		h.s.n.clients.Add(-1)
-		h.s.mu.Lock()
-		delete(h.s.paused, lc)
-		h.s.mu.Unlock()
+	if !lc.open {
+		return gnet.None
 	}
+	lc.open = false
+	h.s.setPaused(lc, false)
+	if errors.Is(err, io.EOF) && h.s.detach(lc) {
+		return gnet.None // the detached goroutine counts the client out
+	}
+	h.s.n.clients.Add(-1)
 	return gnet.None
+}
+
+// detach hands a connection whose client has shut down its writing half
+// (printf ... | nc -N: an end of stream gnet closes the connection at) to
+// a goroutine that answers what it still owes: the writes waiting for
+// raft, an offloaded command, the commands not yet run. Go's network
+// poller serves the rest on a duplicate of the socket, as a goroutine
+// connection (serveStream); the client reads the replies and then the
+// end. It reports false, and the connection just closes, when nothing is
+// owed, or when gnet still holds replies the socket did not take: gnet
+// writes those after this returns, and later replies must not overtake
+// them. Runs on the loop, in OnClose.
+func (s *loopServer) detach(lc *loopConn) bool {
+	c, gc := lc.c, lc.gc
+	owed := lc.offloaded.Load() || len(lc.b.pending) > 0 || c.rd.buffered() || gc.InboundBuffered() > 0 || len(c.out) > 0
+	if !owed || gc.OutboundBuffered() > 0 {
+		return false
+	}
+	fd, err := gc.Dup()
+	if err != nil {
+		return false
+	}
+	f := os.NewFile(uintptr(fd), "client")
+	nc, err := net.FileConn(f) // its own duplicate: f is closed below
+	f.Close()
+	if err != nil {
+		return false
+	}
+	tail, _ := gc.Next(-1)
+	d := &detached{nc: nc, tail: append([]byte(nil), tail...)}
+	lc.mu.Lock()
+	lc.detached = d
+	running := lc.offloaded.Load() // its goroutine takes over at the end
+	lc.mu.Unlock()
+	if !running {
+		go s.serveDetached(lc)
+	}
+	return true
+}
+
+// detached is what a detached connection goes on with.
+type detached struct {
+	nc   net.Conn
+	tail []byte // bytes the client sent that the reader had not taken
+}
+
+// serveDetached answers a detached connection's remaining commands as a
+// goroutine connection does, then closes it.
+func (s *loopServer) serveDetached(lc *loopConn) {
+	n, c := s.n, lc.c
+	lc.mu.Lock()
+	d := lc.detached
+	lc.mu.Unlock()
+	defer func() {
+		d.nc.Close()
+		n.clients.Add(-1)
+	}()
+	c.nc = d.nc
+	for r := bytes.NewReader(d.tail); r.Len() > 0; {
+		if err := c.rd.fill(r); err != nil {
+			return
+		}
+	}
+	if c.closing {
+		n.endBurst(c, &lc.b)
+		c.flush()
+		return
+	}
+	n.serveStream(c, &lc.b, lc.start)
 }
 
 func (h *loopHandler) OnTraffic(gc gnet.Conn) gnet.Action {
@@ -228,7 +313,7 @@ func (s *loopServer) serve(lc *loopConn) gnet.Action {
 		if !n.runCommandNow(lc, args) {
 			// args stay valid: nothing reads into c.rd until the goroutine
 			// hands the connection back.
-			s.offload(lc, func() { lc.start = n.runCommand(c, b, args, lc.start) })
+			s.offload(lc, func() { n.runCommandWaiting(lc, args) })
 			return gnet.None
 		}
 		if len(c.out) >= maxKeptOut {
@@ -245,7 +330,16 @@ func (s *loopServer) offload(lc *loopConn, fn func()) {
 	lc.offloaded.Store(true)
 	go func() {
 		fn()
+		lc.mu.Lock()
+		if lc.detached != nil {
+			// The client shut down its writing half meanwhile, and the
+			// loop has let the connection go.
+			lc.mu.Unlock()
+			s.serveDetached(lc)
+			return
+		}
 		lc.offloaded.Store(false)
+		lc.mu.Unlock()
 		_ = lc.gc.Wake(nil)
 	}()
 }
@@ -296,7 +390,20 @@ func (n *Node) runCommandNow(lc *loopConn, args [][]byte) bool {
 	case spec.slow:
 		return false
 	case spec.kind == kindWrite:
-		// Handed to the batcher, as runCommand does.
+		// Handed to the batcher, as runCommand does; a write refused
+		// before it gets there is answered after the writes before it.
+		m := n.metrics.cmdList[spec.idx]
+		err := n.proposeWrite(c, b, spec, m, args, lc.start)
+		switch {
+		case err == nil:
+		case waits:
+			lc.refused, lc.refusedMetric = err, m
+			return false
+		default:
+			n.flushWrites(c, b) // nothing outstanding: does not wait
+			lc.answerError(m, err)
+		}
+		return true
 	case spec.kind == kindRead:
 		if waits {
 			return false
@@ -307,12 +414,8 @@ func (n *Node) runCommandNow(lc *loopConn, args [][]byte) bool {
 				return false
 			}
 			if err != nil {
-				n.flushWrites(c, b)
-				m := n.metrics.cmdList[spec.idx]
-				c.WriteError(err.Error())
-				end := time.Now()
-				m.observeSpan(lc.start, end)
-				lc.start = end
+				n.flushWrites(c, b) // nothing outstanding: does not wait
+				lc.answerError(n.metrics.cmdList[spec.idx], err)
 				return true
 			}
 			b.checked = true
@@ -324,6 +427,27 @@ func (n *Node) runCommandNow(lc *loopConn, args [][]byte) bool {
 	}
 	lc.start = n.runCommand(c, b, args, lc.start)
 	return true
+}
+
+// runCommandWaiting runs, on an offload goroutine, the command that
+// runCommandNow could not run on the loop.
+func (n *Node) runCommandWaiting(lc *loopConn, args [][]byte) {
+	if err := lc.refused; err != nil {
+		lc.refused = nil
+		n.flushWrites(lc.c, &lc.b)
+		lc.answerError(lc.refusedMetric, err)
+		return
+	}
+	lc.start = n.runCommand(lc.c, &lc.b, args, lc.start)
+}
+
+// answerError writes err as the reply of the command that began at
+// lc.start.
+func (lc *loopConn) answerError(m *cmdMetric, err error) {
+	lc.c.WriteError(err.Error())
+	end := time.Now()
+	m.observeSpan(lc.start, end)
+	lc.start = end
 }
 
 // readBarrierNow is readBarrier where it needs no wait: on the only voter

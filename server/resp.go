@@ -197,18 +197,11 @@ func (n *Node) runCommand(c *respConn, b *burst, args [][]byte, start time.Time)
 	}
 	switch spec.kind {
 	case kindWrite:
-		cmd, reply, err := spec.write(n, args)
-		var p *proposal
-		if err == nil {
-			p, err = n.propose(c.writes, cmd)
-		}
-		if err != nil {
+		if err := n.proposeWrite(c, b, spec, m, args, start); err != nil {
 			n.flushWrites(c, b)
 			c.WriteError(err.Error())
 			return done()
 		}
-		b.pending = append(b.pending, pendingWrite{p: p, reply: reply, m: m, start: start})
-		b.checked = false
 		return start
 	case kindRead:
 		n.flushWrites(c, b)
@@ -225,6 +218,24 @@ func (n *Node) runCommand(c *respConn, b *burst, args [][]byte, start time.Time)
 		spec.run(n, c, &c.state, args)
 	}
 	return done()
+}
+
+// proposeWrite builds a write command and hands it to the batcher, its
+// reply owed in b; or returns the error the client gets instead (a bad
+// argument, an entry too large), which is written after the replies of the
+// writes before it.
+func (n *Node) proposeWrite(c *respConn, b *burst, spec *command, m *cmdMetric, args [][]byte, start time.Time) error {
+	cmd, reply, err := spec.write(n, args)
+	var p *proposal
+	if err == nil {
+		p, err = n.propose(c.writes, cmd)
+	}
+	if err != nil {
+		return err
+	}
+	b.pending = append(b.pending, pendingWrite{p: p, reply: reply, m: m, start: start})
+	b.checked = false
+	return nil
 }
 
 // lookupCommand finds a command by its name in any case. Names of the

@@ -103,18 +103,24 @@ func (n *Node) serveConn(c *respConn) {
 		n.clients.Add(-1)
 	}()
 	var b burst
-	start := time.Now()
+	n.serveStream(c, &b, time.Now())
+}
+
+// serveStream runs c's commands, reading from c.nc, until the client
+// leaves, sends a malformed request or QUITs, or the node closes; b holds
+// the writes still owed from before, start the end of the last command.
+func (n *Node) serveStream(c *respConn, b *burst, start time.Time) {
 	for {
 		args, err := c.rd.next()
 		if err != nil {
 			// The commands before the bad one are answered first.
-			n.endBurst(c, &b)
+			n.endBurst(c, b)
 			c.WriteError("ERR " + err.Error())
 			c.flush()
 			return
 		}
 		if args == nil {
-			n.endBurst(c, &b)
+			n.endBurst(c, b)
 			if !c.flush() || c.closing {
 				return
 			}
@@ -124,9 +130,9 @@ func (n *Node) serveConn(c *respConn) {
 			start = time.Now()
 			continue
 		}
-		start = n.runCommand(c, &b, args, start)
+		start = n.runCommand(c, b, args, start)
 		if c.closing {
-			n.endBurst(c, &b)
+			n.endBurst(c, b)
 			c.flush()
 			return
 		}
