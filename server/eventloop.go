@@ -297,7 +297,9 @@ func (s *loopServer) serve(lc *loopConn) gnet.Action {
 			if len(b.pending) > 0 && c.writes.outstanding.Load() != 0 {
 				// The completer wakes the connection once its writes are
 				// answered; the replies before them go out now.
-				s.flush(lc)
+				if !s.flush(lc) {
+					return gnet.None
+				}
 				return s.holdInput(lc)
 			}
 			n.endBurst(c, b) // answered: does not wait
@@ -316,8 +318,8 @@ func (s *loopServer) serve(lc *loopConn) gnet.Action {
 			s.offload(lc, func() { n.runCommandWaiting(lc, args) })
 			return gnet.None
 		}
-		if len(c.out) >= maxKeptOut {
-			s.flush(lc)
+		if len(c.out) >= maxKeptOut && !s.flush(lc) {
+			return gnet.None
 		}
 	}
 }
@@ -325,7 +327,9 @@ func (s *loopServer) serve(lc *loopConn) gnet.Action {
 // offload runs fn, which may wait, on a goroutine of its own, which then
 // hands the connection back to the loop.
 func (s *loopServer) offload(lc *loopConn, fn func()) {
-	s.flush(lc)
+	if !s.flush(lc) {
+		return
+	}
 	s.offloads.Add(1)
 	lc.offloaded.Store(true)
 	go func() {
@@ -346,17 +350,23 @@ func (s *loopServer) offload(lc *loopConn, fn func()) {
 
 // flush hands the buffered replies to gnet, which writes what the socket
 // takes at once and keeps the rest.
-func (s *loopServer) flush(lc *loopConn) {
+//
+// It reports whether the connection is still open: a write that fails
+// closes it in gnet at once (OnClose runs inside the call), and after that
+// nothing may touch gc, whose descriptor a new connection may already
+// have.
+func (s *loopServer) flush(lc *loopConn) bool {
 	c := lc.c
 	if len(c.out) == 0 {
-		return
+		return lc.open
 	}
-	_, _ = lc.gc.Write(c.out) // a failed write closes the connection in gnet
+	_, _ = lc.gc.Write(c.out)
 	if cap(c.out) > maxKeptOut {
 		c.out = nil
 	} else {
 		c.out = c.out[:0]
 	}
+	return lc.open
 }
 
 func (s *loopServer) setPaused(lc *loopConn, paused bool) {
