@@ -1,3 +1,5 @@
+//go:build unix
+
 package server
 
 import (
@@ -14,6 +16,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/panjf2000/gnet/v2"
+	"golang.org/x/sys/unix"
 )
 
 // The event loop: every client connection served by one goroutine over
@@ -32,31 +35,42 @@ import (
 //
 // Invariants:
 //
-//   - A connection's reader, reply buffer and burst belong to the loop,
+//   - A connection's reader, reply buffers and burst belong to the loop,
 //     except while offloaded is set: then they belong to the one goroutine
 //     running a command that has to wait (a read that needs a leadership
 //     round or the state to catch up, a command after writes not yet
-//     answered, a slow admin command). The loop leaves such a connection
-//     alone until that goroutine clears offloaded and wakes it; bytes the
-//     client sends meanwhile wait in gnet's buffer.
-//   - The loop never waits for raft. A write is handed to the batcher
-//     (propose.go) and the connection parks until the completer counts
-//     its last outstanding write done, which wakes it (connWrites.notify).
-//     The batcher's channel can fill, and then the hand-off waits for
-//     the batcher, which never waits for the loop.
+//     answered, a slow admin command, a write the batcher has no room
+//     for). The loop leaves such a connection alone until that goroutine
+//     clears offloaded and wakes it; bytes the client sends meanwhile wait
+//     in gnet's buffer.
+//   - The loop never waits for raft, nor for the batcher: a write is
+//     handed over only if the batcher's queue has room, and the
+//     connection parks until the completer counts its last outstanding
+//     write done, which wakes it (connWrites.notify).
 //   - Replies go out in the order of the commands, as on a goroutine:
 //     a command after pending writes runs only once they are answered.
-//   - A client that sends faster than it reads its replies is paused
-//     once loopOutLimit bytes of replies wait in gnet's buffer; a ticker
-//     wakes paused connections to see whether the buffer drained. What it
-//     sends meanwhile is buffered up to loopInLimit, past which the
-//     connection is closed, as Redis closes a client past its
-//     client-query-buffer-limit.
+//   - The loop writes replies to the socket itself and keeps what the
+//     socket does not take (unsent), never gnet: gnet drops what it holds
+//     when it closes a connection at the end of its stream, and the
+//     replies must survive that (detach). Connections with unsent replies
+//     are woken by a ticker to write more; past loopOutLimit of them a
+//     connection's commands stop running until they drain.
+//   - gnet reads a connection whatever it is waiting for, and cannot be
+//     told not to. A connection that has sent more than inLimit bytes the
+//     loop has not taken is handed to a goroutine connection (detach),
+//     which reads only as it runs commands, so the client is held back by
+//     TCP, as the goroutine server holds it back.
+//   - A detached connection (the end of its stream with replies owed, or
+//     past inLimit) is served by Go's network poller on a duplicate of its
+//     socket, as a goroutine connection, from what the loop had not yet
+//     parsed or written; it is one of respServer's connections, which
+//     Close closes.
 
 const (
-	loopOutLimit  = 8 << 20 // replies buffered for one connection before it is paused
-	loopTick      = 10 * time.Millisecond
-	loopInDefault = 1 << 30 // Redis's client-query-buffer-limit
+	loopOutLimit  = 8 << 20  // unsent replies before a connection's commands stop running
+	loopInDefault = 16 << 20 // bytes not taken before a connection goes to a goroutine
+	loopTickIdle  = 10 * time.Millisecond
+	loopTickBusy  = time.Millisecond // while some connection has unsent replies
 )
 
 // loopServer is the event loop and the connections it serves.
@@ -64,18 +78,20 @@ type loopServer struct {
 	n   *Node
 	cli *gnet.Client
 
-	// inLimit is the most bytes a connection may have sent and not had
-	// parsed while it waits (loopInDefault; tests lower it).
+	// inLimit is the most bytes a connection may have sent and the loop
+	// not taken (loopInDefault; tests lower it before any connection).
 	inLimit int
 
 	stopOnce sync.Once
 
-	// Counts for tests and metrics: connections paused for their replies,
-	// closed past inLimit, and commands run on a goroutine.
-	pauses, overLimit, offloads atomic.Int64
+	// Counts for tests and metrics: connections whose commands stopped for
+	// their unsent replies, connections handed to goroutines (past
+	// inLimit, or at the end of their stream), and commands run on a
+	// goroutine.
+	pauses, detaches, offloads atomic.Int64
 
-	mu     sync.Mutex
-	paused map[*loopConn]struct{} // guarded by mu: waiting for their replies to drain
+	mu       sync.Mutex
+	draining map[*loopConn]struct{} // guarded by mu: connections with unsent replies
 }
 
 // loopConn is one client connection of the event loop.
@@ -87,7 +103,12 @@ type loopConn struct {
 
 	offloaded atomic.Bool // a goroutine owns c and b (see the invariants)
 	open      bool        // between OnOpen and OnClose; loop-owned
-	paused    bool        // in loopServer.paused; loop-owned
+	draining  bool        // in loopServer.draining; loop-owned
+	unsent    []byte      // replies the socket has not taken: unsent[sent:]; loop-owned
+	sent      int
+	broken    bool // a write failed: the connection is to close; loop-owned
+	demote    bool // past inLimit: OnClose detaches it; loop-owned
+	stopped   bool // commands stopped for unsent replies; loop-owned
 
 	// mu orders the end of an offload against OnClose detaching the
 	// connection (detach): whichever comes second serves it detached.
@@ -105,9 +126,9 @@ type loopHandler struct {
 	s *loopServer
 }
 
-// startLoop starts the event loop; connections join it with serveLoop.
+// startLoop starts the event loop; connections join it with enroll.
 func (n *Node) startLoop() error {
-	s := &loopServer{n: n, inLimit: loopInDefault, paused: make(map[*loopConn]struct{})}
+	s := &loopServer{n: n, inLimit: loopInDefault, draining: make(map[*loopConn]struct{})}
 	cli, err := gnet.NewClient(&loopHandler{s: s},
 		gnet.WithMulticore(false),
 		gnet.WithNumEventLoop(1),
@@ -160,28 +181,61 @@ func (h *loopHandler) OnClose(gc gnet.Conn, err error) gnet.Action {
 		return gnet.None
 	}
 	lc.open = false
-	h.s.setPaused(lc, false)
-	if errors.Is(err, io.EOF) && h.s.detach(lc) {
+	h.s.setDraining(lc, false)
+	if (lc.demote || errors.Is(err, io.EOF)) && h.s.detach(lc) {
 		return gnet.None // the detached goroutine counts the client out
 	}
 	h.s.n.clients.Add(-1)
 	return gnet.None
 }
 
-// detach hands a connection whose client has shut down its writing half
-// (printf ... | nc -N: an end of stream gnet closes the connection at) to
-// a goroutine that answers what it still owes: the writes waiting for
-// raft, an offloaded command, the commands not yet run. Go's network
-// poller serves the rest on a duplicate of the socket, as a goroutine
-// connection (serveStream); the client reads the replies and then the
-// end. It reports false, and the connection just closes, when nothing is
-// owed, or when gnet still holds replies the socket did not take: gnet
-// writes those after this returns, and later replies must not overtake
-// them. Runs on the loop, in OnClose.
+func (h *loopHandler) OnTraffic(gc gnet.Conn) gnet.Action {
+	lc := gc.Context().(*loopConn)
+	if lc.offloaded.Load() {
+		return h.s.hold(lc)
+	}
+	return h.s.serve(lc)
+}
+
+// OnTick wakes the connections with unsent replies to write more (it
+// runs beside the loop, not in it: Wake is safe from any goroutine).
+func (h *loopHandler) OnTick() (time.Duration, gnet.Action) {
+	s := h.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for lc := range s.draining {
+		_ = lc.gc.Wake(nil)
+	}
+	if len(s.draining) > 0 {
+		return loopTickBusy, gnet.None
+	}
+	return loopTickIdle, gnet.None
+}
+
+// hold leaves what the client sent in gnet's buffer for later, or, past
+// inLimit, has the connection detached to a goroutine (OnClose, after
+// gnet closes its side).
+func (s *loopServer) hold(lc *loopConn) gnet.Action {
+	if lc.gc.InboundBuffered() > s.inLimit {
+		lc.demote = true
+		return gnet.Close
+	}
+	return gnet.None
+}
+
+// detach hands a connection to a goroutine connection (serveStream) on
+// a duplicate of its socket, with what it still owes: the writes waiting
+// for raft, an offloaded command, the commands not yet run, the replies
+// not yet written. Two cases: the client shut down its writing half
+// (printf ... | nc -N: gnet closes a connection at the end of its stream),
+// so that it still gets every reply; and a client past inLimit, so that
+// TCP holds it back. It reports false, and the connection just closes,
+// when nothing is owed (at the end of a stream) or the socket cannot be
+// duplicated. Runs on the loop, in OnClose.
 func (s *loopServer) detach(lc *loopConn) bool {
 	c, gc := lc.c, lc.gc
-	owed := lc.offloaded.Load() || len(lc.b.pending) > 0 || c.rd.buffered() || gc.InboundBuffered() > 0 || len(c.out) > 0
-	if !owed || gc.OutboundBuffered() > 0 {
+	owed := lc.offloaded.Load() || len(lc.b.pending) > 0 || c.rd.buffered() || gc.InboundBuffered() > 0 || len(c.out) > 0 || lc.unsentLen() > 0
+	if (!owed && !lc.demote) || lc.broken || gc.OutboundBuffered() > 0 {
 		return false
 	}
 	fd, err := gc.Dup()
@@ -195,7 +249,14 @@ func (s *loopServer) detach(lc *loopConn) bool {
 		return false
 	}
 	tail, _ := gc.Next(-1)
-	d := &detached{nc: nc, tail: append([]byte(nil), tail...)}
+	c.nc = nc
+	if !s.n.respSrv.add(c) {
+		nc.Close() // the node is closing
+		return false
+	}
+	s.detaches.Add(1)
+	d := &detached{tail: append([]byte(nil), tail...), unsent: lc.unsent[lc.sent:]}
+	lc.unsent, lc.sent = nil, 0
 	lc.mu.Lock()
 	lc.detached = d
 	running := lc.offloaded.Load() // its goroutine takes over at the end
@@ -208,8 +269,8 @@ func (s *loopServer) detach(lc *loopConn) bool {
 
 // detached is what a detached connection goes on with.
 type detached struct {
-	nc   net.Conn
-	tail []byte // bytes the client sent that the reader had not taken
+	tail   []byte // bytes the client sent that the reader had not taken
+	unsent []byte // replies the socket had not taken
 }
 
 // serveDetached answers a detached connection's remaining commands as a
@@ -219,11 +280,10 @@ func (s *loopServer) serveDetached(lc *loopConn) {
 	lc.mu.Lock()
 	d := lc.detached
 	lc.mu.Unlock()
-	defer func() {
-		d.nc.Close()
-		n.clients.Add(-1)
-	}()
-	c.nc = d.nc
+	defer n.respSrv.done(c, n)
+	if _, err := c.nc.Write(d.unsent); err != nil {
+		return
+	}
 	for r := bytes.NewReader(d.tail); r.Len() > 0; {
 		if err := c.rd.fill(r); err != nil {
 			return
@@ -237,60 +297,39 @@ func (s *loopServer) serveDetached(lc *loopConn) {
 	n.serveStream(c, &lc.b, lc.start)
 }
 
-func (h *loopHandler) OnTraffic(gc gnet.Conn) gnet.Action {
-	lc := gc.Context().(*loopConn)
-	if lc.offloaded.Load() {
-		return h.s.holdInput(lc)
-	}
-	return h.s.serve(lc)
-}
-
-// OnTick wakes the paused connections (it runs beside the loop, not in
-// it: Wake is safe from any goroutine).
-func (h *loopHandler) OnTick() (time.Duration, gnet.Action) {
-	s := h.s
-	s.mu.Lock()
-	for lc := range s.paused {
-		_ = lc.gc.Wake(nil)
-	}
-	s.mu.Unlock()
-	return loopTick, gnet.None
-}
-
-// holdInput leaves what the client sent in gnet's buffer for later, or
-// closes the connection once it holds more than inLimit.
-func (s *loopServer) holdInput(lc *loopConn) gnet.Action {
-	if lc.gc.InboundBuffered() > s.inLimit {
-		s.overLimit.Add(1)
-		s.n.cfg.Logger.Warn("bloomkv/server: closing a client past the query buffer limit", "addr", lc.gc.RemoteAddr(), "limit", s.inLimit)
-		return gnet.Close
-	}
-	return gnet.None
-}
-
 // serve runs the connection's complete commands until it has to wait:
 // for its writes, for a goroutine running a command that blocks, for its
 // replies to drain, or for more bytes from the client.
 func (s *loopServer) serve(lc *loopConn) gnet.Action {
 	n, c, b := s.n, lc.c, &lc.b
+	if lc.unsentLen() > 0 && !s.flush(lc) {
+		return gnet.Close
+	}
 	for {
 		if c.closing {
-			s.flush(lc)
-			return gnet.Close
+			if !s.flush(lc) || lc.unsentLen() == 0 {
+				return gnet.Close
+			}
+			return gnet.None // the ticker wakes it to write the rest
 		}
-		if lc.gc.OutboundBuffered() > loopOutLimit {
-			s.setPaused(lc, true)
-			return s.holdInput(lc)
+		if lc.unsentLen() > loopOutLimit {
+			if !lc.stopped {
+				lc.stopped = true
+				s.pauses.Add(1)
+			}
+			return s.hold(lc)
 		}
-		s.setPaused(lc, false)
+		lc.stopped = false
 		args, err := c.rd.next()
 		if err != nil {
 			// The commands before the bad one are answered first.
-			s.offload(lc, func() {
+			if !s.offload(lc, func() {
 				n.endBurst(c, b)
 				c.WriteError("ERR " + err.Error())
 				c.Close()
-			})
+			}) {
+				return gnet.Close
+			}
 			return gnet.None
 		}
 		if args == nil {
@@ -298,9 +337,9 @@ func (s *loopServer) serve(lc *loopConn) gnet.Action {
 				// The completer wakes the connection once its writes are
 				// answered; the replies before them go out now.
 				if !s.flush(lc) {
-					return gnet.None
+					return gnet.Close
 				}
-				return s.holdInput(lc)
+				return s.hold(lc)
 			}
 			n.endBurst(c, b) // answered: does not wait
 			if lc.gc.InboundBuffered() > 0 {
@@ -309,26 +348,31 @@ func (s *loopServer) serve(lc *loopConn) gnet.Action {
 				}
 				continue
 			}
-			s.flush(lc)
+			if !s.flush(lc) {
+				return gnet.Close
+			}
 			return gnet.None
 		}
 		if !n.runCommandNow(lc, args) {
 			// args stay valid: nothing reads into c.rd until the goroutine
 			// hands the connection back.
-			s.offload(lc, func() { n.runCommandWaiting(lc, args) })
+			if !s.offload(lc, func() { n.runCommandWaiting(lc, args) }) {
+				return gnet.Close
+			}
 			return gnet.None
 		}
 		if len(c.out) >= maxKeptOut && !s.flush(lc) {
-			return gnet.None
+			return gnet.Close
 		}
 	}
 }
 
 // offload runs fn, which may wait, on a goroutine of its own, which then
-// hands the connection back to the loop.
-func (s *loopServer) offload(lc *loopConn, fn func()) {
+// hands the connection back to the loop; false if the connection broke
+// writing the replies before it.
+func (s *loopServer) offload(lc *loopConn, fn func()) bool {
 	if !s.flush(lc) {
-		return
+		return false
 	}
 	s.offloads.Add(1)
 	lc.offloaded.Store(true)
@@ -336,8 +380,8 @@ func (s *loopServer) offload(lc *loopConn, fn func()) {
 		fn()
 		lc.mu.Lock()
 		if lc.detached != nil {
-			// The client shut down its writing half meanwhile, and the
-			// loop has let the connection go.
+			// The connection was detached meanwhile: the loop has let it
+			// go.
 			lc.mu.Unlock()
 			s.serveDetached(lc)
 			return
@@ -346,40 +390,87 @@ func (s *loopServer) offload(lc *loopConn, fn func()) {
 		lc.mu.Unlock()
 		_ = lc.gc.Wake(nil)
 	}()
+	return true
 }
 
-// flush hands the buffered replies to gnet, which writes what the socket
-// takes at once and keeps the rest.
-//
-// It reports whether the connection is still open: a write that fails
-// closes it in gnet at once (OnClose runs inside the call), and after that
-// nothing may touch gc, whose descriptor a new connection may already
-// have.
+// flush writes the buffered replies to the socket, as much as it takes
+// now, and keeps the rest in unsent (the ticker wakes the connection to
+// write more). It reports false when a write failed: the caller closes
+// the connection.
 func (s *loopServer) flush(lc *loopConn) bool {
 	c := lc.c
-	if len(c.out) == 0 {
-		return lc.open
+	if lc.broken {
+		return false
 	}
-	_, _ = lc.gc.Write(c.out)
-	if cap(c.out) > maxKeptOut {
+	out := c.out
+	data := out
+	queued := lc.unsentLen() > 0
+	if queued {
+		lc.unsent = append(lc.unsent, out...)
+		data = lc.unsent[lc.sent:]
+	}
+	written, err := writeSome(lc.gc.Fd(), data)
+	switch {
+	case err != nil:
+		lc.broken = true
+	case queued:
+		lc.sent += written
+		if lc.sent == len(lc.unsent) {
+			lc.unsent, lc.sent = lc.unsent[:0], 0
+			if cap(lc.unsent) > maxKeptOut {
+				lc.unsent = nil
+			}
+		} else if lc.sent > len(lc.unsent)/2 {
+			// Moved down once half is written: each byte moves at most
+			// once on average.
+			lc.unsent = lc.unsent[:copy(lc.unsent, lc.unsent[lc.sent:])]
+			lc.sent = 0
+		}
+	case written < len(data):
+		lc.unsent = append(lc.unsent[:0], data[written:]...)
+		lc.sent = 0
+	}
+	if cap(out) > maxKeptOut {
 		c.out = nil
 	} else {
-		c.out = c.out[:0]
+		c.out = out[:0]
 	}
-	return lc.open
+	s.setDraining(lc, lc.unsentLen() > 0)
+	return !lc.broken
 }
 
-func (s *loopServer) setPaused(lc *loopConn, paused bool) {
-	if lc.paused == paused {
+// unsentLen is how many bytes of replies wait for the socket.
+func (lc *loopConn) unsentLen() int { return len(lc.unsent) - lc.sent }
+
+// writeSome writes b to the non-blocking socket fd until it is written or
+// the socket's buffer is full.
+func writeSome(fd int, b []byte) (int, error) {
+	written := 0
+	for written < len(b) {
+		n, err := unix.Write(fd, b[written:])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return written, nil
+		case err != nil:
+			return written, err
+		}
+		written += n
+	}
+	return written, nil
+}
+
+func (s *loopServer) setDraining(lc *loopConn, draining bool) {
+	if lc.draining == draining {
 		return
 	}
-	lc.paused = paused
+	lc.draining = draining
 	s.mu.Lock()
-	if paused {
-		s.pauses.Add(1)
-		s.paused[lc] = struct{}{}
+	if draining {
+		s.draining[lc] = struct{}{}
 	} else {
-		delete(s.paused, lc)
+		delete(s.draining, lc)
 	}
 	s.mu.Unlock()
 }
@@ -403,9 +494,11 @@ func (n *Node) runCommandNow(lc *loopConn, args [][]byte) bool {
 		// Handed to the batcher, as runCommand does; a write refused
 		// before it gets there is answered after the writes before it.
 		m := n.metrics.cmdList[spec.idx]
-		err := n.proposeWrite(c, b, spec, m, args, lc.start)
+		err := n.proposeWrite(c, b, spec, m, args, lc.start, false)
 		switch {
 		case err == nil:
+		case err == errWouldWait:
+			return false // runCommand waits for room on a goroutine
 		case waits:
 			lc.refused, lc.refusedMetric = err, m
 			return false

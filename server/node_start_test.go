@@ -3,6 +3,7 @@ package server
 import (
 	"net"
 	"testing"
+	"time"
 )
 
 // TestStartFailsCleanly: a node whose client or raft address is taken
@@ -28,5 +29,27 @@ func TestStartFailsCleanly(t *testing.T) {
 		cfg.Addr, cfg.RaftAddr = "127.0.0.1:0", "127.0.0.1:0"
 		n := startNode(t, cfg) // the stores were closed: the directory opens again
 		n.Close()
+	}
+}
+
+// TestRaftAnswersFuturesAtShutdown: raft, as the node configures it,
+// answers every Apply and Barrier future made around its shutdown. With
+// BatchApplyCh, futures queued in its buffered channel as it shut down
+// were never answered, and the completer or watchLeadership waiting on
+// one kept Close from returning (found in review).
+func TestRaftAnswersFuturesAtShutdown(t *testing.T) {
+	n, _ := singleNode(t)
+	if err := n.raft.Shutdown().Error(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		f := n.raft.Barrier(time.Second)
+		done := make(chan error, 1)
+		go func() { done <- f.Error() }()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+			t.Fatalf("barrier %d after shutdown: never answered", i)
+		}
 	}
 }

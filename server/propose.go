@@ -110,6 +110,16 @@ type group struct {
 // would be larger than the raft log stores: handed to raft, the log store
 // would fail to store it and the leader would step down (issue 32).
 func (n *Node) propose(w *connWrites, c *fsm.Command) (*proposal, error) {
+	return n.proposeOrNot(w, c, true)
+}
+
+// errWouldWait is proposeOrNot's answer when the batcher's queue is full
+// and the caller may not wait (the event loop).
+var errWouldWait = errors.New("the batcher's queue is full")
+
+// proposeOrNot is propose; with wait false, a full queue returns
+// errWouldWait and leaves w as it was.
+func (n *Node) proposeOrNot(w *connWrites, c *fsm.Command, wait bool) (*proposal, error) {
 	start := len(w.enc)
 	w.enc = c.AppendEncode(w.enc)
 	data := w.enc[start:len(w.enc):len(w.enc)]
@@ -126,6 +136,19 @@ func (n *Node) propose(w *connWrites, c *fsm.Command) (*proposal, error) {
 	w.used++
 	*p = proposal{data: data, w: w}
 	w.outstanding.Add(1)
+	if !wait {
+		select {
+		case n.proposals <- p:
+			return p, nil
+		default:
+			// Undone before anyone saw it: the completer counts only
+			// proposals the batcher took.
+			w.outstanding.Add(-1)
+			w.used--
+			w.enc = w.enc[:start]
+			return nil, errWouldWait
+		}
+	}
 	select {
 	case n.proposals <- p:
 		return p, nil

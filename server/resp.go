@@ -197,7 +197,7 @@ func (n *Node) runCommand(c *respConn, b *burst, args [][]byte, start time.Time)
 	}
 	switch spec.kind {
 	case kindWrite:
-		if err := n.proposeWrite(c, b, spec, m, args, start); err != nil {
+		if err := n.proposeWrite(c, b, spec, m, args, start, true); err != nil {
 			n.flushWrites(c, b)
 			c.WriteError(err.Error())
 			return done()
@@ -223,12 +223,13 @@ func (n *Node) runCommand(c *respConn, b *burst, args [][]byte, start time.Time)
 // proposeWrite builds a write command and hands it to the batcher, its
 // reply owed in b; or returns the error the client gets instead (a bad
 // argument, an entry too large), which is written after the replies of the
-// writes before it.
-func (n *Node) proposeWrite(c *respConn, b *burst, spec *command, m *cmdMetric, args [][]byte, start time.Time) error {
+// writes before it. With wait false it returns errWouldWait, having done
+// nothing, when the batcher's queue is full.
+func (n *Node) proposeWrite(c *respConn, b *burst, spec *command, m *cmdMetric, args [][]byte, start time.Time, wait bool) error {
 	cmd, reply, err := spec.write(n, args)
 	var p *proposal
 	if err == nil {
-		p, err = n.propose(c.writes, cmd)
+		p, err = n.proposeOrNot(c.writes, cmd, wait)
 	}
 	if err != nil {
 		return err

@@ -67,18 +67,33 @@ func (n *Node) serveRESP(ln net.Listener) {
 			continue
 		}
 		c := &respConn{nc: nc, rd: newRespReader(n.cfg.MaxBulk, n.cfg.MaxCommand), state: connState{stale: n.cfg.StaleReads}, writes: newConnWrites()}
-		s := &n.respSrv
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
+		if !n.respSrv.add(c) {
 			nc.Close()
 			return
 		}
-		s.conns[c] = struct{}{}
-		s.mu.Unlock()
 		n.clients.Add(1)
 		go n.serveConn(c)
 	}
+}
+
+// add tracks c, whose nc is open, until done; false once closeConns ran.
+func (s *respServer) add(c *respConn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+// done closes c's connection and counts the client out.
+func (s *respServer) done(c *respConn, n *Node) {
+	c.nc.Close()
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	n.clients.Add(-1)
 }
 
 // closeConns closes every open connection and refuses new ones.
@@ -94,14 +109,7 @@ func (s *respServer) closeConns() {
 // serveConn runs one connection until the client leaves, sends a
 // malformed request or QUITs, or the node closes.
 func (n *Node) serveConn(c *respConn) {
-	defer func() {
-		c.nc.Close()
-		s := &n.respSrv
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-		n.clients.Add(-1)
-	}()
+	defer n.respSrv.done(c, n)
 	var b burst
 	n.serveStream(c, &b, time.Now())
 }

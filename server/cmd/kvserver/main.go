@@ -44,6 +44,7 @@ func main() {
 	flag.StringVar(&cfg.Join, "join", "", "client address of a running cluster member to join (new nodes only)")
 	flag.BoolVar(&cfg.StaleReads, "stale-reads", false, "serve reads from this node's state without a leader check (per connection: READONLY)")
 	flag.IntVar(&cfg.MaxBulk, "max-bulk", 16<<20, "longest bulk string a client may send, in bytes")
+	flag.BoolVar(&cfg.ConnGoroutines, "conn-goroutines", false, "serve each client connection on a goroutine of its own instead of from the event loop")
 	flag.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address at /metrics, e.g. 127.0.0.1:9121 (default: off)")
 	flag.StringVar(&pprofAddr, "pprof-addr", "", "serve Go's net/http/pprof profiles on this address, e.g. 127.0.0.1:6060 (default: off)")
 	flag.StringVar(&cfg.LogLevel, "log-level", "warn", "raft's log level: trace, debug, info, warn, error")
