@@ -105,7 +105,7 @@ type loopConn struct {
 	open      bool        // between OnOpen and OnClose; loop-owned
 	draining  bool        // in loopServer.draining; loop-owned
 	unsent    []byte      // replies the socket has not taken: unsent[sent:]; loop-owned
-	sent      int
+	sent      int         // bytes of unsent already written
 	broken    bool // a write failed: the connection is to close; loop-owned
 	demote    bool // past inLimit: OnClose detaches it; loop-owned
 	stopped   bool // commands stopped for unsent replies; loop-owned
