@@ -106,9 +106,9 @@ type loopConn struct {
 	draining  bool        // in loopServer.draining; loop-owned
 	unsent    []byte      // replies the socket has not taken: unsent[sent:]; loop-owned
 	sent      int         // bytes of unsent already written
-	broken    bool // a write failed: the connection is to close; loop-owned
-	demote    bool // past inLimit: OnClose detaches it; loop-owned
-	stopped   bool // commands stopped for unsent replies; loop-owned
+	broken    bool        // a write failed: the connection is to close; loop-owned
+	demote    bool        // past inLimit: OnClose detaches it; loop-owned
+	stopped   bool        // commands stopped for unsent replies; loop-owned
 
 	// mu orders the end of an offload against OnClose detaching the
 	// connection (detach): whichever comes second serves it detached.
