@@ -74,7 +74,8 @@ type connWrites struct {
 	// an event loop connection (eventloop.go). Set before the first write.
 	notify func()
 
-	// Owned by the connection's goroutine.
+	// Owned by whoever serves the connection (its goroutine, or the event
+	// loop and its offloads in turn).
 	slab []proposal // proposals not yet handed out are slab[used:]
 	used int
 	enc  []byte // the encodings of the proposals handed out

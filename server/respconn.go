@@ -9,7 +9,9 @@ import (
 	"time"
 )
 
-// The RESP server: one goroutine per client connection reads what the
+// The goroutine server (Config.ConnGoroutines, and the connections the
+// event loop detaches; eventloop.go serves the rest): one goroutine per
+// client connection reads what the
 // client sent, runs every complete command in it (a pipelined burst),
 // appends the replies to one buffer and writes it with one system call,
 // then reads again. Nothing is allocated per command on the way in or
