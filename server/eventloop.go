@@ -158,6 +158,14 @@ func (s *loopServer) enroll(nc net.Conn) error {
 	return err
 }
 
+// counts are the loop's counters for metrics (zero without a loop).
+func (s *loopServer) counts() (offloads, detaches, pauses int64) {
+	if s == nil {
+		return 0, 0, 0
+	}
+	return s.offloads.Load(), s.detaches.Load(), s.pauses.Load()
+}
+
 // stop closes every connection of the loop and stops it; once.
 func (s *loopServer) stop() {
 	s.stopOnce.Do(func() {

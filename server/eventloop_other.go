@@ -17,3 +17,5 @@ func (n *Node) startLoop() error { return nil }
 func (s *loopServer) enroll(net.Conn) error { return errors.New("bloomkv/server: no event loop") }
 
 func (s *loopServer) stop() {}
+
+func (s *loopServer) counts() (offloads, detaches, pauses int64) { return 0, 0, 0 }

@@ -179,6 +179,9 @@ var (
 	descCachedS     = desc("bloomkv_string_cache_strings", "String values held in memory for GET.")
 	descCachedSB    = desc("bloomkv_string_cache_bytes", "Bytes of those strings, with their keys and a per-entry overhead.")
 	descClients     = desc("bloomkv_clients", "Open client connections.")
+	descOffloads    = desc("bloomkv_loop_offloads_total", "Commands the event loop ran on a goroutine because they wait (a read round, earlier writes, a slow command).")
+	descDetaches    = desc("bloomkv_loop_detaches_total", "Connections the event loop handed to a goroutine of their own (past 16 MiB unrun, or owing replies at the end of their stream).")
+	descPauses      = desc("bloomkv_loop_pauses_total", "Times a connection's commands stopped because 8 MiB of its replies waited unread.")
 
 	// The engine's Metrics, for the state database (db="state") and the
 	// raft log's (db="raftlog").
@@ -207,7 +210,8 @@ var (
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRaftState, descTerm, descLastIndex, descCommitIndex, descRaftApplied,
 		descApplyLag, descVoters, descLeader, descEntries, descEntryCmds, descEntryBytes, descEntryErrs, descReadRounds, descSoleReads,
-		descFSMApplied, descSnapshots, descRestores, descRestSkipped, descCachedF, descCachedB, descCachedS, descCachedSB, descClients} {
+		descFSMApplied, descSnapshots, descRestores, descRestSkipped, descCachedF, descCachedB, descCachedS, descCachedSB, descClients,
+		descOffloads, descDetaches, descPauses} {
 		ch <- d
 	}
 	for _, e := range engineCounters {
@@ -264,6 +268,10 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descReadRounds, float64(m.readRounds.Load()))
 	counter(descSoleReads, float64(m.soleVoterReads.Load()))
 	gauge(descClients, float64(n.clients.Load()))
+	offloads, detaches, pauses := n.loop.counts()
+	counter(descOffloads, float64(offloads))
+	counter(descDetaches, float64(detaches))
+	counter(descPauses, float64(pauses))
 
 	fm := n.fsm.Metrics()
 	gauge(descFSMApplied, float64(fm.Applied))

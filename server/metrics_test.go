@@ -117,6 +117,9 @@ func TestMetricsEndpoint(t *testing.T) {
 		{`bloomkv_command_duration_seconds_bucket{command="get",le="+Inf"}`, eq(4), "4"},
 		{`bloomkv_command_duration_seconds_sum{command="set"}`, positive, "> 0"},
 		{`bloomkv_clients`, atLeast(1), ">= 1"},
+		{`bloomkv_loop_offloads_total`, atLeast(1), ">= 1 (RAFT.SNAPSHOT runs on a goroutine)"},
+		{`bloomkv_loop_detaches_total`, eq(0), "0"},
+		{`bloomkv_loop_pauses_total`, eq(0), "0"},
 		{`bloomkv_string_cache_strings`, eq(6), "6 (the five SETs, written through, and the key a GET found absent)"},
 	} {
 		v, ok := s[tc.series]
