@@ -71,6 +71,10 @@ const (
 	loopInDefault = 16 << 20 // bytes not taken before a connection goes to a goroutine
 	loopTickIdle  = 10 * time.Millisecond
 	loopTickBusy  = time.Millisecond // while some connection has unsent replies
+
+	// loopBackoffMax is the longest a connection whose client reads none of
+	// its replies waits between the ticker's wake-ups.
+	loopBackoffMax = 64 * time.Millisecond
 )
 
 // loopServer is the event loop and the connections it serves.
@@ -101,14 +105,16 @@ type loopConn struct {
 	b     burst
 	start time.Time // the end of the last command (runCommand)
 
-	offloaded atomic.Bool // a goroutine owns c and b (see the invariants)
-	open      bool        // between OnOpen and OnClose; loop-owned
-	draining  bool        // in loopServer.draining; loop-owned
-	unsent    []byte      // replies the socket has not taken: unsent[sent:]; loop-owned
-	sent      int         // bytes of unsent already written
-	broken    bool        // a write failed: the connection is to close; loop-owned
-	demote    bool        // past inLimit: OnClose detaches it; loop-owned
-	stopped   bool        // commands stopped for unsent replies; loop-owned
+	offloaded atomic.Bool   // a goroutine owns c and b (see the invariants)
+	open      bool          // between OnOpen and OnClose; loop-owned
+	draining  bool          // in loopServer.draining; loop-owned
+	unsent    []byte        // replies the socket has not taken: unsent[sent:]; loop-owned
+	sent      int           // bytes of unsent already written
+	broken    bool          // a write failed: the connection is to close; loop-owned
+	demote    bool          // past inLimit: OnClose detaches it; loop-owned
+	stopped   bool          // commands stopped for unsent replies; loop-owned
+	backoff   time.Duration // between wake-ups while the socket takes nothing; loop-owned
+	wakeAt    atomic.Int64  // UnixNano before which the ticker leaves it be
 
 	// mu orders the end of an offload against OnClose detaching the
 	// connection (detach): whichever comes second serves it detached.
@@ -209,10 +215,13 @@ func (h *loopHandler) OnTraffic(gc gnet.Conn) gnet.Action {
 // runs beside the loop, not in it: Wake is safe from any goroutine).
 func (h *loopHandler) OnTick() (time.Duration, gnet.Action) {
 	s := h.s
+	now := time.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for lc := range s.draining {
-		_ = lc.gc.Wake(nil)
+		if now >= lc.wakeAt.Load() {
+			_ = lc.gc.Wake(nil)
+		}
 	}
 	if len(s.draining) > 0 {
 		return loopTickBusy, gnet.None
@@ -302,6 +311,10 @@ func (s *loopServer) serveDetached(lc *loopConn) {
 		c.flush()
 		return
 	}
+	// The burst's leader check covered the commands before it; the tail
+	// holds bytes read after it, perhaps after the node stopped leading,
+	// and the goroutine server checks anew for every read of the stream.
+	lc.b.checked = false
 	n.serveStream(c, &lc.b, lc.start)
 }
 
@@ -318,7 +331,11 @@ func (s *loopServer) serve(lc *loopConn) gnet.Action {
 			if !s.flush(lc) || lc.unsentLen() == 0 {
 				return gnet.Close
 			}
-			return gnet.None // the ticker wakes it to write the rest
+			// The ticker wakes it to write the rest. Nothing after QUIT or
+			// a protocol error runs: what the client sends is dropped, not
+			// held.
+			_, _ = lc.gc.Discard(-1)
+			return gnet.None
 		}
 		if lc.unsentLen() > loopOutLimit {
 			if !lc.stopped {
@@ -418,6 +435,18 @@ func (s *loopServer) flush(lc *loopConn) bool {
 		data = lc.unsent[lc.sent:]
 	}
 	written, err := writeSome(lc.gc.Fd(), data)
+	switch {
+	case len(data) == 0:
+	case written == 0:
+		// The client reads nothing: wake it half as often, down to
+		// loopBackoffMax, rather than every tick (a thousand stalled
+		// clients would otherwise cost the loop a core).
+		lc.backoff = min(max(2*lc.backoff, loopTickBusy), loopBackoffMax)
+		lc.wakeAt.Store(time.Now().Add(lc.backoff).UnixNano())
+	case lc.backoff != 0:
+		lc.backoff = 0
+		lc.wakeAt.Store(0)
+	}
 	switch {
 	case err != nil:
 		lc.broken = true

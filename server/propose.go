@@ -107,20 +107,15 @@ type group struct {
 	start time.Time
 }
 
-// propose queues a write for the batcher, or refuses it when its log entry
-// would be larger than the raft log stores: handed to raft, the log store
-// would fail to store it and the leader would step down (issue 32).
-func (n *Node) propose(w *connWrites, c *fsm.Command) (*proposal, error) {
-	return n.proposeOrNot(w, c, true)
-}
-
-// errWouldWait is proposeOrNot's answer when the batcher's queue is full
-// and the caller may not wait (the event loop).
+// errWouldWait is propose's answer when the batcher's queue is full and
+// the caller may not wait (the event loop).
 var errWouldWait = errors.New("the batcher's queue is full")
 
-// proposeOrNot is propose; with wait false, a full queue returns
-// errWouldWait and leaves w as it was.
-func (n *Node) proposeOrNot(w *connWrites, c *fsm.Command, wait bool) (*proposal, error) {
+// propose queues a write for the batcher, or refuses it when its log entry
+// would be larger than the raft log stores: handed to raft, the log store
+// would fail to store it and the leader would step down (issue 32). With
+// wait false, a full queue returns errWouldWait and leaves w as it was.
+func (n *Node) propose(w *connWrites, c *fsm.Command, wait bool) (*proposal, error) {
 	start := len(w.enc)
 	w.enc = c.AppendEncode(w.enc)
 	data := w.enc[start:len(w.enc):len(w.enc)]

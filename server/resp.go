@@ -229,7 +229,7 @@ func (n *Node) proposeWrite(c *respConn, b *burst, spec *command, m *cmdMetric, 
 	cmd, reply, err := spec.write(n, args)
 	var p *proposal
 	if err == nil {
-		p, err = n.proposeOrNot(c.writes, cmd, wait)
+		p, err = n.propose(c.writes, cmd, wait)
 	}
 	if err != nil {
 		return err
