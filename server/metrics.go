@@ -28,7 +28,6 @@ type nodeMetrics struct {
 	groups, groupCmds, groupBytes, groupErrs atomic.Uint64
 	readRounds                               atomic.Uint64
 	soleVoterReads                           atomic.Uint64 // read checks of a one-voter leader, no round (propose.go)
-	earlyReplies                             atomic.Uint64 // plain SETs answered once durable (early.go)
 
 	reg       *prometheus.Registry
 	commit    prometheus.Histogram // a write entry: handed to raft until committed and applied here
@@ -182,7 +181,6 @@ var (
 	descClients     = desc("bloomkv_clients", "Open client connections.")
 	descOffloads    = desc("bloomkv_loop_offloads_total", "Commands the event loop ran on a goroutine because they wait (a read round, earlier writes, a slow command).")
 	descDetaches    = desc("bloomkv_loop_detaches_total", "Connections the event loop handed to a goroutine of their own (past 16 MiB unrun, or owing replies at the end of their stream).")
-	descEarly       = desc("bloomkv_raft_early_replies_total", "Plain SETs answered once their entry was on disk, before it was applied (only voter).")
 	descPauses      = desc("bloomkv_loop_pauses_total", "Times a connection's commands stopped because 8 MiB of its replies waited unread.")
 
 	// The engine's Metrics, for the state database (db="state") and the
@@ -213,7 +211,7 @@ func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRaftState, descTerm, descLastIndex, descCommitIndex, descRaftApplied,
 		descApplyLag, descVoters, descLeader, descEntries, descEntryCmds, descEntryBytes, descEntryErrs, descReadRounds, descSoleReads,
 		descFSMApplied, descSnapshots, descRestores, descRestSkipped, descCachedF, descCachedB, descCachedS, descCachedSB, descClients,
-		descOffloads, descDetaches, descPauses, descEarly} {
+		descOffloads, descDetaches, descPauses} {
 		ch <- d
 	}
 	for _, e := range engineCounters {
@@ -269,7 +267,6 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descEntryErrs, float64(m.groupErrs.Load()))
 	counter(descReadRounds, float64(m.readRounds.Load()))
 	counter(descSoleReads, float64(m.soleVoterReads.Load()))
-	counter(descEarly, float64(m.earlyReplies.Load()))
 	gauge(descClients, float64(n.clients.Load()))
 	offloads, detaches, pauses := n.loop.counts()
 	counter(descOffloads, float64(offloads))

@@ -110,11 +110,6 @@ type Node struct {
 	readyAt atomic.Uint64
 	clients atomic.Int64
 
-	// Replies once durable (early.go): the write group raft has, and the
-	// highest log index answered before it was applied.
-	inFlightGroup atomic.Pointer[group]
-	durableIndex  atomic.Uint64
-
 	// Whether this node is the only voter, asked of raft once per term and
 	// membership change (propose.go, voterCheck). cfgGen is odd while
 	// changeMembership runs, which holds cfgMu (one change at a time), and
@@ -277,7 +272,7 @@ func Start(c Config) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("bloomkv/server: %w", err)
 	}
-	n.raft, err = raft.NewRaft(rc, timedFSM{n.fsm, n.metrics.apply}, durableStore{n.logs, n}, n.logs, snaps, n.trans)
+	n.raft, err = raft.NewRaft(rc, timedFSM{n.fsm, n.metrics.apply}, n.logs, n.logs, snaps, n.trans)
 	if err != nil {
 		return nil, fmt.Errorf("bloomkv/server: %w", err)
 	}

@@ -54,11 +54,10 @@ const (
 
 // proposal is one client write on its way through the batcher.
 type proposal struct {
-	data  []byte      // the command's encoding
-	w     *connWrites // the connection's tracker; the completer counts p done there
-	res   *fsm.Result // set before p is counted done
-	err   error       // the error to give the client, likewise
-	early bool        // a plain SET, answerable once durable (early.go)
+	data []byte      // the command's encoding
+	w    *connWrites // the connection's tracker; the completer counts p done there
+	res  *fsm.Result // set before p is counted done
+	err  error       // the error to give the client, likewise
 }
 
 // connWrites tracks a connection's writes in the batcher. The completer
@@ -106,9 +105,6 @@ type group struct {
 	props []*proposal
 	f     raft.ApplyFuture
 	start time.Time
-	data  []byte // the entry handed to raft, found again by its bytes in StoreLogs
-	early int    // how many props are early (plain SETs)
-	acked []bool // props answered once durable (early.go); the completer skips them
 }
 
 // errWouldWait is propose's answer when the batcher's queue is full and
@@ -134,7 +130,7 @@ func (n *Node) propose(w *connWrites, c *fsm.Command, wait bool) (*proposal, err
 	}
 	p := &w.slab[w.used]
 	w.used++
-	*p = proposal{data: data, w: w, early: c.Op == fsm.OpPut && c.Flags == 0}
+	*p = proposal{data: data, w: w}
 	w.outstanding.Add(1)
 	if !wait {
 		select {
@@ -238,14 +234,7 @@ func (n *Node) runBatcher() {
 			}
 			data = fsm.EncodeMulti(encs)
 		}
-		for _, p := range g.props {
-			if p.early {
-				g.early++
-			}
-		}
-		g.data = data
 		g.start = time.Now()
-		n.inFlightGroup.Store(g) // before raft can store it (early.go)
 		g.f = n.raft.Apply(data, n.cfg.ApplyTimeout)
 		n.metrics.groupSubmitted(len(g.props), len(data))
 		select {
@@ -268,15 +257,11 @@ func (n *Node) runCompleter() {
 			return
 		}
 		err := g.f.Error()
-		n.inFlightGroup.CompareAndSwap(g, nil)
 		n.metrics.groupDone(time.Since(g.start), err)
 		<-n.inFlight
 		if err != nil {
 			err = n.applyErr(err)
-			for i, p := range g.props {
-				if g.acked != nil && g.acked[i] {
-					continue // answered once durable: committed all the same
-				}
+			for _, p := range g.props {
 				p.err = err
 				p.w.done()
 			}
@@ -284,9 +269,6 @@ func (n *Node) runCompleter() {
 		}
 		r, _ := g.f.Response().(*fsm.Result)
 		for i, p := range g.props {
-			if g.acked != nil && g.acked[i] {
-				continue // answered once durable; its connection may reuse p
-			}
 			switch {
 			case r == nil:
 				p.err = errors.New("ERR internal: no result")
@@ -383,10 +365,7 @@ func (n *Node) confirmLeadership() (index, at uint64, err error) {
 	if at == 0 || n.raft.State() != raft.Leader {
 		return 0, 0, n.errNotLeader()
 	}
-	// durableIndex: writes answered once durable while this node was the
-	// only voter (early.go) are committed even before raft's commit index
-	// shows them.
-	index = max(n.raft.CommitIndex(), n.durableIndex.Load())
+	index = n.raft.CommitIndex()
 	if err := n.raft.VerifyLeader().Error(); err != nil {
 		return 0, 0, n.errNotLeader()
 	}
@@ -420,7 +399,7 @@ func (n *Node) confirmLeadership() (index, at uint64, err error) {
 // asks raft once per term and membership change (voterCheck).
 func (n *Node) soleVoterRead() (*readRound, bool) {
 	at := n.readyAt.Load()
-	index := max(n.raft.CommitIndex(), n.durableIndex.Load()) // early.go
+	index := n.raft.CommitIndex()
 	if !n.soleVoterNow() {
 		return nil, false
 	}
