@@ -41,6 +41,23 @@ type cluster struct {
 }
 
 func newCluster(t testing.TB, n int, tweak func(*Config)) *cluster {
+	t.Helper()
+	// A port freeAddrs found free can be taken before a node binds it (by
+	// another test's outgoing connection, which draws from the same
+	// ephemeral range): then the whole cluster starts again on new ports.
+	for attempt := 1; ; attempt++ {
+		cl, err := tryCluster(t, n, tweak)
+		if err == nil {
+			return cl
+		}
+		if !strings.Contains(err.Error(), "address already in use") || attempt == 5 {
+			t.Fatal(err)
+		}
+		t.Logf("cluster start, attempt %d: %v; again on other ports", attempt, err)
+	}
+}
+
+func tryCluster(t testing.TB, n int, tweak func(*Config)) (*cluster, error) {
 	cl := &cluster{t: t}
 	raftAddrs := freeAddrs(t, n)
 	var peers []Peer
@@ -54,10 +71,18 @@ func newCluster(t testing.TB, n int, tweak func(*Config)) *cluster {
 		if tweak != nil {
 			tweak(&cfg)
 		}
+		node, err := Start(cfg)
+		if err != nil {
+			for _, started := range cl.nodes {
+				started.Close()
+			}
+			return nil, err
+		}
+		t.Cleanup(func() { node.Close() })
 		cl.cfgs = append(cl.cfgs, cfg)
-		cl.nodes = append(cl.nodes, startNode(t, cfg))
+		cl.nodes = append(cl.nodes, node)
 	}
-	return cl
+	return cl, nil
 }
 
 // leader waits for a leader among the running nodes, ready for reads.

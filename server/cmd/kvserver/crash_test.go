@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -17,20 +18,47 @@ import (
 // four clients pipeline SETs through the event loop and group commit;
 // after a restart every SET that was answered OK is there with its value.
 func TestKillKeepsAcknowledgedSets(t *testing.T) {
-	dir := t.TempDir()
-	addr, raftAddr := freePort(t), freePort(t)
-	args := []string{"-dir", dir, "-addr", addr, "-raft", raftAddr, "-log-level", "error"}
-	node := startQuiet(t, args...)
 	ctx := context.Background()
-	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1,
-		ReadTimeout: 20 * time.Second, WriteTimeout: 20 * time.Second})
-	defer c.Close()
-	deadline := time.Now().Add(20 * time.Second)
-	for c.Set(ctx, "probe", "1", 0).Err() != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the node did not take a write in 20 s")
+	var (
+		args   []string
+		addr   string
+		node   *exec.Cmd
+		c      *redis.Client
+		exited chan struct{} // closed once node has exited and been reaped
+	)
+	// A port freePort found free can be taken before kvserver binds it
+	// (other tests' connections draw from the same range): then the node
+	// exits at once, and the test starts it again on other ports.
+	for attempt := 1; ; attempt++ {
+		dir := t.TempDir()
+		addr = freePort(t)
+		args = []string{"-dir", dir, "-addr", addr, "-raft", freePort(t), "-log-level", "error"}
+		node = startQuiet(t, args...)
+		exited = make(chan struct{})
+		go func(node *exec.Cmd, exited chan struct{}) { node.Wait(); close(exited) }(node, exited)
+		c = redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1,
+			ReadTimeout: 20 * time.Second, WriteTimeout: 20 * time.Second})
+		defer c.Close()
+		up := false
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if c.Set(ctx, "probe", "1", 0).Err() == nil {
+				up = true
+				break
+			}
+			select {
+			case <-exited:
+				deadline = time.Now() // it died: a port was taken
+			default:
+			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		if up {
+			break
+		}
+		if attempt == 3 {
+			t.Fatal("the node did not take a write in 20 s, three times")
+		}
+		node.Process.Kill()
+		<-exited
 	}
 
 	// Four clients pipeline SETs of their own keys and count the OKs they
@@ -66,8 +94,8 @@ func TestKillKeepsAcknowledgedSets(t *testing.T) {
 		}()
 	}
 	time.Sleep(400 * time.Millisecond)
-	node.Process.Kill()
-	node.Wait()
+	node.Process.Kill() // SIGKILL
+	<-exited
 	for range clients {
 		<-done
 	}
@@ -80,7 +108,7 @@ func TestKillKeepsAcknowledgedSets(t *testing.T) {
 	}
 
 	startQuiet(t, args...)
-	deadline = time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for c.Get(ctx, "probe").Err() != nil {
 		if time.Now().After(deadline) {
 			t.Fatal("the restarted node did not answer a read in 30 s")
