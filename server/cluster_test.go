@@ -3,32 +3,28 @@ package server
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/bloomkv/bloomkv/server/internal/freeport"
 	"github.com/redis/go-redis/v9"
 )
 
-// freeAddrs returns n loopback addresses with ports free a moment ago. A
-// restarted node must come back on the raft address the cluster knows it
-// by, so the cluster tests cannot let the kernel pick at each start.
+// freeAddrs returns n loopback addresses with ports free a moment ago,
+// below the ephemeral range (internal/freeport). A restarted node must
+// come back on the raft address the cluster knows it by, so the cluster
+// tests cannot let the kernel pick at each start.
 func freeAddrs(t testing.TB, n int) []string {
 	var addrs []string
-	var lns []net.Listener
 	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		a, err := freeport.Addr()
 		if err != nil {
 			t.Fatal(err)
 		}
-		lns = append(lns, ln)
-		addrs = append(addrs, ln.Addr().String())
-	}
-	for _, ln := range lns {
-		ln.Close()
+		addrs = append(addrs, a)
 	}
 	return addrs
 }
@@ -42,9 +38,10 @@ type cluster struct {
 
 func newCluster(t testing.TB, n int, tweak func(*Config)) *cluster {
 	t.Helper()
-	// A port freeAddrs found free can be taken before a node binds it (by
-	// another test's outgoing connection, which draws from the same
-	// ephemeral range): then the whole cluster starts again on new ports.
+	// A port freeAddrs found free can still be taken before a node binds
+	// it (by another test that picked it too, or, where freeport falls
+	// back to the ephemeral range, by an outgoing connection): then the
+	// whole cluster starts again on new ports.
 	for attempt := 1; ; attempt++ {
 		cl, err := tryCluster(t, n, tweak)
 		if err == nil {

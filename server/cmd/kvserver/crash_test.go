@@ -26,9 +26,9 @@ func TestKillKeepsAcknowledgedSets(t *testing.T) {
 		c      *redis.Client
 		exited chan struct{} // closed once node has exited and been reaped
 	)
-	// A port freePort found free can be taken before kvserver binds it
-	// (other tests' connections draw from the same range): then the node
-	// exits at once, and the test starts it again on other ports.
+	// A port freePort found free can still be taken before kvserver binds
+	// it (freeport.Addr): then the node exits at once, and the test starts
+	// it again on other ports.
 	for attempt := 1; ; attempt++ {
 		dir := t.TempDir()
 		addr = freePort(t)

@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/bloomkv/bloomkv/server/internal/freeport"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -25,13 +25,14 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// freePort is a loopback address free a moment ago, below the ephemeral
+// range (internal/freeport).
 func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freeport.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return a
 }
 
 func start(t *testing.T, args ...string) *exec.Cmd {
