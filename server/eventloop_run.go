@@ -20,7 +20,7 @@ func (n *Node) runCommandNow(lc *loopConn, args [][]byte) bool {
 	spec := lookupCommand(args[0], &lower)
 	waits := len(b.pending) > 0 && c.writes.outstanding.Load() != 0
 	switch {
-	case spec == nil || (spec.arity > 0 && len(args) != spec.arity) || (spec.arity < 0 && len(args) < -spec.arity):
+	case spec == nil || !spec.arityOK(len(args)):
 		if waits {
 			return false
 		}
@@ -64,7 +64,7 @@ func (n *Node) runCommandNow(lc *loopConn, args [][]byte) bool {
 			return false
 		}
 	}
-	lc.start = n.runCommand(c, b, args, lc.start)
+	lc.start = n.runSpec(c, b, spec, args, lc.start)
 	return true
 }
 

@@ -469,16 +469,7 @@ func TestLoopPausesSlowReader(t *testing.T) {
 		t.Fatalf("another client's GET: %d bytes, %v", len(v), err)
 	}
 	r := bufio.NewReaderSize(c, 1<<16)
-	want := "$1048576\r\n" + big + "\r\n"
-	for i := range gets {
-		got, err := loopReadReply(r)
-		if err != nil {
-			t.Fatalf("reply %d: %v", i, err)
-		}
-		if string(got) != want {
-			t.Fatalf("reply %d: %d bytes, not the value", i, len(got))
-		}
-	}
+	readValues(t, r, gets, big)
 	if _, err := io.WriteString(c, "PING\r\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -557,13 +548,7 @@ func TestLoopHoldsBackFastSender(t *testing.T) {
 		t.Fatalf("another client's GET: %d bytes, %v", len(v), err)
 	}
 	r := bufio.NewReaderSize(c, 1<<16)
-	want := "$1048576\r\n" + big + "\r\n"
-	for i := range gets {
-		got, err := loopReadReply(r)
-		if err != nil || string(got) != want {
-			t.Fatalf("GET reply %d: %d bytes, %v", i, len(got), err)
-		}
-	}
+	readValues(t, r, gets, big)
 	for i := range pings {
 		line, err := r.ReadSlice('\n')
 		if err != nil || string(line) != "+PONG\r\n" {
@@ -1067,7 +1052,8 @@ func TestLoopQuitDropsLaterInput(t *testing.T) {
 // tick (found in review: 40 such clients cost the loop 0.1 core).
 func TestLoopBacksOffNonReader(t *testing.T) {
 	n, cl := singleNode(t)
-	if err := cl.Set(ctx, "big", bigValue(), 0).Err(); err != nil {
+	big := bigValue()
+	if err := cl.Set(ctx, "big", big, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	c := smallRcvConn(t, n.Addr())
@@ -1085,10 +1071,18 @@ func TestLoopBacksOffNonReader(t *testing.T) {
 		return false
 	})
 	// Reading resumes the replies at once, whole.
-	r := bufio.NewReaderSize(c, 1<<16)
-	for i := range 6 {
-		if got, err := loopReadReply(r); err != nil || len(got) != len("$1048576\r\n")+1<<20+2 {
-			t.Fatalf("reply %d: %d bytes, %v", i, len(got), err)
+	readValues(t, bufio.NewReaderSize(c, 1<<16), 6, big)
+}
+
+// readValues reads n replies from r and requires each to be the bulk
+// string big.
+func readValues(t *testing.T, r *bufio.Reader, n int, big string) {
+	t.Helper()
+	want := fmt.Sprintf("$%d\r\n%s\r\n", len(big), big)
+	for i := range n {
+		got, err := loopReadReply(r)
+		if err != nil || string(got) != want {
+			t.Fatalf("reply %d: %d bytes, %v; want the %d-byte value", i, len(got), err, len(big))
 		}
 	}
 }

@@ -173,7 +173,11 @@ func (n *Node) flushWrites(c *respConn, b *burst) {
 // reply is written (flushWrites).
 func (n *Node) runCommand(c *respConn, b *burst, args [][]byte, start time.Time) time.Time {
 	var lower [24]byte
-	spec := lookupCommand(args[0], &lower)
+	return n.runSpec(c, b, lookupCommand(args[0], &lower), args, start)
+}
+
+// runSpec is runCommand for a command already looked up (nil: unknown).
+func (n *Node) runSpec(c *respConn, b *burst, spec *command, args [][]byte, start time.Time) time.Time {
 	var m *cmdMetric
 	if spec != nil {
 		m = n.metrics.cmdList[spec.idx]
@@ -190,7 +194,7 @@ func (n *Node) runCommand(c *respConn, b *burst, args [][]byte, start time.Time)
 		c.WriteError(unknownCommand(args))
 		return done()
 	}
-	if (spec.arity > 0 && len(args) != spec.arity) || (spec.arity < 0 && len(args) < -spec.arity) {
+	if !spec.arityOK(len(args)) {
 		n.flushWrites(c, b)
 		c.WriteError(fmt.Sprintf("ERR wrong number of arguments for '%s' command", spec.name))
 		return done()
@@ -237,6 +241,18 @@ func (n *Node) proposeWrite(c *respConn, b *burst, spec *command, m *cmdMetric, 
 	b.pending = append(b.pending, pendingWrite{p: p, reply: reply, m: m, start: start})
 	b.checked = false
 	return nil
+}
+
+// arityOK reports whether a call of args arguments (the name included)
+// fits the command's arity.
+func (spec *command) arityOK(args int) bool {
+	switch {
+	case spec.arity > 0:
+		return args == spec.arity
+	case spec.arity < 0:
+		return args >= -spec.arity
+	}
+	return true
 }
 
 // lookupCommand finds a command by its name in any case. Names of the

@@ -13,9 +13,10 @@ import (
 // event loop detaches; eventloop.go serves the rest): one goroutine per
 // client connection reads what the client sent, runs every complete
 // command in it (a pipelined burst), appends the replies to one buffer
-// and writes it with one system call, then reads again. Nothing is allocated per command on the way in or
-// out (issue 29; redcon, the library before, copied each command, built
-// an argument slice for it and grew its reply buffer per burst).
+// and writes it with one system call, then reads again. Nothing is
+// allocated per command on the way in or out (issue 29; redcon, the
+// library before, copied each command, built an argument slice for it
+// and grew its reply buffer per burst).
 
 // respConn is one client connection. Its fields belong to the
 // connection's goroutine, except nc, which Close (Node.Close) may close
