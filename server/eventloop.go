@@ -289,6 +289,10 @@ func (s *loopServer) serve(lc *loopConn) gnet.Action {
 				if err := c.rd.fill(lc.gc); err != nil {
 					return gnet.Close
 				}
+				// A command's time starts when it is read, not when the
+				// one before it ended: the client may have been idle
+				// since (as serveStream).
+				lc.start = time.Now()
 				continue
 			}
 			if !s.flush(lc) {

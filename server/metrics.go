@@ -31,6 +31,8 @@ type nodeMetrics struct {
 
 	reg       *prometheus.Registry
 	commit    prometheus.Histogram // a write entry: handed to raft until committed and applied here
+	writeWait prometheus.Histogram // a write: read until its entry is handed to raft
+	reply     prometheus.Histogram // a write: its entry's result until its reply is written
 	apply     prometheus.Histogram // one ApplyBatch of the state machine
 	readRound prometheus.Histogram // one ReadIndex round: commit index noted, leadership confirmed
 	cmds      map[string]*cmdMetric
@@ -50,15 +52,8 @@ type cmdMetric struct {
 	dur  prometheus.Observer // set by once
 }
 
-func (m *cmdMetric) observe(start time.Time) {
-	m.once.Do(func() {
-		m.call, m.dur = m.calls.WithLabelValues(m.name), m.durs.WithLabelValues(m.name)
-	})
-	m.call.Inc()
-	m.dur.Observe(time.Since(start).Seconds())
-}
-
-// observeSpan is observe with the end time already read.
+// observeSpan counts a call of the command that began at start and
+// ended at end.
 func (m *cmdMetric) observeSpan(start, end time.Time) {
 	m.once.Do(func() {
 		m.call, m.dur = m.calls.WithLabelValues(m.name), m.durs.WithLabelValues(m.name)
@@ -77,6 +72,16 @@ func newNodeMetrics() *nodeMetrics {
 		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "bloomkv_raft_commit_seconds",
 			Help:    "Time from handing a write entry to raft until it is committed and applied on this node (leader only).",
+			Buckets: latencyBuckets,
+		}),
+		writeWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "bloomkv_write_wait_seconds",
+			Help:    "Time from reading a write command until its group's raft entry is handed to raft (leader only): mostly the wait for the entry before it to commit.",
+			Buckets: latencyBuckets,
+		}),
+		reply: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "bloomkv_write_reply_seconds",
+			Help:    "Time from a write entry's result on this node until the reply of each write in it is written to its connection (leader only).",
 			Buckets: latencyBuckets,
 		}),
 		apply: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -106,7 +111,7 @@ func newNodeMetrics() *nodeMetrics {
 		m.cmdList[c.idx] = m.cmds[name]
 	}
 	m.unknown = &cmdMetric{name: "unknown", calls: calls, durs: durs}
-	m.reg.MustRegister(m.commit, m.apply, m.readRound, calls, durs,
+	m.reg.MustRegister(m.commit, m.writeWait, m.reply, m.apply, m.readRound, calls, durs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -94,6 +95,10 @@ func TestMetricsEndpoint(t *testing.T) {
 		{`bloomkv_fsm_applied_index`, atLeast(7), ">= 7"},
 		{`bloomkv_raft_commit_seconds_count`, atLeast(6), ">= 6 (one per write entry)"},
 		{`bloomkv_raft_commit_seconds_sum`, positive, "> 0"},
+		{`bloomkv_write_wait_seconds_count`, eq(6), "6 (5 SETs and BF.ADD)"},
+		{`bloomkv_write_wait_seconds_sum`, positive, "> 0"},
+		{`bloomkv_write_reply_seconds_count`, eq(6), "6"},
+		{`bloomkv_write_reply_seconds_sum`, positive, "> 0"},
 		{`bloomkv_fsm_apply_seconds_count`, atLeast(1), ">= 1"},
 		{`bloomkv_raft_entries_proposed_total`, atLeast(6), ">= 6"},
 		{`bloomkv_raft_entry_commands_total`, atLeast(6), ">= 6"},
@@ -133,6 +138,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	for name, typ := range map[string]string{
 		"bloomkv_raft_state": "gauge", "bloomkv_raft_commit_seconds": "histogram", "bloomkv_fsm_apply_seconds": "histogram",
+		"bloomkv_write_wait_seconds": "histogram", "bloomkv_write_reply_seconds": "histogram",
 		"bloomkv_db_gets_total": "counter", "bloomkv_commands_total": "counter", "bloomkv_command_duration_seconds": "histogram",
 		"go_goroutines": "gauge",
 	} {
@@ -143,6 +149,38 @@ func TestMetricsEndpoint(t *testing.T) {
 	// Commands not yet called have no series: the page stays short.
 	if _, ok := s[`bloomkv_commands_total{command="cf.del"}`]; ok {
 		t.Error("an unused command has a series")
+	}
+	checkWriteStages(t, s, "set", "bf.add")
+}
+
+// checkWriteStages checks that the stages of a write add up to its
+// duration. A client that waits for each reply sends each write in a raft
+// entry of its own; the write's duration (read to reply written) is then
+// its wait (read to its entry handed to raft), its entry's commit (handed
+// to raft to its result) and its reply's delay (result to reply written),
+// all from the same clock readings: the durations of the writes must sum
+// to the waits, the commits and the replies. Every entry must be one of
+// these writes'.
+func checkWriteStages(t *testing.T, s map[string]float64, writes ...string) {
+	t.Helper()
+	var dur, n float64
+	for _, w := range writes {
+		dur += s[`bloomkv_command_duration_seconds_sum{command="`+w+`"}`]
+		n += s[`bloomkv_command_duration_seconds_count{command="`+w+`"}`]
+	}
+	if entries := s[`bloomkv_raft_commit_seconds_count`]; entries != n {
+		t.Fatalf("%v write entries for %v writes", entries, n)
+	}
+	for _, stage := range []string{"wait", "reply"} {
+		if c := s[`bloomkv_write_`+stage+`_seconds_count`]; c != n {
+			t.Errorf("bloomkv_write_%s_seconds_count = %v, want %v", stage, c, n)
+		}
+	}
+	wait, reply := s[`bloomkv_write_wait_seconds_sum`], s[`bloomkv_write_reply_seconds_sum`]
+	commit := s[`bloomkv_raft_commit_seconds_sum`]
+	const slack = 1e-6 // sums of the same readings, in floating point
+	if sum := wait + commit + reply; math.Abs(dur-sum) > slack {
+		t.Errorf("the writes took %v s; their waits %v + commits %v + replies %v = %v", dur, wait, commit, reply, sum)
 	}
 }
 
@@ -294,3 +332,44 @@ func eq(want float64) func(float64) bool { return func(v float64) bool { return 
 func atLeast(min float64) func(float64) bool { return func(v float64) bool { return v >= min } }
 
 func positive(v float64) bool { return v > 0 }
+
+// TestCommandDurationExcludesIdle: a command's duration runs from reading
+// it to writing its reply, not from the reply before it: a client that
+// waits between commands does not make them look slow. On the event loop
+// each command after an idle spell counted the spell (found measuring
+// issue 29's write stages: six writes of a serial client summed to
+// milliseconds of wait).
+func TestCommandDurationExcludesIdle(t *testing.T) {
+	const idle = 150 * time.Millisecond
+	for _, goroutines := range []bool{false, true} {
+		cfg := testConfig(t, "n1")
+		cfg.MetricsAddr = "127.0.0.1:0"
+		cfg.ConnGoroutines = goroutines
+		n := startNode(t, cfg)
+		waitFor(t, "leadership", 10*time.Second, n.IsLeader)
+		c := newClient(t, n.Addr())
+		for i := range 3 {
+			time.Sleep(idle)
+			if err := c.Set(ctx, "k", strconv.Itoa(i), 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(idle)
+			if err := c.Get(ctx, "k").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, _ := scrape(t, n.MetricsAddr())
+		for _, cmd := range []string{"set", "get"} {
+			count := s[`bloomkv_command_duration_seconds_count{command="`+cmd+`"}`]
+			sum := s[`bloomkv_command_duration_seconds_sum{command="`+cmd+`"}`]
+			if count != 3 || sum <= 0 || sum >= idle.Seconds() {
+				t.Errorf("goroutines %v: %s: %v calls taking %v s in all; want 3 taking less than one idle spell (%v)", goroutines, cmd, count, sum, idle)
+			}
+		}
+		wait := s[`bloomkv_write_wait_seconds_sum`]
+		if wait <= 0 || wait >= idle.Seconds() {
+			t.Errorf("goroutines %v: writes waited %v s in all before raft; want less than one idle spell (%v)", goroutines, wait, idle)
+		}
+		checkWriteStages(t, s, "set")
+	}
+}

@@ -58,6 +58,10 @@ type proposal struct {
 	w    *connWrites // the connection's tracker; the completer counts p done there
 	res  *fsm.Result // set before p is counted done
 	err  error       // the error to give the client, likewise
+	// read is when the command was read (its wait is observed when its
+	// group goes to raft), answered when its group's result came (its
+	// reply's delay is observed when the reply is written); metrics only.
+	read, answered time.Time
 }
 
 // connWrites tracks a connection's writes in the batcher. The completer
@@ -115,7 +119,7 @@ var errWouldWait = errors.New("the batcher's queue is full")
 // would be larger than the raft log stores: handed to raft, the log store
 // would fail to store it and the leader would step down (issue 32). With
 // wait false, a full queue returns errWouldWait and leaves w as it was.
-func (n *Node) propose(w *connWrites, c *fsm.Command, wait bool) (*proposal, error) {
+func (n *Node) propose(w *connWrites, c *fsm.Command, read time.Time, wait bool) (*proposal, error) {
 	start := len(w.enc)
 	w.enc = c.AppendEncode(w.enc)
 	data := w.enc[start:len(w.enc):len(w.enc)]
@@ -130,7 +134,7 @@ func (n *Node) propose(w *connWrites, c *fsm.Command, wait bool) (*proposal, err
 	}
 	p := &w.slab[w.used]
 	w.used++
-	*p = proposal{data: data, w: w}
+	*p = proposal{data: data, w: w, read: read}
 	w.outstanding.Add(1)
 	if !wait {
 		select {
@@ -235,6 +239,9 @@ func (n *Node) runBatcher() {
 			data = fsm.EncodeMulti(encs)
 		}
 		g.start = time.Now()
+		for _, p := range g.props {
+			n.metrics.writeWait.Observe(g.start.Sub(p.read).Seconds())
+		}
 		g.f = n.raft.Apply(data, n.cfg.ApplyTimeout)
 		n.metrics.groupSubmitted(len(g.props), len(data))
 		select {
@@ -257,12 +264,14 @@ func (n *Node) runCompleter() {
 			return
 		}
 		err := g.f.Error()
-		n.metrics.groupDone(time.Since(g.start), err)
+		answered := time.Now()
+		n.metrics.groupDone(answered.Sub(g.start), err)
 		<-n.inFlight
 		if err != nil {
 			err = n.applyErr(err)
 			for _, p := range g.props {
 				p.err = err
+				p.answered = answered
 				p.w.done()
 			}
 			continue
@@ -279,6 +288,7 @@ func (n *Node) runCompleter() {
 			default:
 				p.res = r.Multi[i]
 			}
+			p.answered = answered
 			p.w.done()
 		}
 	}

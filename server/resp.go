@@ -149,16 +149,19 @@ func (n *Node) flushWrites(c *respConn, b *burst) {
 		return
 	}
 	werr := n.waitWrites(c.writes)
+	now := time.Now()
 	for i, p := range b.pending {
 		switch {
 		case werr != nil:
 			c.WriteError(werr.Error())
 		case p.p.err != nil:
 			c.WriteError(p.p.err.Error())
+			n.metrics.reply.Observe(now.Sub(p.p.answered).Seconds())
 		default:
 			p.reply(c, p.p.res)
+			n.metrics.reply.Observe(now.Sub(p.p.answered).Seconds())
 		}
-		p.m.observe(p.start)
+		p.m.observeSpan(p.start, now)
 		b.pending[i] = pendingWrite{} // let the results go
 	}
 	b.pending = b.pending[:0]
@@ -233,7 +236,7 @@ func (n *Node) proposeWrite(c *respConn, b *burst, spec *command, m *cmdMetric, 
 	cmd, reply, err := spec.write(n, args)
 	var p *proposal
 	if err == nil {
-		p, err = n.propose(c.writes, cmd, wait)
+		p, err = n.propose(c.writes, cmd, start, wait)
 	}
 	if err != nil {
 		return err
