@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"net"
 	"os"
+	"time"
 )
 
 // Detaching: handing a connection of the event loop to a goroutine
@@ -77,6 +78,9 @@ func (s *loopServer) serveDetached(lc *loopConn) {
 			return
 		}
 	}
+	// The tail's commands start now, as the loop's do when it fills its
+	// reader (serve), not when the command before them ended.
+	lc.start = time.Now()
 	if c.closing {
 		n.endBurst(c, &lc.b)
 		c.flush()

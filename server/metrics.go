@@ -29,15 +29,15 @@ type nodeMetrics struct {
 	readRounds                               atomic.Uint64
 	soleVoterReads                           atomic.Uint64 // read checks of a one-voter leader, no round (propose.go)
 
-	reg       *prometheus.Registry
-	commit    prometheus.Histogram // a write entry: handed to raft until committed and applied here
-	writeWait prometheus.Histogram // a write: read until its entry is handed to raft
-	reply     prometheus.Histogram // a write: its entry's result until its reply is written
-	apply     prometheus.Histogram // one ApplyBatch of the state machine
-	readRound prometheus.Histogram // one ReadIndex round: commit index noted, leadership confirmed
-	cmds      map[string]*cmdMetric
-	cmdList   []*cmdMetric // the same, by command.idx
-	unknown   *cmdMetric
+	reg        *prometheus.Registry
+	commit     prometheus.Histogram // a write entry: handed to raft until committed and applied here
+	writeWait  prometheus.Histogram // a write: read until its entry is handed to raft
+	writeReply prometheus.Histogram // a write: its entry's result until its reply is ready to write
+	apply      prometheus.Histogram // one ApplyBatch of the state machine
+	readRound  prometheus.Histogram // one ReadIndex round: commit index noted, leadership confirmed
+	cmds       map[string]*cmdMetric
+	cmdList    []*cmdMetric // the same, by command.idx
+	unknown    *cmdMetric
 }
 
 // cmdMetric is one command's calls and latencies. Its series are made at
@@ -76,12 +76,12 @@ func newNodeMetrics() *nodeMetrics {
 		}),
 		writeWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "bloomkv_write_wait_seconds",
-			Help:    "Time from reading a write command until its group's raft entry is handed to raft (leader only): mostly the wait for the entry before it to commit.",
+			Help:    "Time from reading a write command until the raft entry that carries it is handed to raft: mostly the wait for the entry before it to commit.",
 			Buckets: latencyBuckets,
 		}),
-		reply: prometheus.NewHistogram(prometheus.HistogramOpts{
+		writeReply: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "bloomkv_write_reply_seconds",
-			Help:    "Time from a write entry's result on this node until the reply of each write in it is written to its connection (leader only).",
+			Help:    "Time from a write entry's result (or failure) until the reply of each write in it is ready to be written to its connection.",
 			Buckets: latencyBuckets,
 		}),
 		apply: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -111,7 +111,7 @@ func newNodeMetrics() *nodeMetrics {
 		m.cmdList[c.idx] = m.cmds[name]
 	}
 	m.unknown = &cmdMetric{name: "unknown", calls: calls, durs: durs}
-	m.reg.MustRegister(m.commit, m.writeWait, m.reply, m.apply, m.readRound, calls, durs,
+	m.reg.MustRegister(m.commit, m.writeWait, m.writeReply, m.apply, m.readRound, calls, durs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

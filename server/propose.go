@@ -239,11 +239,13 @@ func (n *Node) runBatcher() {
 			data = fsm.EncodeMulti(encs)
 		}
 		g.start = time.Now()
+		g.f = n.raft.Apply(data, n.cfg.ApplyTimeout)
+		n.metrics.groupSubmitted(len(g.props), len(data))
+		// After Apply, off the way to raft; the completer sees g only
+		// once it is sent below.
 		for _, p := range g.props {
 			n.metrics.writeWait.Observe(g.start.Sub(p.read).Seconds())
 		}
-		g.f = n.raft.Apply(data, n.cfg.ApplyTimeout)
-		n.metrics.groupSubmitted(len(g.props), len(data))
 		select {
 		case n.groups <- g:
 		case <-n.stop:

@@ -156,10 +156,10 @@ func (n *Node) flushWrites(c *respConn, b *burst) {
 			c.WriteError(werr.Error())
 		case p.p.err != nil:
 			c.WriteError(p.p.err.Error())
-			n.metrics.reply.Observe(now.Sub(p.p.answered).Seconds())
+			n.metrics.writeReply.Observe(now.Sub(p.p.answered).Seconds())
 		default:
 			p.reply(c, p.p.res)
-			n.metrics.reply.Observe(now.Sub(p.p.answered).Seconds())
+			n.metrics.writeReply.Observe(now.Sub(p.p.answered).Seconds())
 		}
 		p.m.observeSpan(p.start, now)
 		b.pending[i] = pendingWrite{} // let the results go

@@ -42,7 +42,8 @@ import (
 //
 // runs until that many operations are done (and at least a dozen faults of
 // each kind have happened), and logs the counts that docs/server.md
-// records.
+// records. BLOOMKV_CHECK_OUT names a directory for the visualization of a
+// history that fails, BLOOMKV_CHECK_ARGS extra kvserver flags.
 func TestLinearizable(t *testing.T) {
 	wantOps, long := 0, false
 	if s := os.Getenv("BLOOMKV_CHECK_OPS"); s != "" {
@@ -296,6 +297,9 @@ func startCheckCluster(t *testing.T) *checkCluster {
 		cl.args = append(cl.args, []string{"-id", fmt.Sprint("n", i+1), "-dir", t.TempDir(), "-addr", cl.addrs[i],
 			"-raft", raftAddrs[i], "-peers", peers, "-raft-dial", strings.Join(dial, ","),
 			"-heartbeat-timeout", "400ms", "-election-timeout", "400ms", "-leader-lease-timeout", "200ms", "-log-level", "off"})
+		// BLOOMKV_CHECK_ARGS adds flags to every node (say
+		// -conn-goroutines, to check the goroutine connection server).
+		cl.args[i] = append(cl.args[i], strings.Fields(os.Getenv("BLOOMKV_CHECK_ARGS"))...)
 		cl.nodes = append(cl.nodes, startQuiet(t, cl.args[i]...))
 	}
 	t.Cleanup(func() {
