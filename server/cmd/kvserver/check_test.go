@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -127,17 +128,21 @@ func TestLinearizable(t *testing.T) {
 	// linearizable with it (it takes effect after everything else, which
 	// its open end allows), so leaving it out never hides a violation.
 	recorded := len(ops)
-	ops = pruneUnseen(ops)
+	ops, relaxed := pruneUnseen(ops)
 	res, info := porcupine.CheckOperationsVerbose(checkModel, ops, 5*time.Minute)
-	t.Logf("%d operations recorded (%d with an answer, %d writes of unknown outcome, of which %d unseen SETs left out; %d refused, not recorded); %d checked; faults: %d leader kills, %d pauses, %d partitions; %s; %d acknowledged adds lost",
-		recorded, ok, unknown, recorded-len(ops), h.refused.Load(), len(ops), faults["kill"], faults["pause"], faults["partition"], res, lost)
+	t.Logf("%d operations recorded (%d with an answer, %d writes of unknown outcome, of which %d unseen SETs left out and %d DEL answers they could explain unchecked; %d refused, not recorded); %d checked; faults: %d leader kills, %d pauses, %d partitions; %s; %d acknowledged adds lost",
+		recorded, ok, unknown, recorded-len(ops), relaxed, h.refused.Load(), len(ops), faults["kill"], faults["pause"], faults["partition"], res, lost)
 	if res != porcupine.Ok {
-		out := filepath.Join(t.TempDir(), "history.html")
-		if dir := os.Getenv("BLOOMKV_CHECK_OUT"); dir != "" {
-			out = filepath.Join(dir, "history.html")
+		dir := os.Getenv("BLOOMKV_CHECK_OUT")
+		if dir == "" {
+			dir = t.TempDir()
 		}
+		out := filepath.Join(dir, "history.html")
 		porcupine.VisualizePath(checkModel, info, out)
-		t.Fatalf("the history is not linearizable (%s); visualization in %s", res, out)
+		if err := writeHistory(filepath.Join(dir, "history.jsonl"), h.ops); err != nil {
+			t.Error(err)
+		}
+		t.Fatalf("the history is not linearizable (%s); visualization in %s, every recorded operation in history.jsonl beside it", res, out)
 	}
 	if lost > 0 {
 		t.Fatalf("%d acknowledged BF.ADDs lost", lost)
@@ -215,8 +220,24 @@ var checkModel = porcupine.Model{
 }
 
 // pruneUnseen drops the SETs of unknown outcome whose value no GET
-// returned.
-func pruneUnseen(ops []porcupine.Operation) []porcupine.Operation {
+// returned, and stops checking the answers of the DELs such a SET could
+// explain; relaxed counts those DELs.
+//
+// A write of unknown outcome may take effect at any time after its call,
+// so the checker must try it at every point: a few dozen of them on one
+// key make the search explode. A dropped SET is one whose value no GET
+// returned, so no read depends on it, and it can always take effect after
+// everything else (its open end allows that). But a DEL that answered 1
+// may have deleted just such a SET's value, applied late (an entry that a
+// deposed leader had replicated, committed by its successor): dropped, it
+// would leave that DEL's 1 unexplained, and the checker would report a
+// violation the servers never made (found in a long run of round s13).
+// So a DEL that answered 1 after a dropped SET on its key was called is
+// checked for its effect (the key is gone after it) but not for its
+// answer. That keeps the check sound: a history linearizable with the
+// dropped SETs is linearizable without them and with those answers
+// unchecked (TestPruneUnseenSound).
+func pruneUnseen(ops []porcupine.Operation) (kept []porcupine.Operation, relaxed int) {
 	seen := map[string]bool{}
 	for _, op := range ops {
 		if in := op.Input.(checkInput); in.op == "get" {
@@ -225,14 +246,58 @@ func pruneUnseen(ops []porcupine.Operation) []porcupine.Operation {
 			}
 		}
 	}
-	kept := ops[:0:0]
+	firstDropped := map[string]int64{} // key: the earliest call of a dropped SET
+	kept = ops[:0:0]
 	for _, op := range ops {
 		if in := op.Input.(checkInput); in.op == "set" && !in.seen && !seen[in.val] {
+			if t, ok := firstDropped[in.key]; !ok || op.Call < t {
+				firstDropped[in.key] = op.Call
+			}
 			continue
 		}
 		kept = append(kept, op)
 	}
-	return kept
+	for i, op := range kept {
+		in := op.Input.(checkInput)
+		if in.op != "del" || !in.seen || !op.Output.(checkOutput).found {
+			continue
+		}
+		if t, ok := firstDropped[in.key]; ok && t < op.Return {
+			in.seen = false
+			kept[i].Input = in
+			relaxed++
+		}
+	}
+	return kept, relaxed
+}
+
+// writeHistory writes every recorded operation, one JSON object a line,
+// so that a failed check can be studied with what the checker left out.
+func writeHistory(path string, ops []porcupine.Operation) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	for _, op := range ops {
+		in, out := op.Input.(checkInput), op.Output.(checkOutput)
+		rec := struct {
+			Client   int    `json:"client"`
+			Op       string `json:"op"`
+			Key      string `json:"key"`
+			Val      string `json:"val,omitempty"`
+			Seen     bool   `json:"seen"`
+			OutVal   string `json:"out_val,omitempty"`
+			OutFound bool   `json:"out_found"`
+			Call     int64  `json:"call"`
+			Ret      int64  `json:"ret"`
+		}{op.ClientId, in.op, in.key, in.val, in.seen, out.val, out.found, op.Call, op.Return}
+		if err := enc.Encode(rec); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
 }
 
 // history collects operations from every client.
@@ -675,3 +740,41 @@ func finalReads(t *testing.T, cl *checkCluster, h *history) int {
 type quietLogger struct{}
 
 func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// TestPruneUnseenSound: dropping the SETs of unknown outcome that no GET
+// read must never make a linearizable history fail the check. The
+// history of a DEL that answered 1 because such a SET took effect late
+// passes; the same DEL with no SET to explain it still fails, as does a
+// GET that sees a deleted value come back.
+func TestPruneUnseenSound(t *testing.T) {
+	op := func(client int, in checkInput, out checkOutput, call, ret int64) porcupine.Operation {
+		return porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret}
+	}
+	lateSet := op(1, checkInput{op: "set", key: "k", val: "v1"}, checkOutput{}, 0, math.MaxInt64) // unknown outcome
+	absent := op(2, checkInput{op: "get", key: "k", seen: true}, checkOutput{}, 10, 20)
+	del1 := op(2, checkInput{op: "del", key: "k", seen: true}, checkOutput{found: true}, 30, 40)
+	absentAgain := op(2, checkInput{op: "get", key: "k", seen: true}, checkOutput{}, 50, 60)
+	set2 := op(3, checkInput{op: "set", key: "k", val: "v2", seen: true}, checkOutput{}, 70, 80)
+	del2 := op(3, checkInput{op: "del", key: "k", seen: true}, checkOutput{found: true}, 90, 100)
+	sawV2 := op(2, checkInput{op: "get", key: "k", seen: true}, checkOutput{val: "v2", found: true}, 110, 120)
+
+	for _, tc := range []struct {
+		name    string
+		ops     []porcupine.Operation
+		want    porcupine.CheckResult
+		relaxed int
+	}{
+		{"a DEL explained by a late unknown SET", []porcupine.Operation{lateSet, absent, del1, absentAgain}, porcupine.Ok, 1},
+		{"a DEL with nothing to explain it", []porcupine.Operation{absent, del1, absentAgain}, porcupine.Illegal, 0},
+		{"a deleted value read again", []porcupine.Operation{lateSet, set2, del2, sawV2}, porcupine.Illegal, 1},
+	} {
+		if got := porcupine.CheckOperations(checkModel, tc.ops); tc.want == porcupine.Ok && !got {
+			t.Fatalf("%s: the history itself is not linearizable", tc.name)
+		}
+		kept, relaxed := pruneUnseen(tc.ops)
+		got, _ := porcupine.CheckOperationsVerbose(checkModel, kept, time.Minute)
+		if got != tc.want || relaxed != tc.relaxed {
+			t.Errorf("%s: %s with %d DEL answers unchecked, want %s with %d", tc.name, got, relaxed, tc.want, tc.relaxed)
+		}
+	}
+}
