@@ -43,8 +43,9 @@ import (
 //
 // runs until that many operations are done (and at least a dozen faults of
 // each kind have happened), and logs the counts that docs/server.md
-// records. BLOOMKV_CHECK_OUT names a directory for the visualization of a
-// history that fails, BLOOMKV_CHECK_ARGS extra kvserver flags.
+// records. BLOOMKV_CHECK_OUT names a directory for every recorded operation
+// (history.jsonl) and, when the check fails, its visualization;
+// BLOOMKV_CHECK_ARGS adds kvserver flags.
 func TestLinearizable(t *testing.T) {
 	wantOps, long := 0, false
 	if s := os.Getenv("BLOOMKV_CHECK_OPS"); s != "" {
@@ -132,6 +133,12 @@ func TestLinearizable(t *testing.T) {
 	res, info := porcupine.CheckOperationsVerbose(checkModel, ops, 5*time.Minute)
 	t.Logf("%d operations recorded (%d with an answer, %d writes of unknown outcome, of which %d unseen SETs left out and %d DEL answers they could explain unchecked; %d refused, not recorded); %d checked; faults: %d leader kills, %d pauses, %d partitions; %s; %d acknowledged adds lost",
 		recorded, ok, unknown, recorded-len(ops), relaxed, h.refused.Load(), len(ops), faults["kill"], faults["pause"], faults["partition"], res, lost)
+	if dir := os.Getenv("BLOOMKV_CHECK_OUT"); dir != "" && res == porcupine.Ok {
+		// Kept for study even when the check passes.
+		if err := writeHistory(filepath.Join(dir, "history.jsonl"), h.ops); err != nil {
+			t.Error(err)
+		}
+	}
 	if res != porcupine.Ok {
 		dir := os.Getenv("BLOOMKV_CHECK_OUT")
 		if dir == "" {
