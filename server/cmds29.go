@@ -34,6 +34,25 @@ func cmdIncr(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
 	return &fsm.Command{Op: fsm.OpIncr, Key: a[1], Delta: delta}, replyN, checkKey(a[1])
 }
 
+// cmdGetDel deletes a string key and answers its value, as Redis's GETDEL:
+// nil for an absent key, WRONGTYPE (and nothing deleted) for a filter.
+// One replicated command, so the value answered is the one deleted.
+func cmdGetDel(_ *Node, a [][]byte) (*fsm.Command, replyFunc, error) {
+	return &fsm.Command{Op: fsm.OpGetDel, Key: a[1]}, replyOld, checkKey(a[1])
+}
+
+// replyOld answers the old value a command returned, or nil.
+func replyOld(conn *respConn, r *fsm.Result) {
+	switch {
+	case r.Err != nil:
+		writeErr(conn, r.Err)
+	case r.OldFound:
+		conn.WriteBulk(r.Old)
+	default:
+		conn.WriteNull()
+	}
+}
+
 // cmdDBSize counts the keys of every kind: a scan of the state, which
 // costs time in proportion to the keys.
 func cmdDBSize(n *Node, c *respConn, _ *connState, _ [][]byte) {

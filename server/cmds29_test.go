@@ -3,6 +3,8 @@ package server
 import (
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestRedisBasics: the commands of issue 29 answer as Redis 7.0 does, or
@@ -31,6 +33,24 @@ func TestRedisBasics(t *testing.T) {
 	c.BFAdd(ctx, "bf", "x")
 	if err := c.Incr(ctx, "bf").Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
 		t.Fatalf("INCR on a filter: %v", err)
+	}
+	// GETDEL answers the value it deleted, nil for no key, WRONGTYPE for a
+	// filter (which stays).
+	c.Set(ctx, "g", "abc", 0)
+	if v, err := c.GetDel(ctx, "g").Result(); v != "abc" || err != nil {
+		t.Fatalf("GETDEL = %q, %v", v, err)
+	}
+	if n := c.Exists(ctx, "g").Val(); n != 0 {
+		t.Fatalf("EXISTS after GETDEL = %d", n)
+	}
+	if err := c.GetDel(ctx, "g").Err(); err != redis.Nil {
+		t.Fatalf("GETDEL of no key: %v", err)
+	}
+	if err := c.GetDel(ctx, "bf").Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		t.Fatalf("GETDEL of a filter: %v", err)
+	}
+	if n := c.Exists(ctx, "bf").Val(); n != 1 {
+		t.Fatal("GETDEL of a filter deleted it")
 	}
 	// Concurrent increments through one pipeline share an entry and each
 	// still counts.

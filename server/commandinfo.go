@@ -67,6 +67,7 @@ var cmdDocs = map[string]cmdDoc{
 	"scan":      noKeys("Iterates over the keys in key order, with MATCH, COUNT and TYPE.", "generic"),
 	"set":       key1("Sets a key's string value, with NX, XX and GET.", "string"),
 	"del":       {summary: "Deletes keys.", group: "generic", first: 1, last: -1, step: 1},
+	"getdel":    key1("Deletes a key's string value and returns it, replicated.", "string"),
 	"flushall":  noKeys("Deletes every key.", "server"),
 	"flushdb":   noKeys("Deletes every key (there is one database).", "server"),
 

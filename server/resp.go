@@ -85,6 +85,7 @@ func init() {
 		"scan":     {arity: -2, kind: kindRead, run: cmdScan},
 		"set":      {arity: -3, kind: kindWrite, write: cmdSet},
 		"del":      {arity: -2, kind: kindWrite, write: cmdDel},
+		"getdel":   {arity: 2, kind: kindWrite, write: cmdGetDel},
 		"flushall": {arity: -1, kind: kindWrite, write: cmdFlushAll},
 		"flushdb":  {arity: -1, kind: kindWrite, write: cmdFlushAll},
 

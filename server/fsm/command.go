@@ -21,6 +21,7 @@ const (
 	OpDeleteRange Op = 4  // delete every key in [Key, Value)
 	OpMulti       Op = 5  // Ops applied in order as separate commands, each with its own result
 	OpIncr        Op = 6  // add Delta to the integer string Key (absent: 0); Result.N is the new value
+	OpGetDel      Op = 7  // delete the string Key, returning it in Result.Old (another kind: ErrWrongType, kept)
 	OpBFReserve   Op = 16 // create the bloom filter Key
 	OpBFAdd       Op = 17 // add Items to the bloom filter Key, creating it unless FlagNoCreate
 	OpCFReserve   Op = 32 // create the cuckoo filter Key
@@ -43,6 +44,8 @@ func (o Op) String() string {
 		return "Multi"
 	case OpIncr:
 		return "Incr"
+	case OpGetDel:
+		return "GetDel"
 	case OpBFReserve:
 		return "BFReserve"
 	case OpBFAdd:
@@ -126,7 +129,7 @@ func (c *Command) appendBody(dst []byte) []byte {
 		dst = append(dst, c.Flags)
 		dst = appendBytes(dst, c.Key)
 		dst = appendBytes(dst, c.Value)
-	case OpDelete:
+	case OpDelete, OpGetDel:
 		dst = appendBytes(dst, c.Key)
 	case OpIncr:
 		dst = appendBytes(dst, c.Key)
@@ -301,7 +304,7 @@ func (d *decoder) command(in Op) Command {
 		c.Flags = d.byte()
 		c.Key = d.bytes()
 		c.Value = d.bytes()
-	case OpDelete:
+	case OpDelete, OpGetDel:
 		c.Key = d.bytes()
 	case OpIncr:
 		c.Key = d.bytes()

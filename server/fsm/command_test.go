@@ -24,6 +24,7 @@ var sampleCommands = []Command{
 	{Op: OpCFDel, Key: []byte("cf"), Items: [][]byte{[]byte("x")}},
 	{Op: OpSetNode, Key: []byte("n1"), Value: []byte("127.0.0.1:6379")},
 	{Op: OpIncr, Key: []byte("n"), Delta: -7},
+	{Op: OpGetDel, Key: []byte("g")},
 	{Op: OpMulti, Ops: []Command{
 		{Op: OpPut, Key: []byte("a"), Value: []byte("1")},
 		{Op: OpBatch, Ops: []Command{{Op: OpDelete, Key: []byte("b")}}},
@@ -191,5 +192,27 @@ func TestIncr(t *testing.T) {
 	m.one(bfAdd("bf", "x"))
 	if r := incr("bf", 1); r.Err != ErrWrongType {
 		t.Fatalf("INCR on a filter: %+v", r)
+	}
+}
+
+func TestGetDel(t *testing.T) {
+	m := newMachine(t)
+	getDel := func(k string) *Result { return m.one(Command{Op: OpGetDel, Key: []byte(k)}) }
+	m.one(put("s", "abc"))
+	if r := getDel("s"); r.Err != nil || !r.OldFound || string(r.Old) != "abc" || r.N != 1 {
+		t.Fatalf("GETDEL of a string: %+v", r)
+	}
+	if kind, _ := m.get("s"); kind != KindNone {
+		t.Fatal("GETDEL left the key")
+	}
+	if r := getDel("s"); r.Err != nil || r.OldFound || r.N != 0 {
+		t.Fatalf("GETDEL of an absent key: %+v", r)
+	}
+	m.one(bfAdd("bf", "x"))
+	if r := getDel("bf"); r.Err != ErrWrongType {
+		t.Fatalf("GETDEL of a filter: %+v", r)
+	}
+	if r := m.one(Command{Op: OpBFAdd, Key: []byte("bf"), Flags: FlagNoCreate, Items: [][]byte{[]byte("y")}}); r.Err != nil {
+		t.Fatalf("the filter is gone after a refused GETDEL: %+v", r)
 	}
 }

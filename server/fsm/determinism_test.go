@@ -143,7 +143,7 @@ func mixedLog(rng *rand.Rand) []Command {
 	for range 600 {
 		k := key()
 		var c Command
-		switch rng.IntN(15) {
+		switch rng.IntN(16) {
 		case 0:
 			c = Command{Op: OpPut, Key: k, Value: fmt.Appendf(nil, "v%d", rng.IntN(100)), Flags: byte(rng.IntN(8))}
 		case 1:
@@ -181,6 +181,8 @@ func mixedLog(rng *rand.Rand) []Command {
 			c = Command{Op: OpBFAdd, Key: []byte("ns"), Items: items("new", 1)}
 		case 14:
 			c = Command{Op: OpIncr, Key: k, Delta: int64(rng.IntN(200) - 100)}
+		case 15:
+			c = Command{Op: OpGetDel, Key: k}
 		}
 		cmds = append(cmds, c)
 	}

@@ -140,6 +140,16 @@ func (t *tx) run(c *Command) *Result {
 		return &Result{N: n}
 	case OpDeleteRange:
 		return &Result{N: t.deleteRange(c.Key, c.Value)}
+	case OpGetDel:
+		old := t.lookup(c.Key)
+		switch {
+		case old == nil:
+			return &Result{}
+		case old.kind != KindString:
+			return &Result{Err: ErrWrongType}
+		}
+		t.over[string(c.Key)] = &value{}
+		return &Result{N: 1, Old: old.str, OldFound: true}
 	case OpIncr:
 		return t.incr(c)
 	case OpBFReserve:

@@ -27,7 +27,7 @@ import (
 )
 
 // TestLinearizable is a Jepsen-style check (issue 29): concurrent clients
-// run SET, GET and DEL on a few keys, and BF.ADD and BF.EXISTS on two
+// run SET, GET, DEL and GETDEL on a few keys, and BF.ADD and BF.EXISTS on two
 // filters, against a three-node cluster of kvserver processes on
 // loopback, while a nemesis kills the leader (SIGKILL) and restarts it,
 // pauses a node (SIGSTOP, SIGCONT) and cuts a node off through fault
@@ -161,15 +161,15 @@ func TestLinearizable(t *testing.T) {
 
 // Operations of the model.
 type checkInput struct {
-	op   string // set, get, del, add, exists
+	op   string // set, get, del, getdel, add, exists
 	key  string // a register, or filter "|" item (a partition each)
 	val  string
 	seen bool // the output is known
 }
 
 type checkOutput struct {
-	val   string // get: the value
-	found bool   // get: present; del, add, exists: the 0/1 answer is 1
+	val   string // get, getdel: the value
+	found bool   // get, getdel: present; del, add, exists: the 0/1 answer is 1
 }
 
 // register: the value, and whether the key is present. A filter item:
@@ -207,6 +207,8 @@ var checkModel = porcupine.Model{
 			return !in.seen || out.found == s.found, checkState{}
 		case "get":
 			return out.found == s.found && (!s.found || out.val == s.val), s
+		case "getdel":
+			return !in.seen || (out.found == s.found && (!s.found || out.val == s.val)), checkState{}
 		case "add":
 			// Strict: a bloom filter at rate 1e-6 with at most 2,000 items
 			// in a filter sized for 20,000 gives false positives too rarely
@@ -219,21 +221,21 @@ var checkModel = porcupine.Model{
 	},
 	DescribeOperation: func(input, output any) string {
 		in, out := input.(checkInput), output.(checkOutput)
-		if !in.seen && (in.op == "set" || in.op == "del" || in.op == "add") {
+		if !in.seen && (in.op == "set" || in.op == "del" || in.op == "getdel" || in.op == "add") {
 			return fmt.Sprintf("%s(%s %s) -> unknown", in.op, in.key, in.val)
 		}
 		return fmt.Sprintf("%s(%s %s) -> %q %v", in.op, in.key, in.val, out.val, out.found)
 	},
 }
 
-// pruneUnseen drops the SETs of unknown outcome whose value no GET
-// returned, and stops checking the answers of the DELs such a SET could
+// pruneUnseen drops the SETs of unknown outcome whose value no GET or
+// GETDEL returned, and stops checking the answers of the DELs such a SET could
 // explain; relaxed counts those DELs.
 //
 // A write of unknown outcome may take effect at any time after its call,
 // so the checker must try it at every point: a few dozen of them on one
-// key make the search explode. A dropped SET is one whose value no GET
-// returned, so no read depends on it, and it can always take effect after
+// key make the search explode. A dropped SET is one whose value no GET or
+// GETDEL returned, so no read depends on it, and it can always take effect after
 // everything else (its open end allows that). But a DEL that answered 1
 // may have deleted just such a SET's value, applied late (an entry that a
 // deposed leader had replicated, committed by its successor): dropped, it
@@ -247,7 +249,7 @@ var checkModel = porcupine.Model{
 func pruneUnseen(ops []porcupine.Operation) (kept []porcupine.Operation, relaxed int) {
 	seen := map[string]bool{}
 	for _, op := range ops {
-		if in := op.Input.(checkInput); in.op == "get" {
+		if in := op.Input.(checkInput); in.op == "get" || in.op == "getdel" {
 			if out := op.Output.(checkOutput); out.found {
 				seen[out.val] = true
 			}
@@ -616,12 +618,17 @@ func runClient(t *testing.T, cl *checkCluster, h *history, id int, stop chan str
 			case r < 4:
 				in = checkInput{op: "set", key: k, val: fmt.Sprintf("c%d-%d", id, seq)}
 				args = []any{"SET", k, in.val}
-			case r < 9:
+			case r < 8:
 				in = checkInput{op: "get", key: k}
 				args = []any{"GET", k}
-			default:
+			case r < 9:
 				in = checkInput{op: "del", key: k}
 				args = []any{"DEL", k}
+			default:
+				// GETDEL deletes and shows what it deleted: a value a
+				// DEL's 1 could only count.
+				in = checkInput{op: "getdel", key: k}
+				args = []any{"GETDEL", k}
 			}
 		} else {
 			f, item := fmt.Sprint("f", rng.IntN(checkFilters)), fmt.Sprint("i", rng.IntN(checkItems))
@@ -632,7 +639,7 @@ func runClient(t *testing.T, cl *checkCluster, h *history, id int, stop chan str
 				in.op, args = "exists", []any{"BF.EXISTS", f, item}
 			}
 		}
-		write := in.op == "set" || in.op == "del" || in.op == "add"
+		write := in.op == "set" || in.op == "del" || in.op == "getdel" || in.op == "add"
 		call := h.now()
 		v, err := c.do(in.key, args...)
 		ret := h.now()
@@ -663,7 +670,7 @@ func parseOutput(op string, v any) (checkOutput, string) {
 		if v != "OK" {
 			return checkOutput{}, fmt.Sprintf("answer %v", v)
 		}
-	case "get":
+	case "get", "getdel":
 		if v == nil {
 			return checkOutput{}, ""
 		}
@@ -758,6 +765,8 @@ func TestPruneUnseenSound(t *testing.T) {
 		return porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret}
 	}
 	lateSet := op(1, checkInput{op: "set", key: "k", val: "v1"}, checkOutput{}, 0, math.MaxInt64) // unknown outcome
+	getDelV1 := op(2, checkInput{op: "getdel", key: "k", seen: true}, checkOutput{val: "v1", found: true}, 30, 40)
+	getDelV3 := op(2, checkInput{op: "getdel", key: "k", seen: true}, checkOutput{val: "v3", found: true}, 30, 40)
 	absent := op(2, checkInput{op: "get", key: "k", seen: true}, checkOutput{}, 10, 20)
 	del1 := op(2, checkInput{op: "del", key: "k", seen: true}, checkOutput{found: true}, 30, 40)
 	absentAgain := op(2, checkInput{op: "get", key: "k", seen: true}, checkOutput{}, 50, 60)
@@ -774,6 +783,10 @@ func TestPruneUnseenSound(t *testing.T) {
 		{"a DEL explained by a late unknown SET", []porcupine.Operation{lateSet, absent, del1, absentAgain}, porcupine.Ok, 1},
 		{"a DEL with nothing to explain it", []porcupine.Operation{absent, del1, absentAgain}, porcupine.Illegal, 0},
 		{"a deleted value read again", []porcupine.Operation{lateSet, set2, del2, sawV2}, porcupine.Illegal, 1},
+		// A GETDEL shows the late SET's value: the SET is kept, and the
+		// check stays strict.
+		{"a GETDEL of a late unknown SET's value", []porcupine.Operation{lateSet, absent, getDelV1, absentAgain}, porcupine.Ok, 0},
+		{"a GETDEL of a value never written", []porcupine.Operation{lateSet, absent, getDelV3, absentAgain}, porcupine.Illegal, 0},
 	} {
 		if got := porcupine.CheckOperations(checkModel, tc.ops); tc.want == porcupine.Ok && !got {
 			t.Fatalf("%s: the history itself is not linearizable", tc.name)
