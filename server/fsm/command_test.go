@@ -95,6 +95,8 @@ func TestCommandGolden(t *testing.T) {
 			[]byte{1, 34, 1, 'c', 1, 'x'}},
 		{Command{Op: OpIncr, Key: []byte("n"), Delta: -2},
 			[]byte{1, 6, 1, 'n', 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}},
+		{Command{Op: OpGetDel, Key: []byte("k")},
+			[]byte{1, 7, 1, 'k'}},
 		{Command{Op: OpMulti, Ops: []Command{{Op: OpPut, Key: []byte("a"), Value: []byte("1")}, {Op: OpDelete, Key: []byte("b")}}},
 			[]byte{1, 5, 2, 1, 0, 1, 'a', 1, '1', 2, 1, 'b'}},
 	} {
@@ -113,6 +115,7 @@ func TestDecodeRejects(t *testing.T) {
 		"filter in batch": {1, 3, 1, 34, 1, 'c', 1, 'x'},
 		"nested multi":    {1, 5, 1, 5, 0},
 		"multi in batch":  {1, 3, 1, 5, 0},
+		"getdel in batch": {1, 3, 1, 7, 1, 'k'},
 		"huge length":     {1, 2, 0xff, 0xff, 0xff, 0xff, 0x0f},
 		"huge count":      {1, 17, 1, 'f', 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0xff, 0xff, 0xff, 0xff, 0x0f},
 		"bad uvarint":     {1, 2, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01},

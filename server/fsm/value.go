@@ -80,11 +80,11 @@ func errorf(format string, args ...any) *Error {
 // Result is what a command entry returns (the raft ApplyFuture's Response).
 type Result struct {
 	Err      error     // the command failed and changed nothing (an *Error)
-	N        int64     // Put: 1 if set; Delete, Batch, DeleteRange: keys deleted; CFDel: 1 if removed
+	N        int64     // Put: 1 if set; Delete, Batch, DeleteRange, GetDel: keys deleted; CFDel: 1 if removed
 	Ints     []int64   // BFAdd, CFAdd: per item, 1 added, 0 not
 	ItemErrs []error   // BFAdd, CFAdd: per item, nil or why it was not added
-	Old      []byte    // Put with PutGet: the previous value
-	OldFound bool      // Put with PutGet: there was a previous value
+	Old      []byte    // Put with PutGet, GetDel: the previous value
+	OldFound bool      // Put with PutGet, GetDel: there was a previous value
 	Multi    []*Result // Multi: the result of each of its commands, in order
 }
 
