@@ -246,7 +246,11 @@ func (s *loopServer) serve(lc *loopConn) gnet.Action {
 	}
 	for {
 		if c.closing {
-			if !s.flush(lc) || lc.unsentLen() == 0 {
+			if !s.flush(lc) {
+				return gnet.Close
+			}
+			if lc.unsentLen() == 0 {
+				drainInput(lc.gc.Fd())
 				return gnet.Close
 			}
 			// The ticker wakes it to write the rest. Nothing after QUIT or

@@ -104,3 +104,28 @@ func (s *loopServer) setDraining(lc *loopConn, draining bool) {
 	}
 	s.mu.Unlock()
 }
+
+// drainMax bounds what drainInput reads: a client that keeps sending
+// after QUIT is not waited for.
+const drainMax = 16 << 20
+
+// drainInput reads and drops what the client sent that is already in the
+// socket, before the loop closes a connection whose replies are all
+// written: closing a socket with unread input sends a reset instead of
+// the end of the stream, and the client's system may then drop replies
+// it had received but its program not yet read (a client that pipelined
+// commands after QUIT lost the tail of the replies before it:
+// TestLoopQuitDropsLaterInput, CI at 7df1105).
+func drainInput(fd int) {
+	var buf [64 << 10]byte
+	for read := 0; read < drainMax; {
+		n, err := unix.Read(fd, buf[:])
+		if err == unix.EINTR {
+			continue
+		}
+		if n <= 0 || err != nil {
+			return
+		}
+		read += n
+	}
+}
