@@ -66,34 +66,24 @@ func (m *cmdMetric) observeSpan(start, end time.Time) {
 // that waits out a slow fsync on a loaded machine.
 var latencyBuckets = prometheus.ExponentialBuckets(50e-6, 2, 18)
 
+// latencyHistogram is a histogram of durations over latencyBuckets.
+func latencyHistogram(name, help string) prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets})
+}
+
 func newNodeMetrics() *nodeMetrics {
 	m := &nodeMetrics{
 		reg: prometheus.NewRegistry(),
-		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "bloomkv_raft_commit_seconds",
-			Help:    "Time from handing a write entry to raft until it is committed and applied on this node (leader only).",
-			Buckets: latencyBuckets,
-		}),
-		writeWait: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "bloomkv_write_wait_seconds",
-			Help:    "Time from reading a write command until the raft entry that carries it is handed to raft: mostly the wait for the entry before it to commit.",
-			Buckets: latencyBuckets,
-		}),
-		writeReply: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "bloomkv_write_reply_seconds",
-			Help:    "Time from a write entry's result (or failure) until the reply of each write in it is ready to be written to its connection.",
-			Buckets: latencyBuckets,
-		}),
-		apply: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "bloomkv_fsm_apply_seconds",
-			Help:    "Time the state machine took to apply one batch of committed entries.",
-			Buckets: latencyBuckets,
-		}),
-		readRound: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "bloomkv_read_round_seconds",
-			Help:    "Time of one ReadIndex round (commit index noted, leadership confirmed by a quorum).",
-			Buckets: latencyBuckets,
-		}),
+		commit: latencyHistogram("bloomkv_raft_commit_seconds",
+			"Time from handing a write entry to raft until it is committed and applied on this node (leader only)."),
+		writeWait: latencyHistogram("bloomkv_write_wait_seconds",
+			"Time from reading a write command until the raft entry that carries it is handed to raft: mostly the wait for the entry before it to commit."),
+		writeReply: latencyHistogram("bloomkv_write_reply_seconds",
+			"Time from a write entry's result (or failure) until the reply of each write in it is ready to be written to its connection."),
+		apply: latencyHistogram("bloomkv_fsm_apply_seconds",
+			"Time the state machine took to apply one batch of committed entries."),
+		readRound: latencyHistogram("bloomkv_read_round_seconds",
+			"Time of one ReadIndex round (commit index noted, leadership confirmed by a quorum)."),
 		cmds: make(map[string]*cmdMetric, len(commands)+1),
 	}
 	calls := prometheus.NewCounterVec(prometheus.CounterOpts{
